@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The punctuation recipe template (ESPnet's TEMPLATE pattern): every stage once,
+# each a one-line `punctkit` call. A corpus's run.sh names its data and configs
+# and calls this script (through the symlink punct.sh in the recipe directory).
+#
+#   0 download the corpus when db.sh points nowhere    (local/download.sh)
+#   1 data directories                                  (local/data.sh)
+#   2 fbank+pitch features        (only with --use-audio true)
+#   3 vocabulary / BPE / embeddings
+#   4 train                       (through $train_cmd or $cuda_cmd)
+#   5 decode each test set        (through $decode_cmd, --nj jobs)
+#   6 score                       (exp/<tag>/decode_<set>/score.{txt,json})
+set -euo pipefail
+
+log() { echo "$(date '+%Y-%m-%dT%H:%M:%S') ($(basename "$0"):${BASH_LINENO[0]}) $*"; }
+
+help_message="Usage: $0 [options]
+  --stage N / --stop-stage N   run stages N..M (default 0..100)
+  --nj N                       parallel jobs for features and decoding (default 1)
+  --ngpu N                     GPUs for training (0 = CPU)
+  --train-set / --valid-set / --test-sets   data directory names under data/
+  --train-config FILE          training config (conf/train_*.yaml)
+  --decode-config FILE         decoding config (conf/decode.yaml)
+  --tag NAME                   experiment name (default: the train config's name)
+  --local-data-opts \"...\"      options passed to local/data.sh
+  --use-audio true|false       extract fbank+pitch (stage 2)
+  --fbank-conf / --pitch-conf  Kaldi-style feature configs
+  --feats-kind fbank_pitch|fbank|pitch"
+
+stage=0
+stop_stage=100
+nj=1
+ngpu=0
+train_set=train
+valid_set=valid
+test_sets=test
+train_config=
+decode_config=conf/decode.yaml
+tag=
+local_data_opts=
+use_audio=false
+fbank_conf=conf/fbank.conf
+pitch_conf=conf/pitch.conf
+feats_kind=fbank_pitch
+data=data
+expdir=exp
+
+. ./path.sh
+. ./cmd.sh
+. utils/parse_options.sh
+
+[ $# -eq 0 ] || { echo "$0: unexpected arguments: $*" >&2; echo "$help_message" >&2; exit 1; }
+[ -n "$train_config" ] || [ "$stop_stage" -lt 3 ] || { echo "$0: --train-config is required for stages >= 3" >&2; exit 1; }
+tag=${tag:-$(basename "${train_config:-none}" .yaml)}
+exp=$expdir/$tag
+
+if [ "$stage" -le 0 ] && [ "$stop_stage" -ge 0 ]; then
+  log "stage 0: corpus download (when needed)"
+  local/download.sh
+fi
+
+if [ "$stage" -le 1 ] && [ "$stop_stage" -ge 1 ]; then
+  log "stage 1: data directories"
+  # shellcheck disable=SC2086
+  local/data.sh --data "$data" $local_data_opts
+fi
+
+if [ "$stage" -le 2 ] && [ "$stop_stage" -ge 2 ] && [ "$use_audio" = true ]; then
+  log "stage 2: $feats_kind features"
+  for x in $train_set $valid_set $test_sets; do
+    ${decode_cmd} JOB=1:"$nj" "$data/$x/log/feats.JOB.log" \
+      punctkit extract-feats "$data/$x" "$data/$x/feats" --kind "$feats_kind" \
+        --fbank-conf "$fbank_conf" --pitch-conf "$pitch_conf" --nj "$nj" --job JOB
+    punctkit extract-feats "$data/$x" "$data/$x/feats" --nj "$nj" --merge
+  done
+fi
+
+# (engine stages 3-6)
+
+log "done: stages $stage..$stop_stage"

@@ -1,0 +1,52 @@
+"""The CLI as a user meets it: subprocess calls of the installed `punctkit` script."""
+import subprocess
+import sys
+
+import pytest
+
+PK = [sys.executable, "-m", "punctkit.cli"]
+
+
+def run(*args, ok=True):
+    r = subprocess.run(PK + [str(a) for a in args], capture_output=True, text=True)
+    if ok:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_help_lists_every_stage():
+    out = run("--help").stdout
+    for cmd in ("convert", "prepare", "stats"):
+        assert cmd in out
+
+
+def test_prepare_stats_convert(tmp_path):
+    src = tmp_path / "talk.txt"
+    src.write_text("Hello there, friend. How are you?\n")
+    out = run("prepare", src, "-o", tmp_path / "d").stdout
+    assert "repairs: 0" in out
+    assert (tmp_path / "d" / "labels").read_text() == "d-talk.txt-000001 O COMMA PERIOD O O QUESTION\n"
+    table = run("stats", tmp_path / "d").stdout
+    assert "QUESTION" in table and "sentences" in table
+    run("convert", tmp_path / "d", tmp_path / "p2.txt", "--to", "punctuator2")
+    assert (tmp_path / "p2.txt").read_text() == "Hello there ,COMMA friend .PERIOD How are you ?QUESTIONMARK\n"
+
+
+def test_errors_are_one_line(tmp_path):
+    r = run("prepare", tmp_path / "missing.txt", "-o", tmp_path / "d", ok=False)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines() == [f"punctkit: error: file not found: {tmp_path / 'missing.txt'}"]
+    bad = tmp_path / "bad"
+    bad.write_text("a\tO\nb\tNOPE\n")
+    r = run("convert", bad, tmp_path / "o", "--from", "twocol", ok=False)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1
+    assert f"{bad}:2: unknown label 'NOPE'" in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("opt", ["--rechunk", "--inventory"])
+def test_bad_option_values(tmp_path, opt):
+    src = tmp_path / "t.txt"
+    src.write_text("Hi.\n")
+    r = run("prepare", src, "-o", tmp_path / "d", opt, "abc", ok=False)
+    assert r.returncode == 1 and "punctkit: error:" in r.stderr

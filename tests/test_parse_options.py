@@ -1,0 +1,44 @@
+"""utils/parse_options.sh keeps Kaldi's semantics."""
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = """
+stage=0
+some_opt=a
+use_gpu=false
+help_message="Usage: demo [options] ARG"
+. {root}/utils/parse_options.sh
+echo "stage=$stage some_opt=$some_opt use_gpu=$use_gpu rest=$*"
+"""
+
+
+def run(tmp_path, *args):
+    s = tmp_path / "demo.sh"
+    s.write_text(SCRIPT.format(root=ROOT))
+    return subprocess.run(["bash", str(s), *args], capture_output=True, text=True)
+
+
+def test_sets_variables_and_keeps_positionals(tmp_path):
+    r = run(tmp_path, "--stage", "3", "--some-opt=x y", "--use-gpu", "true", "pos1", "--not-parsed")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "stage=3 some_opt=x y use_gpu=true rest=pos1 --not-parsed"
+
+
+def test_unknown_option_fails(tmp_path):
+    r = run(tmp_path, "--nope", "1")
+    assert r.returncode == 1 and "invalid option --nope" in r.stderr
+
+
+def test_boolean_checked(tmp_path):
+    r = run(tmp_path, "--use-gpu", "yes")
+    assert r.returncode == 1 and "expects true or false" in r.stderr
+
+
+def test_help_and_config(tmp_path):
+    r = run(tmp_path, "--help")
+    assert r.returncode == 0 and r.stdout.strip() == "Usage: demo [options] ARG"
+    conf = tmp_path / "c.conf"
+    conf.write_text("stage=7\n")
+    r = run(tmp_path, "--config", str(conf), "--some-opt", "b")
+    assert r.stdout.strip() == "stage=7 some_opt=b use_gpu=false rest="
