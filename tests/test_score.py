@@ -1,0 +1,345 @@
+"""punctkit score: metrics against published figures, C/S/D/I by hand, merging, alignment, bootstrap."""
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from punctkit.cli import app
+from punctkit.files import PunctkitError
+from punctkit.score import (
+    Transcript, align_words, bootstrap, format_report, read_transcript, score, score_files, write_score,
+)
+
+IWSLT = Path(__file__).resolve().parents[2] / "shared/data/iwslt"
+WORDS = ["so", "we", "went", "home", "and", "then", "you", "see", "it", "now"]
+
+# Faber 2020, table 5.7 (rows ref, columns hyp): Blank, Period, Comma, Questionmark.
+FABER_CLASSES = ["O", "PERIOD", "COMMA", "QUESTION"]
+FABER_MATRIX = [
+    [15223, 128, 140, 10],
+    [290, 586, 117, 1],
+    [564, 222, 460, 6],
+    [30, 17, 5, 32],
+]
+# Faber 2020, table 5.8: case-aware targets (L/U x blank . , ?).
+FABER_CASE_CLASSES = ["L_O", "U_O", "L_PERIOD", "L_COMMA", "L_QUESTION", "U_PERIOD", "U_COMMA", "U_QUESTION"]
+FABER_CASE_MATRIX = [
+    [13346, 263, 98, 148, 11, 1, 6, 0],
+    [384, 1201, 12, 6, 2, 7, 16, 0],
+    [193, 10, 598, 111, 1, 6, 5, 0],
+    [403, 12, 181, 493, 7, 1, 6, 0],
+    [20, 0, 13, 4, 43, 0, 0, 0],
+    [7, 10, 10, 8, 0, 26, 9, 0],
+    [16, 22, 11, 5, 1, 17, 77, 0],
+    [0, 1, 0, 1, 1, 0, 0, 1],
+]
+
+
+def write_twocol(path: Path, words: list[str], labels: list[str], utt_len: int | None = 100) -> Path:
+    """Write `word<TAB>LABEL` lines, a blank line after every `utt_len` words."""
+    lines = []
+    for i, (w, lab) in enumerate(zip(words, labels)):
+        if utt_len and i and i % utt_len == 0:
+            lines.append("")
+        lines.append(f"{w}\t{lab}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def realise(matrix: list[list[int]], classes: list[str], seed: int = 7) -> tuple[list[str], list[str], list[str]]:
+    """A shuffled word sequence with REF and HYP labels whose confusion matrix is `matrix`."""
+    pairs = [(classes[r], classes[h]) for r, row in enumerate(matrix) for h, n in enumerate(row) for _ in range(n)]
+    random.Random(seed).shuffle(pairs)
+    words = [WORDS[i % len(WORDS)] for i in range(len(pairs))]
+    return words, [r for r, _ in pairs], [h for _, h in pairs]
+
+
+@pytest.fixture
+def faber(tmp_path: Path) -> tuple[Path, Path]:
+    words, ref, hyp = realise(FABER_MATRIX, FABER_CLASSES)
+    return write_twocol(tmp_path / "ref.txt", words, ref), write_twocol(tmp_path / "hyp.txt", words, hyp)
+
+
+def r1(x: float) -> float:
+    return round(x + 1e-9, 1)
+
+
+def check_faber(res: dict) -> None:
+    """Table 5.6, first row (no casing in source or targets)."""
+    o = res["overall"]
+    assert (r1(o["precision"]), r1(o["recall"]), r1(o["f1"])) == (62.5, 46.3, 53.2)
+    assert (r1(res["CER"]), r1(res["SER"])) == (8.6, 65.7)
+    want = {"COMMA": (63.7, 36.7, 46.6), "PERIOD": (61.5, 59.0, 60.2), "QUESTION": (65.3, 38.1, 48.1)}
+    for cls, prf in want.items():
+        m = res["per_class"][cls]
+        assert (r1(m["precision"]), r1(m["recall"]), r1(m["f1"])) == prf, cls
+
+
+def test_faber_table_5_6_from_confusion_matrix(faber: tuple[Path, Path]) -> None:
+    res = score_files(*faber)
+    check_faber(res)
+    # the confusion matrix comes back as written, in our class order
+    assert res["confusion"]["labels"] == ["O", "COMMA", "PERIOD", "QUESTION"]
+    perm = [FABER_CLASSES.index(c) for c in res["confusion"]["labels"]]
+    assert res["confusion"]["matrix"] == [[FABER_MATRIX[r][h] for h in perm] for r in perm]
+    assert res["counts"]["slots"] == 17831 and res["counts"]["ref_utterances"] == 179
+    assert res["alignment"] is None and res["case"] is None
+    text = format_report(res)
+    assert "overall" in text and "62.5" in text and "SER 65.7" in text and "CER 8.6" in text
+
+
+def test_faber_through_cli_json(faber: tuple[Path, Path], tmp_path: Path) -> None:
+    out = tmp_path / "exp"
+    r = CliRunner().invoke(app, ["score", str(faber[0]), str(faber[1]), "--json", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.output)
+    check_faber(res)
+    assert json.loads((out / "score.json").read_text()) == res
+    assert "SER 65.7" in (out / "score.txt").read_text()
+
+
+def test_faber_case_aware_table_5_8(tmp_path: Path) -> None:
+    """Case P/R/F1 of table 5.6 row 2 from the confusion matrix of table 5.8."""
+    words, ref, hyp = realise(FABER_CASE_MATRIX, FABER_CASE_CLASSES)
+    res = score_files(write_twocol(tmp_path / "r", words, ref), write_twocol(tmp_path / "h", words, hyp))
+    case = res["case"]
+    assert [r1(case["L"][k]) for k in ("precision", "recall", "f1")] == [97.1, 98.1, 97.6]
+    # U: 1387 correct of 1697 predicted, 1851 reference; F1 = 78.18 (the paper prints 78.1)
+    assert [r1(case["U"][k]) for k in ("precision", "recall")] == [81.7, 74.9]
+    assert case["U"]["f1"] == pytest.approx(200 * 1387 / (1697 + 1851))
+    # punctuation is scored on the marks: 640 + 581 + 45 correct of 1943 predicted, 2330 in the reference;
+    # the paper truncates some cells of this row (P 65.16 -> 65.1, F1 59.26 -> 59.2)
+    o, c = res["overall"], res["per_class"]["COMMA"]
+    assert (o["correct"], o["predicted"], o["support"]) == (1266, 1943, 2330)
+    assert r1(o["recall"]) == 54.3
+    assert [r1(c[k]) for k in ("precision", "recall", "f1")] == [64.9, 46.4, 54.1]
+    q = res["per_class"]["QUESTION"]
+    assert r1(q["recall"]) == 53.6 and (q["correct"], q["predicted"]) == (45, 67)
+    assert "case (U capitalised" in format_report(res)
+
+
+# Hand-made pair: C at so/see, S at went (PERIOD->COMMA), D at you (QUESTION->O), I at home and yes.
+HAND_REF = [("so", "COMMA"), ("we", "O"), ("went", "PERIOD"), ("home", "O"), ("did", "O"),
+            ("you", "QUESTION"), ("see", "PERIOD"), ("it", "O"), ("yes", "O")]
+HAND_HYP_P2 = "so ,COMMA we went ,COMMA home .PERIOD did you see .PERIOD it yes ,COMMA\n"
+
+
+@pytest.fixture
+def hand(tmp_path: Path) -> tuple[Path, Path]:
+    ref = write_twocol(tmp_path / "ref", [w for w, _ in HAND_REF], [lab for _, lab in HAND_REF])
+    hyp = tmp_path / "hyp.p2"
+    hyp.write_text(HAND_HYP_P2, encoding="utf-8")
+    return ref, hyp
+
+
+def test_hand_made_c_s_d_i(hand: tuple[Path, Path]) -> None:
+    res = score_files(*hand)  # twocol reference, punctuator2 hypothesis
+    assert (res["C"], res["S"], res["D"], res["I"]) == (2, 1, 1, 2)
+    assert res["overall"]["precision"] == pytest.approx(40.0)  # 2 / 5 predicted marks
+    assert res["overall"]["recall"] == pytest.approx(50.0)  # 2 / 4 reference marks
+    assert res["overall"]["f1"] == pytest.approx(400 / 9)
+    assert res["SER"] == pytest.approx(100.0) and res["CER"] == pytest.approx(400 / 9)
+    assert res["per_class"]["COMMA"]["precision"] == pytest.approx(100 / 3)
+    assert res["per_class"]["COMMA"]["recall"] == pytest.approx(100.0)
+    assert res["per_class"]["PERIOD"]["f1"] == pytest.approx(50.0)
+    assert res["per_class"]["QUESTION"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0,
+                                            "support": 1, "predicted": 0, "correct": 0}
+    assert res["confusion"]["matrix"] == [[3, 1, 1, 0], [0, 1, 0, 0], [0, 1, 1, 0], [1, 0, 0, 0]]
+
+
+def test_map_merges_classes(hand: tuple[Path, Path], faber: tuple[Path, Path]) -> None:
+    res = score_files(*hand, mapping=["QUESTION=PERIOD"])
+    assert res["classes"] == ["COMMA", "PERIOD"] and res["map"] == {"QUESTION": "PERIOD"}
+    assert res["per_class"]["PERIOD"]["support"] == 3
+    assert (res["C"], res["S"], res["D"], res["I"]) == (2, 1, 1, 2)
+    # Faber: the 1 PERIOD->QUESTION and 17 QUESTION->PERIOD substitutions become correct
+    res = score_files(*faber, mapping=["QUESTION=PERIOD"])
+    assert res["C"] == 586 + 460 + 32 + 1 + 17 and res["per_class"]["PERIOD"]["support"] == 994 + 84
+    # mapping a mark to O removes it from both sides
+    res = score_files(*hand, mapping=["COMMA=O,QUESTION=PERIOD"])
+    assert res["classes"] == ["PERIOD"] and res["overall"]["support"] == 3 and res["I"] == 1
+    with pytest.raises(PunctkitError, match="--map expects"):
+        score_files(*hand, mapping=["QUESTION"])
+    r = CliRunner().invoke(app, ["score", str(hand[0]), str(hand[1]), "--map", "QUESTION=PERIOD", "--json"])
+    assert r.exit_code == 0 and json.loads(r.output)["classes"] == ["COMMA", "PERIOD"]
+
+
+def test_mismatched_words_name_the_position(tmp_path: Path) -> None:
+    words = [f"w{i}" for i in range(250)]
+    labels = ["O"] * 250
+    ref = write_twocol(tmp_path / "ref", words, labels)
+    changed = list(words)
+    changed[123] = "other"
+    hyp = write_twocol(tmp_path / "hyp", changed, labels)
+    with pytest.raises(PunctkitError) as e:
+        score_files(ref, hyp)
+    msg = str(e.value)
+    assert "word 124" in msg and "'w123'" in msg and "'other'" in msg
+    assert "utterance ref-000002 word 24" in msg and "--align" in msg
+    short = write_twocol(tmp_path / "short", words[:200], labels[:200])
+    with pytest.raises(PunctkitError, match=r"ref has 250 words, hyp 200; first extra word 201 .*'w200'"):
+        score_files(ref, short)
+    # through the command: one line on stderr, exit status 1
+    p = subprocess.run([sys.executable, "-m", "punctkit.cli", "score", str(ref), str(hyp)],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and "word 124" in p.stderr
+
+
+ALIGN_REF = [("i", "O"), ("think", "COMMA"), ("that", "COMMA"), ("we", "O"), ("should", "O"),
+             ("go", "PERIOD"), ("then", "O"), ("you", "O"), ("left", "QUESTION")]
+# "that" deleted, "uh ," inserted, "then" -> "than" substituted
+ALIGN_HYP = [("i", "O"), ("think", "COMMA"), ("we", "O"), ("should", "O"), ("uh", "COMMA"),
+             ("go", "PERIOD"), ("than", "COMMA"), ("you", "O"), ("left", "PERIOD")]
+
+
+def test_align_scores_aligned_words(tmp_path: Path) -> None:
+    ref = write_twocol(tmp_path / "ref", *map(list, zip(*ALIGN_REF)))
+    hyp = write_twocol(tmp_path / "hyp", *map(list, zip(*ALIGN_HYP)))
+    with pytest.raises(PunctkitError, match="word 3"):
+        score_files(ref, hyp)
+    res = score_files(ref, hyp, align=True)
+    assert res["alignment"] == {
+        "ref_words": 9, "hyp_words": 9, "aligned": 8, "matched": 7, "substituted": 1,
+        "ref_unaligned": 1, "hyp_unaligned": 1, "ref_marks_unaligned": 1, "hyp_marks_unaligned": 1,
+    }
+    # scored pairs: think C, go C, then/than I, left QUESTION->PERIOD S
+    assert (res["C"], res["S"], res["D"], res["I"]) == (2, 1, 0, 1)
+    assert res["counts"]["slots"] == 8
+    assert "unaligned: 1 ref words" in format_report(res)
+    r = CliRunner().invoke(app, ["score", str(ref), str(hyp), "--align"])
+    assert r.exit_code == 0 and "8 word pairs (7 matched, 1 substituted)" in r.output
+
+
+def _edit_distance(a: list[str], b: list[str]) -> int:
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a):
+        cur = [i + 1]
+        for j, y in enumerate(b):
+            cur.append(min(prev[j] + (x != y), prev[j + 1] + 1, cur[j] + 1))
+        prev = cur
+    return prev[-1]
+
+
+def test_align_words_is_minimal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hirschberg splits (forced by a tiny full-DP limit) give an optimal, complete alignment."""
+    import punctkit.score as score_mod
+
+    rnd = random.Random(3)
+    for limit in (4, 60, 10**6):
+        monkeypatch.setattr(score_mod, "FULL_DP_CELLS", limit)
+        for _ in range(60):
+            a = [rnd.choice("abcd") for _ in range(rnd.randint(0, 25))]
+            b = [rnd.choice("abcd") for _ in range(rnd.randint(0, 25))]
+            pairs = align_words(a, b)
+            assert [i for i, _ in pairs if i is not None] == list(range(len(a)))
+            assert [j for _, j in pairs if j is not None] == list(range(len(b)))
+            cost = sum(i is None or j is None or a[i] != b[j] for i, j in pairs)
+            assert cost == _edit_distance(a, b)
+
+
+def test_bootstrap(faber: tuple[Path, Path]) -> None:
+    ref = read_transcript(faber[0])
+    hyp = read_transcript(faber[1])
+    res = bootstrap(ref, ref, hyp, samples=200, seed=5)
+    assert res["p_better"] == 1.0 and res["f1"] == 100.0
+    assert res["f1_hyp2"] == pytest.approx(score(ref, hyp)["overall"]["f1"])
+    assert res["unit"] == "utterance" and res["units"] == 179
+    assert bootstrap(ref, hyp, ref, samples=200, seed=5)["p_better"] == 0.0
+    again = bootstrap(ref, ref, hyp, samples=200, seed=5)
+    assert again == res
+    # a close pair: deterministic for a seed, and between 0 and 1
+    words, r_labels, h_labels = realise(FABER_MATRIX, FABER_CLASSES)
+    h2 = list(h_labels)
+    for i in range(0, len(h2), 40):
+        h2[i] = r_labels[i]  # a slightly better hypothesis
+    hyp2 = Transcript("better", words, h2, [], [])
+    a = bootstrap(ref, hyp2, hyp, samples=300, seed=1)
+    b = bootstrap(ref, hyp2, hyp, samples=300, seed=1)
+    assert a == b and 0.5 < a["p_better"] <= 1.0 and a["f1"] > a["f1_hyp2"]
+
+
+def test_bootstrap_cli(faber: tuple[Path, Path]) -> None:
+    args = ["score", str(faber[0]), str(faber[0]), "--bootstrap", str(faber[1]), "--samples", "100",
+            "--seed", "3", "--json"]
+    r1_ = CliRunner().invoke(app, args)
+    r2_ = CliRunner().invoke(app, args)
+    assert r1_.exit_code == 0, r1_.output
+    assert r1_.output == r2_.output
+    assert json.loads(r1_.output)["bootstrap"]["p_better"] == 1.0
+
+
+def test_write_score_atomic(hand: tuple[Path, Path], tmp_path: Path) -> None:
+    res = score_files(*hand)
+    txt, js = write_score(res, tmp_path / "exp" / "score")
+    assert json.loads(js.read_text()) == res and txt.read_text() == format_report(res)
+    assert sorted(p.name for p in txt.parent.iterdir()) == ["score.json", "score.txt"]
+
+
+needs_iwslt = pytest.mark.skipif(not (IWSLT / "test2011").is_file(), reason=f"{IWSLT}/test2011 not present")
+
+
+@needs_iwslt
+def test_test2011_against_itself() -> None:
+    res = score_files(IWSLT / "test2011", IWSLT / "test2011")
+    assert res["overall"]["f1"] == 100.0 and res["SER"] == 0.0 and res["CER"] == 0.0
+    # 12626 lines, one word each (repairs never split or drop a test2011 token)
+    assert res["counts"]["slots"] == res["counts"]["ref_words"] == 12626
+    assert res["overall"]["support"] == 830 + 807 + 46
+    assert all(res["per_class"][c]["f1"] == 100.0 for c in ("COMMA", "PERIOD", "QUESTION"))
+
+
+@needs_iwslt
+def test_test2011_align_against_edited_copy(tmp_path: Path) -> None:
+    """A test2011-sized alignment (12.6k words both sides) with known word edits."""
+    ref = read_transcript(IWSLT / "test2011")
+    words, labels = list(ref.words), list(ref.labels)
+    for k, i in enumerate(range(12000, 100, -400)):  # descending, so earlier indices stay put
+        if k % 2:
+            del words[i], labels[i]
+        else:
+            words.insert(i, "zzinserted")
+            labels.insert(i, "O")
+    hyp = write_twocol(tmp_path / "hyp", words, labels, utt_len=None)
+    res = score_files(IWSLT / "test2011", hyp, align=True)
+    n = len(range(12000, 100, -400))
+    assert res["alignment"]["hyp_unaligned"] == (n + 1) // 2
+    assert res["alignment"]["ref_unaligned"] == n // 2
+    assert res["alignment"]["substituted"] == 0
+    deleted_marks = res["alignment"]["ref_marks_unaligned"]
+    assert res["D"] == 0 and res["I"] == 0 and res["S"] == 0
+    assert res["C"] == 830 + 807 + 46 - deleted_marks
+    bs = bootstrap(ref, ref, read_transcript(hyp), samples=20, seed=1, align=True)
+    assert bs["unit"] == "block of 100 words" and bs["units"] == 127
+
+
+def test_align_data_dirs_utterance_by_utterance(tmp_path: Path) -> None:
+    """Two data dirs with the same utterance ids (ASR output) align per utterance; errors name the utterance."""
+    from punctkit.data.formats import Utterance, write
+    from punctkit.data.labels import get_inventory
+
+    ref_utts = [Utterance("utt1", ["hello", "there", "friend"], ["O", "O", "PERIOD"]),
+                Utterance("utt2", ["how", "are", "you"], ["O", "O", "QUESTION"])]
+    hyp_utts = [Utterance("utt1", ["hello", "friend"], ["COMMA", "PERIOD"]),
+                Utterance("utt2", ["how", "are", "you", "doing"], ["O", "O", "O", "QUESTION"])]
+    inv = get_inventory("4class")
+    write(ref_utts, tmp_path / "ref", "datadir", inv)
+    write(hyp_utts, tmp_path / "hyp", "datadir", inv)
+    with pytest.raises(PunctkitError, match=r"word 2 \(ref utterance utt1 word 2: 'there'; hyp utterance utt1 word 2"):
+        score_files(tmp_path / "ref", tmp_path / "hyp")
+    res = score_files(tmp_path / "ref", tmp_path / "hyp", align=True)
+    al = res["alignment"]
+    assert (al["aligned"], al["ref_unaligned"], al["hyp_unaligned"], al["hyp_marks_unaligned"]) == (5, 1, 1, 1)
+    assert (res["C"], res["S"], res["D"], res["I"]) == (1, 0, 1, 1)  # friend C, you D, hello I
+    # a word moved across an utterance boundary is unaligned in both (a whole-stream alignment would match it)
+    moved = [Utterance("utt1", ["hello", "there"], ["O", "O"]),
+             Utterance("utt2", ["friend", "how", "are", "you"], ["PERIOD", "O", "O", "QUESTION"])]
+    write(moved, tmp_path / "moved", "datadir", inv)
+    al = score_files(tmp_path / "ref", tmp_path / "moved", align=True)["alignment"]
+    assert (al["ref_unaligned"], al["hyp_unaligned"], al["aligned"]) == (1, 1, 5)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install everything punctkit needs on a fresh Debian machine (run as root, or with sudo):
+# system packages (espeak-ng and sox for the synthesized-speech recipe, SLURM and
+# munge for the cluster tests), then a virtual environment .venv with punctkit
+# installed editable with its optional extras. Safe to run again.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+apt_pkgs="espeak-ng libespeak-ng1 sox slurm-wlm munge"
+missing=""
+for p in $apt_pkgs; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  sudo_=""; [ "$(id -u)" -eq 0 ] || sudo_="sudo"
+  echo "installing system packages:$missing"
+  $sudo_ apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+python=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+pipq() {  # quiet pip install; keeps pip's exit status
+  .venv/bin/python -m pip install -q "$@" 2>&1 | { grep -v "is ignored" || true; }
+  return "${PIPESTATUS[0]}"
+}
+# torch first: the tested release (a CPU build on these machines); any torch>=2.1 works
+.venv/bin/python -c "import torch" 2>/dev/null || pipq "torch==2.13.0" || pipq "torch>=2.1"
+pipq -e ".[plm,test]"
+.venv/bin/python -c "import punctkit, torch, kaldiio, kaldi_native_fbank, sentencepiece, gensim, typer" \
+  || { echo "$0: installation incomplete" >&2; exit 1; }
+echo "punctkit installed in $root/.venv (activate with: . ./path.sh)"
