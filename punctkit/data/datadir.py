@@ -122,3 +122,212 @@ def _write_lines(path: Path, lines) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for ln in lines:
             f.write(ln + "\n")
+
+
+# ------------------------------------------------------------------ split and combine
+# A data directory's files, by what their first field names:
+#   utterance: UTT_FILES and any utt2* file (ctm: many lines per key; when its
+#              keys are recording ids it is treated as a recording file)
+#   recording: wav.scp and reco2* (utterances find theirs through `segments`;
+#              without `segments` the recording id is the utterance id)
+#   speaker:   cmvn.scp and spk2* (spk2utt itself is regenerated from utt2spk)
+# Any other file (inventory, prepare.log, ...) is copied whole into every part;
+# combining keeps it when all inputs agree (`inventory` must agree).
+
+MUST_AGREE = ("inventory", "frame_shift")
+
+
+@dataclass
+class _Keyed:
+    """One keyed file: its kind and its lines, as (key, line as written)."""
+
+    kind: str
+    lines: list[tuple[str, str]]
+
+
+def _kind_of(name: str) -> str | None:
+    if name == "spk2utt":
+        return "spk2utt"
+    if name in UTT_FILES or name.startswith("utt2"):
+        return "utt"
+    if name == "wav.scp" or name.startswith("reco2"):
+        return "reco"
+    if name == "cmvn.scp" or name.startswith("spk2"):
+        return "spk"
+    return None
+
+
+def _keyed_lines(path: Path) -> list[tuple[str, str, int]]:
+    """(key, line, line number) of each non-empty line, in file order."""
+    return [(line.split(maxsplit=1)[0], line, i) for i, line in iter_lines(path) if line.strip()]
+
+
+@dataclass
+class _Contents:
+    """A data directory's files in memory, classified for splitting and combining."""
+
+    path: Path
+    utts: list[str]
+    utt2spk: dict[str, str]
+    utt2reco: dict[str, str]
+    keyed: dict[str, _Keyed]
+    whole: dict[str, bytes]
+
+
+def _read_contents(path: str | Path) -> _Contents:
+    """Read every file of a data directory; keys must name known utterances/recordings."""
+    d = Path(path)
+    if not d.is_dir():
+        raise PunctkitError(f"data directory not found: {d}")
+    master = d / "utt2spk" if (d / "utt2spk").is_file() else d / "text"
+    if not master.is_file():
+        raise PunctkitError(f"{d}: no 'utt2spk' or 'text' file (not a data directory?)")
+    table = read_table(master)
+    utts = list(table)
+    utt2spk = dict(table) if master.name == "utt2spk" else {u: u for u in utts}
+    utt2reco = {u: u for u in utts}
+    if (d / "segments").is_file():
+        for u, rest in read_table(d / "segments").items():
+            utt2reco[u] = rest.split()[0] if rest else u
+    uset, recos, spks = set(utts), set(utt2reco.values()), set(utt2spk.values())
+    keyed: dict[str, _Keyed] = {}
+    whole: dict[str, bytes] = {}
+    for f in sorted(d.iterdir()):
+        if not f.is_file() or f.name.startswith("."):
+            continue
+        kind = _kind_of(f.name)
+        if kind is None:
+            whole[f.name] = f.read_bytes()
+            continue
+        if kind != "spk2utt" and f.name != "ctm":
+            read_table(f)  # sorted, no duplicate keys: errors name the line
+        rows = _keyed_lines(f)
+        if f.name == "ctm" and rows and not all(k in uset for k, _, _ in rows) and all(k in recos for k, _, _ in rows):
+            kind = "reco"
+        known = {"utt": uset, "reco": recos, "spk": spks, "spk2utt": spks}[kind]
+        for key, _, i in rows:
+            if key not in known:
+                what = {"utt": "utterance", "reco": "recording", "spk": "speaker", "spk2utt": "speaker"}[kind]
+                raise PunctkitError(f"{where(f, i)}: unknown {what} '{key}' (not in {master})")
+        keyed[f.name] = _Keyed(kind, [(k, ln) for k, ln, _ in rows])
+    return _Contents(d, utts, utt2spk, utt2reco, keyed, whole)
+
+
+def _balanced_groups(sizes: list[int], n: int) -> list[list[int]]:
+    """Cut items into n non-empty contiguous groups whose size sums are as even as possible."""
+    total, acc = sum(sizes), 0
+    groups: list[list[int]] = [[]]
+    for i, s in enumerate(sizes):
+        parts_left = n - len(groups)
+        if groups[-1] and parts_left > 0 and (
+                len(sizes) - i <= parts_left or acc + s / 2 > total * len(groups) / n):
+            groups.append([])
+        groups[-1].append(i)
+        acc += s
+    return groups
+
+
+def _spk2utt_lines(utts: list[str], utt2spk: dict[str, str]) -> list[str]:
+    spk2utt: dict[str, list[str]] = {}
+    for u in utts:
+        spk2utt.setdefault(utt2spk[u], []).append(u)
+    return [f"{s} {' '.join(us)}" for s, us in sorted(spk2utt.items())]
+
+
+def _write_part(src: _Contents, utts: list[str], out: Path) -> None:
+    """Write the subset of `src` for `utts` (in src order) into directory `out`."""
+    out.mkdir(parents=True)
+    keep = {"utt": set(utts), "reco": {src.utt2reco[u] for u in utts},
+            "spk": {src.utt2spk[u] for u in utts}}
+    for name, tab in src.keyed.items():
+        if tab.kind == "spk2utt":
+            _write_lines(out / name, _spk2utt_lines(utts, src.utt2spk))
+        else:
+            _write_lines(out / name, (ln for k, ln in tab.lines if k in keep[tab.kind]))
+    for name, data in src.whole.items():
+        (out / name).write_bytes(data)
+
+
+def split_data_dir(data: str | Path, n: int, per_spk: bool = False) -> list[Path]:
+    """Split a data directory into `DATA/splitN/1..N` (contiguous parts, balanced by utterance
+    count); `per_spk` keeps each speaker's utterances in one part. Returns the part paths."""
+    src = _read_contents(data)
+    if n < 1:
+        raise PunctkitError(f"split-data: number of parts must be at least 1, got {n}")
+    if per_spk:
+        spk_utts: dict[str, list[str]] = {}
+        for u in src.utts:
+            spk_utts.setdefault(src.utt2spk[u], []).append(u)
+        units = list(spk_utts.values())
+    else:
+        units = [[u] for u in src.utts]
+    if n > len(units):
+        what = "speakers" if per_spk else "utterances"
+        raise PunctkitError(f"{src.path}: cannot split {len(units)} {what} into {n} parts")
+    groups = _balanced_groups([len(x) for x in units], n)
+    out = src.path / f"split{n}"
+    with atomic_dir(out) as tmp:
+        for k, group in enumerate(groups, 1):
+            chosen = {u for i in group for u in units[i]}
+            _write_part(src, [u for u in src.utts if u in chosen], tmp / str(k))
+    return [out / str(k) for k in range(1, n + 1)]
+
+
+def _merge_keyed(name: str, parts: list[tuple[Path, _Keyed]]) -> list[str]:
+    """Merge one keyed file of several directories, sorted by key (stable)."""
+    kind = parts[0][1].kind
+    if kind == "utt":
+        owner: dict[str, Path] = {}
+        rows: list[tuple[str, str]] = []
+        for d, tab in parts:
+            for k in dict.fromkeys(k for k, _ in tab.lines):
+                if k in owner:
+                    raise PunctkitError(f"combine-data: utterance '{k}' is in both {owner[k] / name} and {d / name}")
+                owner[k] = d
+            rows += tab.lines
+        return [ln for _, ln in sorted(rows, key=lambda r: r[0])]
+    blocks: dict[str, tuple[Path, list[str]]] = {}
+    for d, tab in parts:
+        mine: dict[str, list[str]] = {}
+        for k, ln in tab.lines:
+            mine.setdefault(k, []).append(ln)
+        for k, lines in mine.items():
+            if k in blocks and blocks[k][1] != lines:
+                raise PunctkitError(f"combine-data: {blocks[k][0] / name} and {d / name} disagree about '{k}'")
+            blocks.setdefault(k, (d, lines))
+    return [ln for k in sorted(blocks) for ln in blocks[k][1]]
+
+
+def combine_data_dirs(out: str | Path, dirs: list[str | Path]) -> list[str]:
+    """Merge data directories into `out` (every file sorted by key; spk2utt regenerated).
+    Returns warnings about files left out because not every input has them (or agrees)."""
+    if not dirs:
+        raise PunctkitError("combine-data: no input directories")
+    srcs = [_read_contents(d) for d in dirs]
+    warnings: list[str] = []
+    names = sorted({n for s in srcs for n in [*s.keyed, *s.whole]})
+    utts = sorted({u for s in srcs for u in s.utts})
+    utt2spk = {u: spk for s in srcs for u, spk in s.utt2spk.items()}
+    with atomic_dir(out) as tmp:
+        for name in names:
+            missing = [str(s.path) for s in srcs if name not in s.keyed and name not in s.whole]
+            if missing:
+                warnings.append(f"'{name}' left out: not in {', '.join(missing)}")
+                continue
+            if name in srcs[0].whole:
+                datas = [s.whole.get(name) for s in srcs]
+                if any(x != datas[0] for x in datas):
+                    if name in MUST_AGREE:
+                        raise PunctkitError(f"combine-data: '{name}' differs between the input directories")
+                    warnings.append(f"'{name}' left out: it differs between the inputs")
+                    continue
+                (tmp / name).write_bytes(datas[0])  # type: ignore[arg-type]
+            elif srcs[0].keyed[name].kind == "spk2utt":
+                _write_lines(tmp / name, _spk2utt_lines(utts, utt2spk))
+            else:
+                kinds = {s.keyed[name].kind for s in srcs}
+                if len(kinds) > 1:
+                    raise PunctkitError(f"combine-data: '{name}' is keyed by utterance in some inputs "
+                                        f"and by recording in others")
+                _write_lines(tmp / name, _merge_keyed(name, [(s.path, s.keyed[name]) for s in srcs]))
+    return warnings

@@ -1,0 +1,127 @@
+"""The Kaldi-style launchers in utils/: the local backend run for real, and the
+option -> scheduler flag mapping of the slurm and sge backends."""
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ROOT / "utils" / "run.sh"
+CONF = ROOT / "recipes" / "iwslt" / "conf"
+
+
+def launch(tmp_path: Path, *args: str, script: Path = RUN) -> subprocess.CompletedProcess:
+    return subprocess.run([str(script), *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+
+def times(log: Path) -> tuple[float, float]:
+    """(start, end) epochs from a job log's header and footer."""
+    text = log.read_text()
+    start = float(re.search(r"^# started: .*\(epoch ([\d.]+)\)$", text, re.M).group(1))
+    end = float(re.search(r"^# ended: .*\(epoch ([\d.]+)\),", text, re.M).group(1))
+    return start, end
+
+
+def load_launcher():
+    spec = importlib.util.spec_from_file_location("launch", ROOT / "utils" / "launch.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["launch"] = mod  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_job_substitution_quoting_and_pipes(tmp_path):
+    r = launch(tmp_path, "JOB=1:3", "exp/log/echo.JOB.log",
+               "printf", "%s|%s\\n", "a  b", "it's job JOB", "|", "tr", "a-z", "A-Z", ">", "out.JOB.txt")
+    assert r.returncode == 0, r.stderr
+    for j in (1, 2, 3):
+        assert (tmp_path / f"out.{j}.txt").read_text() == f"A  B|IT'S JOB {j}\n"
+        log = (tmp_path / f"exp/log/echo.{j}.log").read_text().splitlines()
+        assert log[0] == f"# punctkit launcher (local): job {j} of JOB=1:3"
+        assert log[1].startswith("# command: printf") and f"out.{j}.txt" in log[1]
+        assert log[2].startswith("# host: ") and log[3].startswith("# started: ")
+        assert log[-2].startswith("# ended: ") and log[-1] == "# exit status: 0"
+    # JOB inside a longer word is left alone; a single job needs no range
+    r = launch(tmp_path, "exp/log/one.log", "echo", "JOBS", "x_JOB_y")
+    assert r.returncode == 0, r.stderr
+    assert "\nJOBS x_JOB_y\n" in (tmp_path / "exp/log/one.log").read_text()
+
+
+def test_failed_job_fails_launcher_and_names_its_log(tmp_path):
+    r = launch(tmp_path, "JOB=1:3", "log/t.JOB.log", "echo", "running", "JOB", ";", "test", "JOB", "-ne", "2")
+    assert r.returncode == 1
+    assert "see log/t.2.log" in r.stderr and "t.1.log" not in r.stderr and "t.3.log" not in r.stderr
+    assert "1 of 3 job(s) failed" in r.stderr
+    log2 = (tmp_path / "log/t.2.log").read_text()
+    assert "running 2\n" in log2 and log2.endswith("# exit status: 1\n")
+    assert (tmp_path / "log/t.3.log").read_text().endswith("# exit status: 0\n")
+
+
+def test_max_jobs_run_serialises(tmp_path):
+    r = launch(tmp_path, "--max-jobs-run", "1", "JOB=1:3", "log/s.JOB.log", "sleep", "0.3")
+    assert r.returncode == 0, r.stderr
+    spans = sorted(times(tmp_path / f"log/s.{j}.log") for j in (1, 2, 3))
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        assert start >= end, "two jobs ran at once"
+    # without the limit the same jobs overlap (so the check above can fail)
+    r = launch(tmp_path, "JOB=1:3", "log/p.JOB.log", "sleep", "0.5")
+    assert r.returncode == 0, r.stderr
+    spans = sorted(times(tmp_path / f"log/p.{j}.log") for j in (1, 2, 3))
+    assert spans[1][0] < spans[0][1]
+
+
+def test_usage_errors(tmp_path):
+    r = launch(tmp_path, "JOB=1:2", "log/same.log", "true")
+    assert r.returncode == 2 and "must contain JOB" in r.stderr
+    r = launch(tmp_path, "--mem")
+    assert r.returncode == 2 and "--mem needs a value" in r.stderr
+    r = launch(tmp_path, "--max-jobs-run", "0", "JOB=1:2", "log/x.JOB.log", "true")
+    assert r.returncode == 2 and "--max-jobs-run expects a positive number" in r.stderr
+
+
+def test_slurm_flags_from_config(tmp_path, monkeypatch):
+    mod = load_launcher()
+    monkeypatch.chdir(tmp_path)
+    req = mod.parse_args(["--config", str(CONF / "slurm.conf"), "--mem", "4G", "--gpu", "2",
+                          "--num-threads", "3", "--max-jobs-run", "2", "JOB=1:4", "exp/log/dec.JOB.log",
+                          "echo", "JOB"])
+    cmd = mod.submit_command("slurm", req)
+    assert cmd[:2] == ["sbatch", "--export=ALL"]
+    for flag in ("--mem-per-cpu=4G", "--gres=gpu:2", "--cpus-per-task=3", "--array=1-4%2", "--parsable"):
+        assert flag in cmd
+    script = Path(cmd[-1])
+    assert script == Path("exp/log/q/dec.sh") and "SLURM_ARRAY_TASK_ID" in script.read_text()
+    # an exact value wins over '*'; the default fills an option not given
+    req = mod.parse_args(["--config", str(CONF / "slurm.conf"), "--gpu", "0", "log/x.log", "true"])
+    cmd = mod.submit_command("slurm", req)
+    assert not any(c.startswith("--gres") for c in cmd) and "--cpus-per-task=1" in cmd
+    req = mod.parse_args(["--config", str(CONF / "slurm.conf"), "--colour", "red", "log/x.log", "true"])
+    with pytest.raises(mod.LaunchError, match=r"slurm.conf: no 'map colour=...' line"):
+        mod.submit_command("slurm", req)
+
+
+def test_sge_flags_from_config(tmp_path, monkeypatch):
+    mod = load_launcher()
+    monkeypatch.chdir(tmp_path)
+    req = mod.parse_args(["--config", str(CONF / "queue.conf"), "--mem", "2G", "--num-threads", "4",
+                          "--max-jobs-run", "3", "JOB=2:5", "log/f.JOB.log", "true"])
+    cmd = mod.submit_command("sge", req)
+    assert cmd[:2] == ["qsub", "-V"]
+    line = " ".join(cmd)
+    for part in ("-l mem_free=2G,ram_free=2G", "-pe smp 4", "-sync y", "-t 2-5", "-tc 3"):
+        assert part in line
+    assert "SGE_TASK_ID" in Path(cmd[-1]).read_text()
+
+
+def test_bad_config_line_is_named(tmp_path, monkeypatch):
+    mod = load_launcher()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.conf").write_text("submit sbatch\nmap mem\n")
+    req = mod.parse_args(["--config", "bad.conf", "--mem", "1G", "log/x.log", "true"])
+    with pytest.raises(mod.LaunchError, match=r"bad.conf:2: expected"):
+        mod.submit_command("slurm", req)

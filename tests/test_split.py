@@ -1,0 +1,150 @@
+"""Splitting a data directory into parts and combining them back (punctkit.data.datadir)."""
+from __future__ import annotations
+
+import filecmp
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from punctkit.data.datadir import combine_data_dirs, read_data_dir, read_table, split_data_dir
+from punctkit.data.prepare import prepare
+from punctkit.files import PunctkitError
+
+
+def same_tree(a: Path, b: Path) -> None:
+    """Assert two directories hold the same files with the same bytes (splitN/ left aside)."""
+    names_a = sorted(p.name for p in a.iterdir() if p.is_file())
+    names_b = sorted(p.name for p in b.iterdir() if p.is_file())
+    assert names_a == names_b
+    for n in names_a:
+        assert filecmp.cmp(a / n, b / n, shallow=False), f"{n} differs"
+
+
+def keys(path: Path) -> list[str]:
+    return [ln.split()[0] for ln in path.read_text().splitlines()]
+
+
+@pytest.fixture
+def audio_dir(tmp_path: Path) -> Path:
+    """A small audio-style data dir: 3 recordings, 4 speakers, 7 segments, a ctm."""
+    d = tmp_path / "audio"
+    d.mkdir()
+    segs = [("A-s1-0001", "recA", "spkA", "hello there friend", "O COMMA PERIOD"),
+            ("A-s1-0002", "recA", "spkA", "how are you", "O O QUESTION"),
+            ("B-s2-0001", "recB", "spkB", "fine thanks", "COMMA PERIOD"),
+            ("B-s2-0002", "recB", "spkB", "and you", "O QUESTION"),
+            ("B-s3-0001", "recB", "spkC", "good", "PERIOD"),
+            ("C-s4-0001", "recC", "spkD", "bye now", "O PERIOD"),
+            ("C-s4-0002", "recC", "spkD", "see you soon", "O O PERIOD")]
+    w = lambda name, lines: (d / name).write_text("".join(ln + "\n" for ln in lines))
+    w("text", [f"{u} {t}" for u, _, _, t, _ in segs])
+    w("labels", [f"{u} {lab}" for u, _, _, _, lab in segs])
+    w("utt2spk", [f"{u} {s}" for u, _, s, _, _ in segs])
+    spk2utt: dict[str, list[str]] = {}
+    for u, _, s, _, _ in segs:
+        spk2utt.setdefault(s, []).append(u)
+    w("spk2utt", [f"{s} {' '.join(us)}" for s, us in sorted(spk2utt.items())])
+    w("segments", [f"{u} {r} {i * 2.0:.2f} {i * 2.0 + 1.5:.2f}" for i, (u, r, _, _, _) in enumerate(segs)])
+    w("wav.scp", ["recA sox a.flac -t wav - |", "recB /data/b.wav", "recC /data/c.wav"])
+    w("reco2dur", ["recA 4.10", "recB 10.00", "recC 14.20"])
+    ctm = []
+    for u, _, _, t, _ in segs:
+        ctm += [f"{u} 1 {0.3 * j:.2f} 0.25 {word} 0.9" for j, word in enumerate(t.split())]
+    w("ctm", ctm)
+    w("feats.scp", [f"{u} feats.ark:{100 * i + 9}" for i, (u, *_) in enumerate(segs)])
+    w("utt2num_frames", [f"{u} {150 + i}" for i, (u, *_) in enumerate(segs)])
+    w("cmvn.scp", [f"{s} cmvn.ark:{i * 40 + 5}" for i, s in enumerate(sorted(spk2utt))])
+    w("inventory", ["4class"])
+    return d
+
+
+def test_audio_dir_split_keeps_files_consistent(audio_dir):
+    parts = split_data_dir(audio_dir, 3)
+    assert parts == [audio_dir / "split3" / str(k) for k in (1, 2, 3)]
+    all_utts = []
+    for p in parts:
+        utts = keys(p / "text")
+        all_utts += utts
+        assert 2 <= len(utts) <= 3  # balanced: 7 utterances into 3 parts
+        for name in ("labels", "utt2spk", "segments", "feats.scp", "utt2num_frames"):
+            assert keys(p / name) == utts, name
+        assert sorted(set(keys(p / "ctm"))) == utts
+        recos = sorted({ln.split()[1] for ln in (p / "segments").read_text().splitlines()})
+        assert keys(p / "wav.scp") == recos and keys(p / "reco2dur") == recos
+        utt2spk = read_table(p / "utt2spk")
+        spk2utt = read_table(p / "spk2utt", check_sorted=True)
+        assert {u for us in spk2utt.values() for u in us.split()} == set(utts)
+        assert all(utt2spk[u] == s for s, us in spk2utt.items() for u in us.split())
+        assert keys(p / "cmvn.scp") == sorted(spk2utt)
+        assert (p / "inventory").read_text() == "4class\n"
+        read_data_dir(p)  # text and labels still agree
+    assert all_utts == keys(audio_dir / "text")  # contiguous, in order
+
+
+def test_audio_dir_split_combine_is_identity(audio_dir, tmp_path):
+    for n, per_spk in ((2, False), (3, True), (7, False)):
+        parts = split_data_dir(audio_dir, n, per_spk=per_spk)
+        combine_data_dirs(tmp_path / f"back{n}", parts)
+        same_tree(audio_dir, tmp_path / f"back{n}")
+
+
+def test_per_spk_keeps_speakers_whole(audio_dir):
+    parts = split_data_dir(audio_dir, 3, per_spk=True)
+    seen: dict[str, int] = {}
+    for k, p in enumerate(parts):
+        for ln in (p / "utt2spk").read_text().splitlines():
+            spk = ln.split()[1]
+            assert seen.setdefault(spk, k) == k, f"speaker {spk} in two parts"
+    assert len(seen) == 4
+    with pytest.raises(PunctkitError, match="cannot split 4 speakers into 5 parts"):
+        split_data_dir(audio_dir, 5, per_spk=True)
+
+
+def test_real_iwslt_dir_round_trip(iwslt, tmp_path):
+    dev, test = tmp_path / "dev", tmp_path / "test"
+    prepare([iwslt / "dev2012"], dev, block_len=100, lines=(1, 30000))
+    prepare([iwslt / "test2011"], test, block_len=100)
+    for n in (1, 4):
+        combine_data_dirs(tmp_path / f"dev{n}", split_data_dir(dev, n))
+        same_tree(dev, tmp_path / f"dev{n}")
+    # two streams: one per speaker; the split by speaker keeps each stream whole
+    both = tmp_path / "both"
+    warnings = combine_data_dirs(both, [dev, test])
+    assert warnings == ["'prepare.log' left out: it differs between the inputs"]
+    parts = split_data_dir(both, 2, per_spk=True)
+    assert [len(set(read_table(p / "utt2spk").values())) for p in parts] == [1, 1]
+    combine_data_dirs(tmp_path / "both2", parts)
+    same_tree(both, tmp_path / "both2")
+
+
+def test_bad_inputs_name_file_and_line(audio_dir, tmp_path):
+    with open(audio_dir / "ctm", "a") as f:
+        f.write("Z-unknown 1 0.00 0.10 word 1.0\n")
+    n = len((audio_dir / "ctm").read_text().splitlines())
+    with pytest.raises(PunctkitError, match=rf"ctm:{n}: unknown utterance 'Z-unknown'"):
+        split_data_dir(audio_dir, 2)
+    with pytest.raises(PunctkitError, match="cannot split 7 utterances into 8 parts"):
+        (audio_dir / "ctm").unlink()
+        split_data_dir(audio_dir, 8)
+    parts = split_data_dir(audio_dir, 2)
+    with pytest.raises(PunctkitError, match="utterance 'A-s1-0001' is in both"):
+        combine_data_dirs(tmp_path / "dup", [parts[0], parts[0]])
+    (parts[1] / "inventory").write_text("6class\n")
+    with pytest.raises(PunctkitError, match="'inventory' differs"):
+        combine_data_dirs(tmp_path / "inv", parts)
+    assert not (tmp_path / "inv").exists()  # nothing half-written
+
+
+def test_cli_split_and_combine(audio_dir, tmp_path):
+    pk = [sys.executable, "-m", "punctkit.cli"]
+    r = subprocess.run(pk + ["split-data", str(audio_dir), "2", "--per-spk"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    parts = [str(audio_dir / "split2" / k) for k in ("1", "2")]
+    r = subprocess.run(pk + ["combine-data", str(tmp_path / "out")] + parts, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    same_tree(audio_dir, tmp_path / "out")
+    r = subprocess.run(pk + ["split-data", str(tmp_path / "nope"), "2"], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stderr.strip() == f"punctkit: error: data directory not found: {tmp_path / 'nope'}"
