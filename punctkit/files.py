@@ -9,6 +9,12 @@ from pathlib import Path
 from typing import IO, Iterator
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 class PunctkitError(Exception):
     """An error the user can fix; the CLI prints it as one line, without a traceback."""
 
@@ -57,6 +63,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     try:
         with open(tmp, mode, encoding=None if "b" in mode else encoding) as f:
             yield f
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs are ordinary files
         os.replace(tmp, p)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -72,6 +79,7 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent))
     try:
         yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())
         if p.is_dir():
             old = p.with_name(f".{p.name}.old.{os.getpid()}")
             os.replace(p, old)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from punctkit.data.labels import O, MARK_TEXT, LabelSet, Substitution, case_of, mark_of
+from punctkit.data.labels import O, MARK_TEXT, SENTENCE_END, LabelSet, Substitution, case_of, mark_of
 
 # Abbreviations whose final period belongs to the word (lower-case keys).
 ABBREVIATIONS = frozenset(
@@ -128,3 +128,65 @@ def join_marked(words: list[str], labels: list[str]) -> str:
         mk = mark_of(lab)
         out.append(w if mk == O else w + MARK_TEXT[mk])
     return " ".join(out)
+
+
+# ---------------------------------------------------------------- readable text (detokenize)
+
+from punctkit.data.labels import SENTENCE_END  # noqa: E402  (kept beside the section that uses it)
+
+# IWSLT-style split contractions, glued back to the word before them (`do n't` -> `don't`).
+CLITICS = frozenset({"n't", "'s", "'re", "'ve", "'ll", "'d", "'m", "'em"})
+
+
+def _capitalise(word: str) -> str:
+    return word[:1].upper() + word[1:]
+
+
+def display_words(words: list[str], labels: list[str], capitalize: bool = True,
+                  sentence_start: bool = True) -> tuple[list[str], list[bool]]:
+    """Each word as it is shown (cased, its mark appended) and whether it is glued to the word before.
+
+    Case-aware labels decide the case (U: capitalised, L: lower-case); otherwise,
+    with `capitalize`, the first word of each sentence (after `.?!` or `...`) and
+    the pronoun `I` (`i`, `i'm`, ...) are capitalised. `sentence_start` says whether
+    `words[0]` begins a sentence (False when continuing earlier text).
+    """
+    shown: list[str] = []
+    glued: list[bool] = []
+    start, prev_mark = sentence_start, None
+    for w, lab in zip(words, labels):
+        mk, case = mark_of(lab), case_of(lab)
+        glue = prev_mark == O and w.lower() in CLITICS
+        if case == "U":
+            w = _capitalise(w)
+        elif case == "L":
+            w = w.lower()
+        elif capitalize and ((start and not glue) or w.lower() == "i" or w.lower()[:2] == "i'"):
+            w = _capitalise(w)
+        shown.append(w if mk == O else w + MARK_TEXT[mk])
+        glued.append(glue)
+        if mk != O:
+            start = mk in SENTENCE_END
+        elif not glue:
+            start = False
+        prev_mark = mk
+    return shown, glued
+
+
+def detokenize(words: list[str], labels: list[str], capitalize: bool = True, sentence_start: bool = True) -> str:
+    """Readable punctuated text: marks glued to their word with one space after, none before;
+    IWSLT splits undone (`do n't` -> `don't`, `i 'm` -> `I'm`); casing as in `display_words`."""
+    shown, glued = display_words(words, labels, capitalize, sentence_start)
+    out: list[str] = []
+    for s, g in zip(shown, glued):
+        if g and out:
+            out[-1] += s
+        else:
+            out.append(s)
+    return " ".join(out)
+
+
+def ends_sentence(labels: list[str], before: bool = True) -> bool:
+    """Whether text ending with `labels` ends a sentence (`before`: the answer for no labels)."""
+    return mark_of(labels[-1]) in SENTENCE_END if labels else before
+

@@ -11,6 +11,7 @@
 #   5 decode each test set        (through $decode_cmd, --nj jobs)
 #   6 score                       (exp/<tag>/decode_<set>/score.{txt,json})
 set -euo pipefail
+# shellcheck disable=SC2086  # $train_args / $decode_args are option lists, split on purpose
 
 log() { echo "$(date '+%Y-%m-%dT%H:%M:%S') ($(basename "$0"):${BASH_LINENO[0]}) $*"; }
 
@@ -21,6 +22,8 @@ help_message="Usage: $0 [options]
   --train-set / --valid-set / --test-sets   data directory names under data/
   --train-config FILE          training config (conf/train_*.yaml)
   --decode-config FILE         decoding config (conf/decode.yaml)
+  --train-args \"...\"          extra options for punctkit train (e.g. \"--set train.max_minutes=30\")
+  --decode-args \"...\"         extra options for punctkit decode (e.g. \"--beam 1\")
   --tag NAME                   experiment name (default: the train config's name)
   --local-data-opts \"...\"      options passed to local/data.sh
   --use-audio true|false       extract fbank+pitch (stage 2)
@@ -36,6 +39,8 @@ valid_set=valid
 test_sets=test
 train_config=
 decode_config=conf/decode.yaml
+train_args=
+decode_args=
 tag=
 local_data_opts=
 use_audio=false
@@ -76,5 +81,32 @@ if [ "$stage" -le 2 ] && [ "$stop_stage" -ge 2 ] && [ "$use_audio" = true ]; the
 fi
 
 # (engine stages 3-6)
+if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
+  log "stage 3: vocabulary / BPE / embeddings ($train_config) -> $exp/inputs"
+  punctkit prepare-inputs --config "$train_config" "$data/$train_set" "$exp/inputs"
+fi
+
+if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
+  log "stage 4: train $exp (log: $exp/log/train.log)"
+  launcher=$train_cmd; [ "$ngpu" -eq 0 ] || launcher=$cuda_cmd
+  ${launcher} --gpu "$ngpu" "$exp/log/train.log" \
+    punctkit train --config "$train_config" --train-dir "$data/$train_set" --valid-dir "$data/$valid_set" \
+      --exp "$exp" --inputs "$exp/inputs" --ngpu "$ngpu" $train_args
+fi
+
+if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
+  for x in $test_sets; do
+    log "stage 5: decode $x -> $exp/decode_$x"
+    ${decode_cmd} "$exp/decode_$x/log/decode.log" \
+      punctkit decode "$exp" "$data/$x" "$exp/decode_$x/hyp" --config "$decode_config" $decode_args
+  done
+fi
+
+if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
+  for x in $test_sets; do
+    log "stage 6: score $x -> $exp/decode_$x/score.txt"
+    punctkit score "$data/$x" "$exp/decode_$x/hyp" --out "$exp/decode_$x"
+  done
+fi
 
 log "done: stages $stage..$stop_stage"

@@ -1,0 +1,214 @@
+"""Inputs of `punctkit punctuate`: plain text, Kaldi `text`, CTM and JSON lines from ASR services.
+
+Every reader is a generator (inputs of any size are read lazily) and splits any
+marks the input already has from its words with punctkit.data.tokenize, so a
+word comes with the mark that followed it (O for none) and is lower-cased.
+
+- text: one stream; yields one `Line` per input line.
+- kaldi_text: `uttid word word ...`, one `AsrUtterance` per line.
+- ctm: `uttid channel start duration word [confidence ...]`; consecutive lines
+  with the same id form an utterance (`;;` comment lines are skipped). A token
+  that is only a mark (`,`) gives its mark to the word before and is dropped.
+- jsonl: one JSON object per line, the shape ASR services emit:
+  `{"id": "utt1", "words": [{"word": "hello", "start": 0.1, "end": 0.4}, ...]}`.
+  Accepted keys: id from `id`, `uttid`, `utt_id` or `key` (default: FILE-LINENO);
+  words from `words` (items are strings, or objects with the word in `word`,
+  `text`, `token` or `punctuated_word`, and times in `start`/`start_time` and
+  `end`/`end_time`, or `start` + `duration`), or else from a `text` string.
+
+Word times are read and kept (for the CTM output); no model uses pauses yet.
+This reader streams (stdin, any size) and keeps every CTM column for the CTM
+output, so it does not use punctkit.feats.ctm (which loads a data dir's whole
+CTM for the acoustic models; and data/ does not import feats/).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from punctkit.data.labels import O, LabelSet, Substitution, mark_of
+from punctkit.data.tokenize import segment
+from punctkit.files import PunctkitError, iter_lines, where
+
+INPUT_FORMATS = ("text", "kaldi_text", "ctm", "jsonl")
+ID_KEYS = ("id", "uttid", "utt_id", "key")
+WORD_KEYS = ("word", "text", "token", "punctuated_word")
+START_KEYS = ("start", "start_time")
+END_KEYS = ("end", "end_time")
+
+
+@dataclass
+class Line:
+    """One line of plain text: its words and the marks it already had."""
+
+    lineno: int
+    words: list[str]
+    marks: list[str]
+
+
+@dataclass
+class AsrUtterance:
+    """One utterance: words, input marks, and per word the record it came from (CTM fields or JSON item)."""
+
+    uttid: str
+    words: list[str] = field(default_factory=list)
+    marks: list[str] = field(default_factory=list)
+    records: list[Any] = field(default_factory=list)
+    source: Any = None  # the JSON object of a jsonl line
+    lineno: int = 0     # the input line it starts on
+
+
+def input_lines(src: str | Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a file, or of standard input for `-`."""
+    if str(src) == "-":
+        for i, line in enumerate(sys.stdin, 1):
+            yield i, line.rstrip("\n").rstrip("\r")
+    else:
+        yield from iter_lines(src)
+
+
+def source_name(src: str | Path) -> str:
+    """The name used in utterance ids and messages (`stdin` for `-`)."""
+    return "stdin" if str(src) == "-" else Path(src).name
+
+
+def detect_input_format(src: str | Path) -> str:
+    """Guess the input format from the file name: *.ctm, *.jsonl/*.json, Kaldi `text`, else plain text."""
+    name = source_name(src)
+    if name.endswith(".ctm"):
+        return "ctm"
+    if name.endswith((".jsonl", ".json")):
+        return "jsonl"
+    if name == "text" or name.endswith(".text"):
+        return "kaldi_text"
+    return "text"
+
+
+def split_text(text: str, inventory: LabelSet, rules: Substitution) -> tuple[list[str], list[str]]:
+    """Lower-cased words of `text` and the mark (label mark, O for none) after each."""
+    seg = segment(text, inventory, rules, lowercase=True)
+    return seg.words, [mark_of(lab) for lab in seg.marks]
+
+
+def read_text_lines(src: str | Path, inventory: LabelSet, rules: Substitution) -> Iterator[Line]:
+    """Plain text, one `Line` per input line (lines without words give empty lines)."""
+    for i, line in input_lines(src):
+        words, marks = split_text(line, inventory, rules)
+        yield Line(i, words, marks)
+
+
+def read_kaldi_text(src: str | Path, inventory: LabelSet, rules: Substitution) -> Iterator[AsrUtterance]:
+    """Kaldi `text`: `uttid words...` per line (an id without words gives an empty utterance)."""
+    seen: set[str] = set()
+    for i, line in input_lines(src):
+        uttid, _, rest = line.strip().partition(" ")
+        if not uttid:
+            continue
+        if uttid in seen:
+            raise PunctkitError(f"{where(src, i)}: duplicate utterance id '{uttid}'")
+        seen.add(uttid)
+        words, marks = split_text(rest, inventory, rules)
+        yield AsrUtterance(uttid, words, marks, [None] * len(words), lineno=i)
+
+
+def _add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, rules: Substitution) -> bool:
+    """Add one ASR token (a word, possibly with marks attached) to `utt`; False if it holds no word."""
+    words, marks = split_text(token, inventory, rules)
+    if not words:
+        _, mk = split_text("x " + token, inventory, rules)  # a bare mark: it belongs to the word before
+        if utt.words and mk and mk[0] != O and utt.marks[-1] == O:
+            utt.marks[-1] = mk[0]
+        return False
+    if len(words) > 1:  # `well,so`: keep one output record per token
+        words = ["".join(ch for ch in token.lower() if ch.isalnum() or ch in "'-.")]
+    utt.words.append(words[0])
+    utt.marks.append(marks[-1])
+    utt.records.append(record)
+    return True
+
+
+def read_ctm(src: str | Path, inventory: LabelSet, rules: Substitution,
+             dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """CTM lines grouped into utterances; `dropped[0]` counts tokens without a word."""
+    cur: AsrUtterance | None = None
+    done: set[str] = set()
+    for i, line in input_lines(src):
+        if not line.strip() or line.startswith(";;"):
+            continue
+        f = line.split()
+        if len(f) < 5:
+            raise PunctkitError(f"{where(src, i)}: expected 'uttid channel start duration word', got {len(f)} fields")
+        try:
+            start, dur = float(f[2]), float(f[3])
+        except ValueError:
+            raise PunctkitError(f"{where(src, i)}: start and duration must be numbers, got '{f[2]}' '{f[3]}'") from None
+        if start < 0 or dur < 0:
+            raise PunctkitError(f"{where(src, i, f[0])}: negative start or duration")
+        if cur is None or f[0] != cur.uttid:
+            if cur is not None:
+                done.add(cur.uttid)
+                yield cur
+            if f[0] in done:
+                raise PunctkitError(f"{where(src, i)}: utterance '{f[0]}' continues after other utterances "
+                                    f"(sort the CTM by utterance and time)")
+            cur = AsrUtterance(f[0], lineno=i)
+        record = {"channel": f[1], "start": f[2], "duration": f[3], "rest": f[5:], "start_s": start,
+                  "end_s": start + dur}
+        if not _add_token(cur, f[4], record, inventory, rules) and dropped is not None:
+            dropped[0] += 1
+    if cur is not None:
+        yield cur
+
+
+def _first(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((d[k] for k in keys if k in d), None)
+
+
+def _times(item: dict[str, Any], loc: str) -> tuple[float | None, float | None]:
+    start, end = _first(item, START_KEYS), _first(item, END_KEYS)
+    if end is None and start is not None and "duration" in item:
+        end = float(start) + float(item["duration"])
+    try:
+        return (None if start is None else float(start)), (None if end is None else float(end))
+    except (TypeError, ValueError):
+        raise PunctkitError(f"{loc}: word times must be numbers, got {start!r} {end!r}") from None
+
+
+def read_jsonl(src: str | Path, inventory: LabelSet, rules: Substitution,
+               dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """JSON lines, one utterance each (accepted keys in the module docstring)."""
+    name = source_name(src)
+    for i, line in input_lines(src):
+        if not line.strip():
+            continue
+        loc = where(src, i)
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise PunctkitError(f"{loc}: not valid JSON ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise PunctkitError(f"{loc}: expected a JSON object per line")
+        uttid = str(_first(obj, ID_KEYS) or f"{name}-{i:06d}")
+        utt = AsrUtterance(uttid, source=obj, lineno=i)
+        items = obj.get("words")
+        if items is None:
+            if not isinstance(obj.get("text"), str):
+                raise PunctkitError(f"{loc} (utterance {uttid}): no 'words' list and no 'text' string")
+            items = obj["text"].split()
+        if not isinstance(items, list):
+            raise PunctkitError(f"{loc} (utterance {uttid}): 'words' must be a list")
+        for k, item in enumerate(items):
+            if isinstance(item, str):
+                token, rec = item, {"index": k}
+            elif isinstance(item, dict) and isinstance(_first(item, WORD_KEYS), str):
+                start, end = _times(item, f"{loc} (utterance {uttid})")
+                token, rec = _first(item, WORD_KEYS), {"index": k, "start_s": start, "end_s": end}
+            else:
+                raise PunctkitError(f"{loc} (utterance {uttid}): word {k + 1} has none of the keys "
+                                    f"{', '.join(WORD_KEYS)}")
+            if not _add_token(utt, token, rec, inventory, rules) and dropped is not None:
+                dropped[0] += 1
+        yield utt

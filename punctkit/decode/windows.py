@@ -1,0 +1,53 @@
+"""Overlapping decoding windows over a stream, and the choice of each word's prediction.
+
+A stream of n words is covered by windows of `length` words every `step`
+words, the last one aligned to the stream's end. A word seen by several windows
+takes its prediction from the window where it is most central: the one where
+its distance to the nearest *cut* edge (a window edge that is not the stream's
+own start or end) is largest; ties go to the earlier window.
+"""
+from __future__ import annotations
+
+from typing import Sequence, TypeVar
+
+from punctkit.files import PunctkitError
+
+T = TypeVar("T")
+
+
+def plan_windows(n: int, length: int, step: int) -> list[tuple[int, int]]:
+    """(start, end) windows covering words 0..n-1; every window has `length` words unless n < length."""
+    if length < 1 or step < 1:
+        raise PunctkitError(f"window length and step must be positive (got {length}, {step})")
+    if step > length:
+        raise PunctkitError(f"window step {step} is longer than the window {length}: words would be skipped")
+    if n <= length:
+        return [(0, n)] if n > 0 else []
+    starts = list(range(0, n - length, step)) + [n - length]
+    return [(s, s + length) for s in starts]
+
+
+def owners(n: int, windows: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """For each word 0..n-1: (window index, position in that window) of its most central window."""
+    inf = n + 1
+    best: list[tuple[int, int]] = [(-1, -1)] * n
+    score = [-1] * n
+    for k, (a, b) in enumerate(windows):
+        for i in range(a, b):
+            left = i - a if a > 0 else inf
+            right = b - 1 - i if b < n else inf
+            c = min(left, right)
+            if c > score[i]:
+                score[i], best[i] = c, (k, i - a)
+    missing = [i for i in range(n) if best[i][0] < 0]
+    if missing:
+        raise PunctkitError(f"windows do not cover word {missing[0]} of a stream of {n} words")
+    return best
+
+
+def stitch(n: int, windows: Sequence[tuple[int, int]], preds: Sequence[Sequence[T]]) -> list[T]:
+    """Per-word predictions of a stream from per-window predictions (`preds[k]` has one item per word of window k)."""
+    for k, ((a, b), p) in enumerate(zip(windows, preds)):
+        if len(p) != b - a:
+            raise PunctkitError(f"window {k} has {b - a} words but {len(p)} predictions")
+    return [preds[k][j] for k, j in owners(n, windows)]

@@ -1,0 +1,259 @@
+"""Synthesized speech with espeak-ng: punctuated text -> 16 kHz wav + an exact word-level CTM.
+
+libespeak-ng is driven through ctypes in synchronous mode. Its events give,
+in samples of the synthesized audio, where each word starts (espeakEVENT_WORD,
+with the word's character position in the text) and where each phoneme starts
+(espeakEVENT_PHONEME, pauses are phonemes named `_...`). A word ends where the
+next pause or the next word starts, so the CTM boundaries are the
+synthesizer's own segment boundaries, not estimates. Where espeak speaks two
+of our words as one word (a split contraction, `do n't` -> `don't`, or a
+function word it joins to the word before, `of the`), the later word gets the
+last phonemes of that espeak word (as many as espeak gives it alone: two for
+`n't`), so the boundary between them is a phoneme boundary.
+
+espeak-ng keeps state between calls (intonation, waveform phase), so the same
+text synthesized twice in one process differs slightly. Each utterance is
+therefore synthesized in its own freshly forked process: the output depends
+only on the text, the voice, the rate and the seed, never on --nj or order.
+Audio is resampled from espeak's 22050 Hz with sox (no dither).
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import multiprocessing as mp
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from punctkit.data.datadir import read_data_dir, write_data_dir
+from punctkit.data.tokenize import display_words
+from punctkit.files import PunctkitError
+
+VOICES = ("en-us", "en", "en+f3", "en-us+m3", "en+f4")
+RATES = (150, 165, 180, 195)  # words per minute
+
+_EVENT_WORD, _EVENT_PHONEME, _EVENT_END_LIST = 1, 7, 0
+_AUDIO_OUTPUT_SYNCHRONOUS, _INIT_PHONEME_EVENTS, _INIT_DONT_EXIT = 2, 0x1, 0x8000
+_CHARS_UTF8, _POS_CHARACTER, _PARAM_RATE = 1, 1, 1
+
+
+class _Event(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("unique_identifier", ctypes.c_uint), ("text_position", ctypes.c_int),
+                ("length", ctypes.c_int), ("audio_position", ctypes.c_int), ("sample", ctypes.c_int),
+                ("user_data", ctypes.c_void_p), ("id", ctypes.c_char * 8)]
+
+
+_Callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.POINTER(_Event))
+
+
+@dataclass
+class Spoken:
+    """Synthesizer output: samples, their rate, word events (char pos, sample) and phoneme events."""
+
+    samples: np.ndarray
+    rate: int
+    words: list[tuple[int, int]]      # (0-based character position, start sample)
+    phonemes: list[tuple[int, str]]   # (start sample, phoneme name)
+
+
+def espeak(text: str, voice: str, wpm: int) -> Spoken:
+    """Synthesize `text` with libespeak-ng (call once per process: the library keeps state)."""
+    try:
+        lib = ctypes.CDLL("libespeak-ng.so.1")
+    except OSError:
+        raise PunctkitError("libespeak-ng not found (apt-get install espeak-ng libespeak-ng1)") from None
+    rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, None, _INIT_PHONEME_EVENTS | _INIT_DONT_EXIT)
+    if rate <= 0:
+        raise PunctkitError("espeak-ng failed to initialise (is espeak-ng-data installed?)")
+    chunks: list[np.ndarray] = []
+    words: list[tuple[int, int]] = []
+    phonemes: list[tuple[int, str]] = []
+
+    def callback(wav, n, events) -> int:
+        if n > 0:
+            chunks.append(np.ctypeslib.as_array(wav, shape=(n,)).copy())
+        i = 0
+        while events[i].type != _EVENT_END_LIST:
+            e = events[i]
+            if e.type == _EVENT_WORD and e.length > 0:
+                words.append((e.text_position - 1, e.sample))
+            elif e.type == _EVENT_PHONEME:
+                phonemes.append((e.sample, bytes(e.id).split(b"\0")[0].decode(errors="replace")))
+            i += 1
+        return 0
+
+    cb = _Callback(callback)
+    lib.espeak_SetSynthCallback(cb)
+    if lib.espeak_SetVoiceByName(voice.encode()) != 0:
+        raise PunctkitError(f"espeak-ng has no voice '{voice}' (see espeak-ng --voices)")
+    lib.espeak_SetParameter(_PARAM_RATE, int(wpm), 0)
+    data = text.encode("utf-8")
+    if lib.espeak_Synth(data, len(data) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None) != 0:
+        raise PunctkitError(f"espeak-ng could not synthesize: {text[:60]!r}")
+    lib.espeak_Synchronize()
+    samples = np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
+    return Spoken(samples.astype(np.int16), rate, words, phonemes)
+
+
+def phoneme_counts(words: list[str]) -> list[int]:
+    """How many phonemes espeak-ng gives each word said alone (call after `espeak`, same process).
+
+    Split contractions are fixed: two for `n't`, one for `'s`, `'m`, `'re`, ...
+    """
+    lib = ctypes.CDLL("libespeak-ng.so.1")
+    lib.espeak_TextToPhonemes.restype = ctypes.c_char_p
+    out = []
+    for w in words:
+        if w.lower() == "n't" or w.startswith("'"):
+            out.append(2 if w.lower() == "n't" else 1)
+            continue
+        ptr = ctypes.c_char_p(w.encode("utf-8"))
+        ph = lib.espeak_TextToPhonemes(ctypes.byref(ptr), _CHARS_UTF8, ord("|") << 8) or b""
+        out.append(max(1, len([p for p in ph.decode(errors="replace").replace(" ", "|").split("|") if p])))
+    return out
+
+
+def word_boundaries(spoken: Spoken, spans: list[tuple[int, int]], groups: list[list[int]],
+                    tail_phonemes: list[int]) -> list[tuple[int, int]]:
+    """(start, end) sample of each word from the synthesizer's events.
+
+    `groups` lists the words written as one (a word and its glued contractions)
+    and `spans` their character spans in the text. A group with no word event
+    was spoken together with the one before (espeak says `of the` as one word)
+    and joins it. A word that is not the first of its espeak word takes the last
+    `tail_phonemes[word]` phonemes of it, so every boundary is a phoneme boundary.
+    """
+    n = len(spoken.samples)
+    starts: list[list[int]] = [[] for _ in groups]
+    for pos, sample in spoken.words:
+        g = next((k for k, (a, b) in enumerate(spans) if a <= pos < b), None)
+        if g is not None:
+            starts[g].append(sample)
+    spoken_words: list[tuple[list[int], list[int]]] = []  # (word indices, their word-event samples)
+    for g, members in enumerate(groups):
+        if starts[g] or not spoken_words:
+            spoken_words.append((list(members), starts[g]))
+        else:
+            spoken_words[-1][0].extend(members)
+    pauses = [s for s, name in spoken.phonemes if name.startswith("_")]
+    out: list[tuple[int, int]] = []
+    for g, (members, st) in enumerate(spoken_words):
+        if not st:  # nothing spoken before the first word event: zero-length words at 0
+            out += [(0, 0)] * len(members)
+            continue
+        start, last = min(st), max(st)
+        nxt = min([min(s) for _, s in spoken_words[g + 1:] if s] + [n])
+        end = min([p for p in pauses if last < p <= nxt] + [nxt])
+        cuts = [start, end]
+        inner = [s for s, name in spoken.phonemes if start <= s < end and not name.startswith("_")]
+        for w in reversed(members[1:]):
+            k = tail_phonemes[w]
+            split = inner[-k] if len(inner) > k else (cuts[0] + cuts[1]) // 2
+            inner = [s for s in inner if s < split]
+            cuts.insert(1, split)
+        out += [(cuts[i], cuts[i + 1]) for i in range(len(members))]
+    return out
+
+
+@dataclass
+class SynthJob:
+    """One utterance to synthesize."""
+
+    uttid: str
+    words: list[str]
+    labels: list[str]
+    voice: str
+    wpm: int
+    wav: Path
+    sample_rate: int = 16000
+
+
+def synthesize_utterance(job: SynthJob) -> tuple[str, float, list[tuple[float, float]], str]:
+    """Write job.wav; returns (uttid, duration, word (start, end) seconds, spoken text)."""
+    shown, glued = display_words(job.words, job.labels)
+    text, spans, groups, pos = "", [], [], 0
+    for i, (s, g) in enumerate(zip(shown, glued)):
+        if g and groups:
+            groups[-1].append(i)
+            spans[-1] = (spans[-1][0], len(text) + len(s))
+        else:
+            if text:
+                text += " "
+            groups.append([i])
+            spans.append((len(text), len(text) + len(s)))
+        text += s
+    spoken = espeak(text, job.voice, job.wpm)
+    bounds = word_boundaries(spoken, spans, groups, phoneme_counts(job.words))
+    _resample_to_wav(spoken, job.wav, job.sample_rate)
+    sr = spoken.rate
+    times = [(a / sr, b / sr) for a, b in bounds]
+    return job.uttid, len(spoken.samples) / sr, times, text
+
+
+def _resample_to_wav(spoken: Spoken, path: Path, rate: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    cmd = ["sox", "-D", "-t", "raw", "-r", str(spoken.rate), "-e", "signed", "-b", "16", "-c", "1", "-",
+           "-t", "wav", "-r", str(rate), "-b", "16", "-c", "1", str(tmp)]
+    try:
+        proc = subprocess.run(cmd, input=spoken.samples.astype("<i2").tobytes(), capture_output=True)
+    except FileNotFoundError:
+        raise PunctkitError("sox not found (apt-get install sox)") from None
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise PunctkitError(f"sox failed on {path}: {proc.stderr.decode(errors='replace').strip()}")
+    tmp.replace(path)
+
+
+def voice_for(uttid: str, seed: int, voices: tuple[str, ...] = VOICES, rates: tuple[int, ...] = RATES,
+              ) -> tuple[str, int]:
+    """The voice and speaking rate of an utterance, a fixed function of (seed, uttid)."""
+    h = int.from_bytes(hashlib.sha256(f"{seed}:{uttid}".encode()).digest()[:8], "big")
+    return voices[h % len(voices)], rates[(h // len(voices)) % len(rates)]
+
+
+def _run_fresh(job: SynthJob):
+    ctypes.CDLL(None).srand(0)  # a forked child inherits libc's rand() state; espeak may use it
+    return synthesize_utterance(job)
+
+
+def synthesize_data_dir(src: str | Path, out: str | Path, wav_dir: str | Path | None = None, seed: int = 1,
+                        nj: int = 1, voices: tuple[str, ...] = VOICES, rates: tuple[int, ...] = RATES,
+                        sample_rate: int = 16000, show_progress: bool = True) -> tuple[int, float]:
+    """Audio data directory `out` (wav.scp, ctm, utt2dur, utt2voice + src's text/labels/speakers).
+
+    Wavs go to `wav_dir` (default: `<out>_wav` beside it). Returns (utterances, seconds).
+    """
+    from tqdm import tqdm
+
+    dd = read_data_dir(src)
+    out = Path(out)
+    wav_dir = Path(wav_dir) if wav_dir else out.with_name(out.name + "_wav")
+    jobs = []
+    for u in dd.utterances:
+        voice, wpm = voice_for(u.uttid, seed, voices, rates)
+        jobs.append(SynthJob(u.uttid, u.words, u.labels, voice, wpm, (wav_dir / f"{u.uttid}.wav").resolve(),
+                             sample_rate))
+    results = {}
+    ctx = mp.get_context("fork")
+    with ctx.Pool(max(1, nj), maxtasksperchild=1) as pool:
+        it = pool.imap(_run_fresh, jobs, chunksize=1)
+        for res in tqdm(it, total=len(jobs), desc="synthesize", unit="utt", disable=not show_progress):
+            results[res[0]] = res
+    wav_scp, ctm, utt2dur, utt2voice, log = [], [], [], [], []
+    total = 0.0
+    for job in sorted(jobs, key=lambda j: j.uttid):
+        _, dur, times, text = results[job.uttid]
+        total += dur
+        wav_scp.append(f"{job.uttid} {job.wav}")
+        utt2dur.append(f"{job.uttid} {dur:.4f}")
+        utt2voice.append(f"{job.uttid} {job.voice} {job.wpm}")
+        ctm += [f"{job.uttid} 1 {a:.4f} {b - a:.4f} {w}" for w, (a, b) in zip(job.words, times)]
+        log.append(f"{job.uttid} {job.voice} {job.wpm} {text}")
+    write_data_dir(out, dd.utterances, dd.inventory, dd.utt2spk,
+                   extra={"wav.scp": wav_scp, "ctm": ctm, "utt2dur": utt2dur, "utt2voice": utt2voice,
+                          "synthesize.log": log})
+    return len(jobs), total

@@ -1,0 +1,99 @@
+"""DRNN-LWMA: deep recurrent network with layer-wise multi-head attention (Kim 2019).
+
+Tokens -> embedding -> n stacked BiGRU layers H^1..H^n (d per direction, so 2d per
+layer) -> a unidirectional GRU over H^n whose state s_t (size d) is the query ->
+for every layer i and head j, f^{i,j} = Attn(s W_Q^{i,j}, H^i W_K^{i,j}, H^i W_V^{i,j})
+with every head of size d -> softmax([s_t, f^{1,1}, ..., f^{n,m}] W_y + b_y).
+n_layers=1, n_heads=1 is the T-BRNN-like baseline of the paper.
+
+Sequences are packed, so padding never enters a bidirectional state, and padded
+tokens are masked out of the attention. Queries are taken only at each word's
+label-carrying token (the outputs elsewhere would be thrown away).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+from punctkit.models.base import Batch, PunctModel, gather_words
+from punctkit.models.registry import register
+from punctkit.nn.attention import MultiHeadAttention
+from punctkit.nn.embedding import InputEmbedding
+
+
+def _packed_dropout(seq: PackedSequence, drop: nn.Dropout) -> PackedSequence:
+    """Apply dropout to the data of a packed sequence."""
+    return seq._replace(data=drop(seq.data))
+
+
+@register("drnn_lwma")
+class DRNNLWMA(PunctModel):
+    """Stacked BiGRU + query GRU + layer-wise multi-head attention tagger.
+
+    Args:
+        n_layers: number of BiGRU layers (n).
+        n_heads: attention heads per layer (m).
+        d_model: hidden size d (per direction, the query GRU and every head).
+        dropout: dropout on the embeddings, every recurrent layer and the classifier input.
+        attend: "all" (layer-wise, the paper) or "top" (only the last BiGRU layer).
+        freeze_embeddings: keep pre-trained vectors fixed (the paper fine-tunes them).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        n_labels: int,
+        pad_id: int = 0,
+        embeddings: np.ndarray | None = None,
+        n_layers: int = 4,
+        n_heads: int = 3,
+        d_model: int = 256,
+        dropout: float = 0.5,
+        attend: str = "all",
+        freeze_embeddings: bool = False,
+    ) -> None:
+        super().__init__()
+        if attend not in ("all", "top"):
+            raise ValueError(f"attend must be 'all' or 'top', not {attend!r}")
+        d = d_model
+        self.embed = InputEmbedding(vocab_size, d, pad_id, embeddings, freeze=freeze_embeddings)
+        self.drop = nn.Dropout(dropout)
+        self.birnns = nn.ModuleList(
+            nn.GRU(d if i == 0 else 2 * d, d, batch_first=True, bidirectional=True) for i in range(n_layers)
+        )
+        self.query_rnn = nn.GRU(2 * d, d, batch_first=True)
+        self.attended = list(range(n_layers)) if attend == "all" else [n_layers - 1]
+        self.attns = nn.ModuleList(
+            MultiHeadAttention(d, 2 * d, n_heads=n_heads, d_head=d) for _ in self.attended
+        )
+        self.out = nn.Linear(d + len(self.attended) * n_heads * d, n_labels)
+
+    def encode_layers(self, batch: Batch) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """Return every BiGRU layer's outputs (B, T, 2d) and the query GRU states (B, T, d)."""
+        tokens, mask = batch["tokens"], batch["token_mask"]
+        lengths = mask.sum(1).clamp(min=1).cpu()
+        x = self.drop(self.embed(tokens))
+        seq = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        layers = []
+        for rnn in self.birnns:
+            seq, _ = rnn(seq)
+            seq = _packed_dropout(seq, self.drop)
+            layers.append(pad_packed_sequence(seq, batch_first=True, total_length=tokens.size(1))[0])
+        s, _ = self.query_rnn(seq)
+        s = pad_packed_sequence(s, batch_first=True, total_length=tokens.size(1))[0]
+        return layers, s
+
+    def classify(self, layers: list[torch.Tensor], s: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """Per-word logits from the layer outputs and the query states."""
+        q = gather_words(s, batch["word_pos"])  # (B, W, d)
+        feats = [q]
+        for i, attn in zip(self.attended, self.attns):
+            feats.append(attn(q, layers[i], key_mask=batch["token_mask"]))
+        return self.out(self.drop(torch.cat(feats, dim=-1)))
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        """Logits (B, W, n_labels)."""
+        layers, s = self.encode_layers(batch)
+        return self.classify(layers, s, batch)

@@ -1,0 +1,183 @@
+"""FF2, the feature-fusion two-stream tagger (seeds/001), and the plain PLM fine-tune baseline.
+
+`ff2`: two streams over the same word-pieces of a pre-trained LM's tokenizer:
+  (a) the pre-trained encoder (a local Hugging Face directory, e.g. MiniLM),
+  (b) TNP, a small randomly initialised Transformer whose self-attention is
+      interaction attention (punctkit/nn/interaction.py);
+their outputs are concatenated, go through one Transformer fusion layer
+(8 heads) and a linear classifier at each word's label piece (its first
+word-piece). Ablations: `tnp: false` (PLM + fusion + classifier) and
+`interaction: false` (plain attention in TNP).
+
+`plm_tagger`: the pre-trained encoder + a linear classifier at each word's
+first piece (the baseline FF2 has to beat).
+
+`plm` names the encoder: `auto`/`minilm` (the packaged MiniLM), a directory
+path, or a mapping `{path: DIR}` / `{config: {model_type: bert, ...}}` (a
+randomly initialised encoder of that Hugging Face config: tests, or a
+checkpoint that will overwrite the weights anyway). Both models expose
+`param_groups()`: the encoder at the trainer's rate, the new layers at
+`new_lr_scale` times it.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+from torch import nn
+
+from punctkit.files import PunctkitError
+from punctkit.models.base import Batch, PunctModel, gather_words
+from punctkit.models.registry import register
+from punctkit.nn.interaction import InteractionEncoder
+from punctkit.text.plm import check_vocab, resolve_plm_dir
+
+PlmSpec = str | dict[str, Any]
+
+
+def build_plm(plm: PlmSpec, vocab_size: int | None = None) -> nn.Module:
+    """The pre-trained encoder named by `plm` (see the module docstring), loaded offline.
+
+    `vocab_size` (the frontend's tokenizer size) must match the encoder's
+    embedding table, else a one-line error names the directory.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        from transformers import AutoConfig, AutoModel
+    except ImportError:
+        raise PunctkitError("model 'ff2'/'plm_tagger' needs transformers: pip install 'punctkit[plm]'") from None
+    try:  # no per-tensor "Loading weights" bar in training logs
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except (ImportError, AttributeError):
+        pass
+    spec = {"path": plm} if isinstance(plm, (str, os.PathLike)) else dict(plm or {})
+    if "config" in spec:
+        conf = dict(spec["config"])
+        try:
+            hf_conf = AutoConfig.for_model(conf.pop("model_type", "bert"), **conf)
+        except (ValueError, TypeError) as e:
+            raise PunctkitError(f"plm config: {str(e).splitlines()[0]}") from None
+        where, encoder = "plm config", AutoModel.from_config(hf_conf)
+    else:
+        d = resolve_plm_dir(spec.get("path", "auto"))
+        where = str(d)
+        try:
+            encoder = AutoModel.from_pretrained(str(d), local_files_only=True)
+        except Exception as e:  # OSError (no weights), ValueError, safetensors errors ...
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise PunctkitError(f"{d}: cannot load the pre-trained weights ({first})") from None
+    if vocab_size is not None:
+        check_vocab(vocab_size, encoder.config.vocab_size, where)
+    if getattr(encoder, "pooler", None) is not None:
+        encoder.pooler = None  # unused: we tag tokens (and unused parameters upset DDP)
+    return encoder
+
+
+def _encode(encoder: nn.Module, batch: Batch) -> torch.Tensor:
+    """(B, T, d_plm) last hidden states of the pre-trained encoder."""
+    return encoder(input_ids=batch["tokens"], attention_mask=batch["token_mask"].long()).last_hidden_state
+
+
+def _groups(model: nn.Module, encoder: nn.Module, new_lr_scale: float) -> list[dict[str, Any]]:
+    """Parameter groups: the encoder at scale 1, everything else at `new_lr_scale`."""
+    enc = {id(p) for p in encoder.parameters()}
+    new = [p for p in model.parameters() if id(p) not in enc]
+    return [{"params": list(encoder.parameters()), "lr_scale": 1.0, "name": "plm"},
+            {"params": new, "lr_scale": float(new_lr_scale), "name": "new"}]
+
+
+@register("ff2")
+class FF2(PunctModel):
+    """Pre-trained encoder + TNP (interaction attention) -> fusion layer -> classifier per word.
+
+    Args:
+        plm: the pre-trained encoder (see the module docstring).
+        tnp: use the second stream; interaction: interaction attention in TNP (else plain).
+        tnp_layers, tnp_dim, tnp_heads, tnp_ff: TNP size (paper: 6 layers, small).
+        fusion_heads, fusion_ff: the one fusion layer (paper: 8 heads, 3072 hidden).
+        dropout: TNP, fusion and classifier dropout (paper 0.2); the encoder keeps its own.
+        max_len: longest input in pieces (TNP's learned positions).
+        new_lr_scale: learning-rate multiplier of TNP/fusion/classifier over the encoder's.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        n_labels: int,
+        pad_id: int = 0,
+        plm: PlmSpec = "auto",
+        tnp: bool = True,
+        interaction: bool = True,
+        tnp_layers: int = 6,
+        tnp_dim: int = 256,
+        tnp_heads: int = 8,
+        tnp_ff: int = 1024,
+        fusion_heads: int = 8,
+        fusion_ff: int = 1024,
+        dropout: float = 0.2,
+        max_len: int = 512,
+        new_lr_scale: float = 1.0,
+    ) -> None:
+        super().__init__()
+        self.plm = build_plm(plm, vocab_size)
+        d_plm = self.plm.config.hidden_size
+        self.new_lr_scale = new_lr_scale
+        self.use_tnp = tnp
+        d_fused = d_plm
+        if tnp:
+            if tnp_dim % tnp_heads:
+                raise PunctkitError(f"ff2: tnp_dim {tnp_dim} is not divisible by tnp_heads {tnp_heads}")
+            self.tnp_embed = nn.Embedding(vocab_size, tnp_dim, padding_idx=pad_id)
+            self.tnp_pos = nn.Embedding(max_len, tnp_dim)
+            nn.init.normal_(self.tnp_embed.weight, std=tnp_dim ** -0.5)
+            nn.init.normal_(self.tnp_pos.weight, std=0.02)
+            self.tnp = InteractionEncoder(tnp_layers, tnp_dim, tnp_heads, tnp_ff, dropout, interaction)
+            d_fused += tnp_dim
+        if d_fused % fusion_heads:
+            raise PunctkitError(f"ff2: fused size {d_fused} is not divisible by fusion_heads {fusion_heads}")
+        self.fusion = InteractionEncoder(1, d_fused, fusion_heads, fusion_ff, dropout, interaction=False)
+        self.drop = nn.Dropout(dropout)
+        self.out = nn.Linear(d_fused, n_labels)
+        self.max_len = max_len
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        """Logits (B, W, n_labels)."""
+        mask = batch["token_mask"]
+        h = _encode(self.plm, batch)
+        if self.use_tnp:
+            t = batch["tokens"].size(1)
+            if t > self.max_len:
+                raise PunctkitError(f"ff2: input of {t} pieces is longer than max_len {self.max_len}")
+            pos = torch.arange(t, device=h.device)
+            x = self.drop(self.tnp_embed(batch["tokens"]) + self.tnp_pos(pos)[None])
+            h = torch.cat([h, self.tnp(x, mask)], dim=-1)
+        h = self.fusion(h, mask)
+        return self.out(self.drop(gather_words(h, batch["word_pos"])))
+
+    def param_groups(self) -> list[dict[str, Any]]:
+        """For the optimizer: the encoder at the base rate, new layers at `new_lr_scale` times it."""
+        return _groups(self, self.plm, self.new_lr_scale)
+
+
+@register("plm_tagger")
+class PlmTagger(PunctModel):
+    """Plain fine-tuning: the pre-trained encoder + dropout + a linear classifier per word."""
+
+    def __init__(self, vocab_size: int, n_labels: int, plm: PlmSpec = "auto", dropout: float = 0.1,
+                 new_lr_scale: float = 1.0) -> None:
+        super().__init__()
+        self.plm = build_plm(plm, vocab_size)
+        self.drop = nn.Dropout(dropout)
+        self.out = nn.Linear(self.plm.config.hidden_size, n_labels)
+        self.new_lr_scale = new_lr_scale
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        """Logits (B, W, n_labels)."""
+        return self.out(self.drop(gather_words(_encode(self.plm, batch), batch["word_pos"])))
+
+    def param_groups(self) -> list[dict[str, Any]]:
+        """For the optimizer: the encoder at the base rate, the classifier at `new_lr_scale` times it."""
+        return _groups(self, self.plm, self.new_lr_scale)

@@ -1,0 +1,203 @@
+"""Self-attention models over tokens: an encoder-only tagger and the encoder-decoder of Yi & Tao 2019.
+
+`transformer_tagger`: Transformer encoder + a linear classifier at each word's
+label-carrying token (the fast variant).
+
+`transformer_seq2seq`: the encoder, and a decoder whose target is the label
+sequence, one label per input word, starting from BOS (id `n_labels`). With
+`aligned_input` (default) the decoder input for word t also gets the encoder state
+at word t's token, so the decoder does not have to learn to find word t by
+cross-attention alone; `aligned_input: false` is the paper's plain encoder-decoder.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from punctkit.models.base import Batch, PunctModel, gather_words
+from punctkit.models.registry import register
+from punctkit.nn.embedding import InputEmbedding
+from punctkit.nn.transformer import PositionalEncoding, TransformerDecoder, transformer_encoder
+
+
+class TokenEncoder(nn.Module):
+    """Embedding (learned or pre-trained, projected) + positions + Transformer encoder."""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        pad_id: int,
+        embeddings: np.ndarray | None,
+        freeze_embeddings: bool,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        n_layers: int,
+        dropout: float,
+        positions: str,
+        max_len: int,
+        norm_first: bool,
+    ) -> None:
+        super().__init__()
+        self.embed = InputEmbedding(vocab_size, d_model, pad_id, embeddings, freeze=freeze_embeddings)
+        self.pos = PositionalEncoding(d_model, positions, max_len, dropout)
+        self.encoder = transformer_encoder(d_model, n_heads, d_ff, n_layers, dropout, norm_first)
+
+    def forward(self, tokens: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
+        """(B, T) ids -> (B, T, d_model) states; padded tokens are not attended to."""
+        x = self.pos(self.embed(tokens))
+        return self.encoder(x, src_key_padding_mask=~token_mask)
+
+
+@register("transformer_tagger")
+class TransformerTagger(PunctModel):
+    """Transformer encoder + linear classifier per word.
+
+    Args:
+        n_layers, d_model, n_heads, d_ff, dropout: encoder size (Vaswani 2017 names).
+        positions: "sinusoidal" or "learned" (then at most `max_len` tokens).
+        norm_first: pre-LayerNorm layers (more stable on short schedules) or post-LN (the paper).
+        freeze_embeddings: keep pre-trained vectors fixed.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        n_labels: int,
+        pad_id: int = 0,
+        embeddings: np.ndarray | None = None,
+        n_layers: int = 6,
+        d_model: int = 512,
+        n_heads: int = 8,
+        d_ff: int = 2048,
+        dropout: float = 0.1,
+        positions: str = "sinusoidal",
+        max_len: int = 1024,
+        norm_first: bool = True,
+        freeze_embeddings: bool = True,
+    ) -> None:
+        super().__init__()
+        self.encoder = TokenEncoder(
+            vocab_size, pad_id, embeddings, freeze_embeddings, d_model, n_heads, d_ff, n_layers,
+            dropout, positions, max_len, norm_first,
+        )
+        self.drop = nn.Dropout(dropout)
+        self.out = nn.Linear(d_model, n_labels)
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        """Logits (B, W, n_labels)."""
+        h = self.encoder(batch["tokens"], batch["token_mask"])
+        return self.out(self.drop(gather_words(h, batch["word_pos"])))
+
+
+@register("transformer_seq2seq")
+class TransformerSeq2Seq(PunctModel):
+    """Encoder over tokens, decoder over labels (one per word), Yi & Tao 2019.
+
+    Args:
+        n_layers: encoder layers; n_dec_layers: decoder layers (default: n_layers).
+        d_model, n_heads, d_ff, dropout, positions, max_len, norm_first: as the tagger.
+        aligned_input: add the encoder state of word t to the decoder input at step t.
+        freeze_embeddings: keep pre-trained vectors fixed (the paper freezes them).
+    """
+
+    seq2seq = True
+
+    def __init__(
+        self,
+        vocab_size: int,
+        n_labels: int,
+        pad_id: int = 0,
+        embeddings: np.ndarray | None = None,
+        n_layers: int = 6,
+        n_dec_layers: int | None = None,
+        d_model: int = 512,
+        n_heads: int = 8,
+        d_ff: int = 2048,
+        dropout: float = 0.1,
+        positions: str = "sinusoidal",
+        max_len: int = 1024,
+        norm_first: bool = True,
+        aligned_input: bool = True,
+        freeze_embeddings: bool = True,
+    ) -> None:
+        super().__init__()
+        self.n_labels = n_labels
+        self.bos_id = n_labels
+        self.aligned_input = aligned_input
+        self.encoder = TokenEncoder(
+            vocab_size, pad_id, embeddings, freeze_embeddings, d_model, n_heads, d_ff, n_layers,
+            dropout, positions, max_len, norm_first,
+        )
+        self.label_embed = nn.Embedding(n_labels + 1, d_model)
+        self.dec_pos = PositionalEncoding(d_model, positions, max_len, dropout)
+        self.decoder = TransformerDecoder(
+            d_model, n_heads, d_ff, n_dec_layers or n_layers, dropout, norm_first
+        )
+        self.out = nn.Linear(d_model, n_labels)
+
+    # --- encoder ---
+    def encode(self, batch: Batch) -> dict[str, Any]:
+        """Decoder cross-attention keys/values of the encoder output, its mask, and the states at each word."""
+        enc = self.encoder(batch["tokens"], batch["token_mask"])
+        return {
+            "kv": self.decoder.memory_kv(enc),
+            "mask": batch["token_mask"],
+            "words": gather_words(enc, batch["word_pos"]),
+        }
+
+    def _dec_input(self, prev: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
+        x = self.label_embed(prev)
+        return x + words if self.aligned_input else x
+
+    # --- teacher-forced training ---
+    def forward(self, batch: Batch) -> torch.Tensor:
+        """Logits (B, W, n_labels), teacher-forced on `labels`; without labels, greedy log-probs."""
+        labels = batch.get("labels")
+        if labels is None:
+            return self._greedy_logprobs(self.encode(batch), batch["word_pos"].size(1))
+        enc = self.encoder(batch["tokens"], batch["token_mask"])
+        bos = torch.full_like(labels[:, :1], self.bos_id)
+        prev = torch.cat([bos, labels[:, :-1].clamp(min=0)], dim=1)  # -100 (unscored) fed as O
+        x = self.dec_pos(self._dec_input(prev, gather_words(enc, batch["word_pos"])))
+        return self.out(self.decoder(x, enc, batch["token_mask"]))
+
+    def _greedy_logprobs(self, memory: dict[str, Any], n_words: int) -> torch.Tensor:
+        words = memory["words"]
+        prev = torch.full((words.size(0),), self.bos_id, dtype=torch.long, device=words.device)
+        state, out = None, []
+        for t in range(n_words):
+            logp, state = self.step(memory, prev, state, t)
+            out.append(logp)
+            prev = logp.argmax(-1)
+        return torch.stack(out, dim=1) if out else words.new_zeros(words.size(0), 0, self.n_labels)
+
+    # --- incremental decoding for beam search ---
+    def step(self, memory: Any, prev: torch.Tensor, state: Any, t: int) -> tuple[torch.Tensor, Any]:
+        """Log-probs (N, n_labels) for word t; the state is the per-layer self-attention cache."""
+        x = self._dec_input(prev[:, None], memory["words"][:, t : t + 1])
+        x = self.dec_pos(x, start=t)
+        h, cache = self.decoder.step(x, state, memory["kv"], memory["mask"])
+        return torch.log_softmax(self.out(h[:, 0]), dim=-1), cache
+
+    def expand_memory(self, memory: Any, index: torch.Tensor) -> Any:
+        """Rows of every memory tensor selected by `index`."""
+        return _select(memory, index)
+
+    def reorder_state(self, state: Any, index: torch.Tensor) -> Any:
+        """Rows of every layer cache selected by `index`."""
+        return _select(state, index)
+
+
+def _select(obj: Any, index: torch.Tensor) -> Any:
+    """Rows `index` of every tensor in a nest of dicts, lists and tuples (None stays None)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.index_select(0, index)
+    if isinstance(obj, dict):
+        return {k: _select(v, index) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_select(v, index) for v in obj)
+    return obj

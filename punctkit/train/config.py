@@ -1,0 +1,124 @@
+"""Training configs: YAML with `frontend:`, `model:`, `train:`, `embeddings:`, `decode:` sections.
+
+`load_config` fills the defaults below and applies `section.key=value`
+overrides (values parsed as YAML), so the saved `exp/x/config.yaml` is the
+complete, resolved configuration of a run.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from punctkit.files import PunctkitError, atomic_write, require_file
+
+DEFAULTS: dict[str, Any] = {
+    "frontend": {"kind": "word", "min_count": 1},
+    "model": {},
+    # word: PATH, word_format (word2vec|word2vec_binary|glove), speech: PATH (Speech2Vec), combine: sum|concat,
+    # freeze: bool, w2v_train: {dim, window, epochs, min_count, seed, workers} (stage 3 trains word2vec)
+    "embeddings": {},
+    "train": {
+        "optimizer": "adam",           # adam | adamw | adadelta
+        "lr": 1e-3,
+        "weight_decay": 0.0,
+        "betas": [0.9, 0.999],
+        "schedule": "constant",        # constant | noam | newbob
+        "warmup": 4000,                # noam
+        "newbob_factor": 0.5,          # newbob
+        "newbob_threshold": 0.0,
+        "min_lr": 1e-6,
+        "batch_size": 32,              # windows per batch
+        "window": 100,                 # training window length in words
+        "epochs": 10,
+        "max_minutes": None,           # wall-clock limit of the whole run (over resumes)
+        "patience": None,              # early stopping: epochs without dev F1 improvement
+        "seed": 1,
+        "clip": 5.0,                   # gradient norm clipping (0: off)
+        "label_smoothing": 0.0,
+        "loss": "ce",                  # ce | focal
+        "focal_gamma": 2.0,
+        "class_weights": None,         # None | auto | [w_O, w_COMMA, ...]
+        "n_average": 5,                # model.avg.pt = mean of the best N epochs
+        "max_tokens": None,            # refuse windows longer than this in tokens
+        "threads": 0,                  # torch CPU threads for training and decoding (0: torch's default;
+                                       # 1 is much faster when other jobs share the cores)
+        "rdrop": 0.0,                  # R-Drop weight alpha (0: off; >0: two dropout passes + symmetric KL)
+    },
+    "decode": {"window": 100, "step": 50, "batch_size": 32, "beam": 6},
+}
+
+
+EMBEDDING_KEYS = ("word", "word_format", "speech", "speech_format", "combine", "freeze", "w2v_train")
+
+
+def _merge(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in (new or {}).items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def override(conf: dict[str, Any], item: str) -> None:
+    """Apply one `section.key=value` override in place (value parsed as YAML)."""
+    key, eq, value = item.partition("=")
+    if not eq or not key:
+        raise PunctkitError(f"--set expects section.key=value, got '{item}'")
+    parts = key.split(".")
+    d = conf
+    for p in parts[:-1]:
+        d = d.setdefault(p, {})
+        if not isinstance(d, dict):
+            raise PunctkitError(f"--set {key}: '{p}' is not a section")
+    d[parts[-1]] = yaml.safe_load(value)
+
+
+def load_config(path: str | Path | dict[str, Any], overrides: Iterable[str] = ()) -> dict[str, Any]:
+    """Read a config file (or take a dict), fill defaults, apply overrides."""
+    if isinstance(path, dict):
+        raw, path = path, "config"
+    else:
+        p = require_file(path, "config")
+        try:
+            raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as e:
+            raise PunctkitError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
+        if not isinstance(raw, dict):
+            raise PunctkitError(f"{p}: expected a mapping with frontend/model/train sections")
+    unknown = [k for k in raw if k not in DEFAULTS and k != "resolved"]
+    if unknown:
+        raise PunctkitError(f"{path}: unknown config section(s) {', '.join(unknown)} "
+                            f"(known: {', '.join(DEFAULTS)})")
+    conf = _merge(DEFAULTS, raw)
+    for item in overrides:
+        override(conf, item)
+    bad = [k for k in conf["train"] if k not in DEFAULTS["train"]]
+    if bad:
+        raise PunctkitError(f"{path}: unknown train option(s) {', '.join(bad)}")
+    bad = [k for k in conf["embeddings"] if k not in EMBEDDING_KEYS]
+    if bad:
+        raise PunctkitError(f"{path}: unknown embeddings option(s) {', '.join(bad)} (known: {', '.join(EMBEDDING_KEYS)})")
+    if not conf["model"].get("type"):
+        raise PunctkitError(f"{path}: the model section needs a 'type'")
+    return conf
+
+
+def save_config(conf: dict[str, Any], path: str | Path) -> None:
+    """Write the resolved config as YAML."""
+    with atomic_write(path) as f:
+        yaml.safe_dump(conf, f, sort_keys=False, default_flow_style=None)
+
+
+def read_model_config(model_dir: str | Path) -> dict[str, Any]:
+    """The resolved config of a trained model dir (one-line error when missing)."""
+    p = Path(model_dir) / "config.yaml"
+    if not Path(model_dir).is_dir():
+        raise PunctkitError(f"model directory not found: {model_dir}")
+    if not p.is_file():
+        raise PunctkitError(f"{model_dir}: no config.yaml (not a trained model directory?)")
+    conf = load_config(p)
+    if "resolved" not in conf:
+        raise PunctkitError(f"{p}: no 'resolved' section (written by punctkit train)")
+    return conf

@@ -1,0 +1,415 @@
+"""The model-agnostic trainer (`punctkit train`).
+
+`train()` reads the config and data dirs, builds the frontend, the optional
+pre-trained embeddings and the model (by name, through the registry), then
+`Trainer.fit()` runs epochs over random-offset windows, validates on the dev
+set by overall F1 (punctkit.score), checkpoints every epoch and finally writes
+`model.best.pt` and `model.avg.pt` (the average of the best N epochs).
+
+Experiment dir: `config.yaml` (resolved), `frontend/`, `inventory`,
+`checkpoints/epoch_N.pt`, `history.json`, `model.best.pt`, `model.avg.pt`,
+`train.log`. A run finding checkpoints there resumes from the last one, with
+model, optimizer, schedule, RNG states, epoch and best score restored, so the
+result equals that of an uninterrupted run with the same seed.
+
+Multi-GPU (DDP) hooks: the model and optimizer are built in `make_model` and
+`make_optimizer` only, and the data is split between processes only in
+`dataset.shard` (see `Trainer.rank`, `Trainer.world_size`).
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from punctkit.data.datadir import read_data_dir
+from punctkit.data.labels import LabelSet, O, mark_of
+from punctkit.decode.decoder import decode_streams, pick_device
+from punctkit.files import PunctkitError, atomic_write
+from punctkit.models.base import PunctModel
+from punctkit.models.registry import build_model
+from punctkit.text.frontend import Frontend, load_frontend, train_frontend
+from punctkit.train import checkpoint as ckpt
+from punctkit.train.config import load_config, save_config
+from punctkit.train.dataset import (IGNORE, Extra, Stream, WindowDataset, bucket_batches, collate, make_streams,
+                                    shard, train_windows)
+from punctkit.train.losses import class_weights, make_loss
+from punctkit.train.rdrop import rdrop_loss
+from punctkit.train.schedules import Schedule, make_schedule
+
+Callback = Callable[["Trainer"], None]
+
+
+@dataclass
+class TrainState:
+    """What a checkpoint records besides model/optimizer/schedule/RNG."""
+
+    epoch: int = 0
+    step: int = 0
+    best_score: float | None = None
+    best_epoch: int = 0
+    bad_epochs: int = 0
+    elapsed: float = 0.0          # seconds of training over all runs (max_minutes)
+    stopped: str = ""             # why training ended early ("patience", "max_minutes")
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Logger:
+    """Lines to `train.log` (appended) and to stderr."""
+
+    def __init__(self, path: Path | None, quiet: bool = False):
+        self.path, self.quiet = path, quiet
+
+    def __call__(self, msg: str) -> None:
+        line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {msg}"
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+        if not self.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch."""
+    import random
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def make_model(conf: dict[str, Any], env: dict[str, Any], device: torch.device) -> PunctModel:
+    """The one place a model is built (a DDP wrapper would go here)."""
+    return build_model(conf["model"], **env).to(device)
+
+
+def make_optimizer(model: torch.nn.Module, tconf: dict[str, Any]) -> torch.optim.Optimizer:
+    """Adam / AdamW / AdaDelta over the trainable parameters."""
+    # a model may split its parameters into groups with an `lr_scale` (e.g. pre-trained vs new layers)
+    groups = model.param_groups() if hasattr(model, "param_groups") else [{"params": model.parameters()}]
+    params = [dict(g, params=[p for p in g["params"] if p.requires_grad]) for g in groups]
+    name = tconf["optimizer"].lower()
+    if name == "adam":
+        return torch.optim.Adam(params, lr=tconf["lr"], betas=tuple(tconf["betas"]), weight_decay=tconf["weight_decay"])
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=tconf["lr"], betas=tuple(tconf["betas"]), weight_decay=tconf["weight_decay"])
+    if name == "adadelta":
+        return torch.optim.Adadelta(params, lr=tconf["lr"], weight_decay=tconf["weight_decay"])
+    raise PunctkitError(f"unknown optimizer '{tconf['optimizer']}' (known: adam, adamw, adadelta)")
+
+
+def overall_f1(streams: list[Stream], hyps: list[list[int]], inventory: LabelSet) -> dict[str, Any]:
+    """punctkit.score metrics (marks only, O excluded) of predicted label ids against the streams' labels."""
+    from punctkit.score import confusion, metrics
+
+    classes = [O] + list(inventory.marks)
+    ref, hyp = [], []
+    for s, h in zip(streams, hyps):
+        for r, p in zip(s.labels, h):
+            if r != IGNORE:
+                ref.append(mark_of(inventory.labels[r]))
+                hyp.append(mark_of(inventory.labels[p]))
+    return metrics(confusion(ref, hyp, classes), classes)
+
+
+class Trainer:
+    """Epoch loop over a built model; knows nothing of any model type."""
+
+    def __init__(self, model: PunctModel, conf: dict[str, Any], exp_dir: str | Path, train_set: WindowDataset,
+                 inventory: LabelSet, valid_streams: list[Stream] | None = None, device: torch.device | str = "cpu",
+                 log: Callable[[str], None] = print, label_counts: list[int] | None = None,
+                 on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None,
+                 rank: int = 0, world_size: int = 1):
+        self.model = model
+        self.conf = conf
+        self.tconf = conf["train"]
+        self.exp = Path(exp_dir)
+        self.ckpt_dir = self.exp / "checkpoints"
+        self.train_set = train_set
+        self.valid_streams = valid_streams
+        self.inventory = inventory
+        self.device = torch.device(device)
+        self.log = log
+        self.rank, self.world_size = rank, world_size
+        self.on_step = on_step or []
+        self.on_epoch_end = on_epoch_end or []
+        self.optimizer = make_optimizer(model, self.tconf)
+        t = self.tconf
+        self.schedule: Schedule = make_schedule(t["schedule"], self.optimizer, t["lr"], warmup=t["warmup"],
+                                                factor=t["newbob_factor"], threshold=t["newbob_threshold"],
+                                                min_lr=t["min_lr"])
+        weight = None
+        if t["class_weights"] == "auto":
+            weight = class_weights(label_counts or [1] * len(inventory))
+        elif t["class_weights"] is not None:
+            if len(t["class_weights"]) != len(inventory):
+                raise PunctkitError(f"train.class_weights has {len(t['class_weights'])} values for "
+                                    f"{len(inventory)} labels ({', '.join(inventory.labels)})")
+            weight = torch.tensor(t["class_weights"], dtype=torch.float)
+        self.loss_fn = make_loss(t["loss"], t["label_smoothing"], weight, t["focal_gamma"])
+        self.state = TrainState()
+        self.last_loss = math.nan
+
+    # --- checkpoints
+    def save(self) -> None:
+        """Write checkpoints/epoch_N.pt (rank 0 only) and history.json."""
+        if self.rank != 0:
+            return
+        ckpt.save_checkpoint(self.ckpt_dir / f"epoch_{self.state.epoch}.pt", {
+            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "schedule": self.schedule.state_dict(), "rng": ckpt.rng_state(), "state": asdict(self.state)})
+        with atomic_write(self.exp / "history.json") as f:
+            json.dump(self.state.history, f, indent=1)
+
+    def resume(self) -> bool:
+        """Restore everything from the last epoch checkpoint; False when there is none."""
+        epochs = ckpt.epoch_checkpoints(self.ckpt_dir)
+        if not epochs:
+            return False
+        epoch, path = list(epochs.items())[-1]
+        st = ckpt.load_checkpoint(path, self.device)
+        try:
+            self.model.load_state_dict(st["model"])
+            self.optimizer.load_state_dict(st["optimizer"])
+        except (RuntimeError, ValueError, KeyError) as e:
+            raise PunctkitError(f"{path}: does not match this config's model/optimizer "
+                                f"({str(e).splitlines()[0][:100]})") from None
+        self.schedule.load_state_dict(st["schedule"])
+        ckpt.set_rng_state(st["rng"])
+        self.state = TrainState(**st["state"])
+        self.log(f"resumed from {path} (epoch {epoch}, best dev F1 {self.state.best_score})")
+        return True
+
+    # --- loop
+    def out_of_time(self, t0: float) -> bool:
+        limit = self.tconf["max_minutes"]
+        return limit is not None and self.state.elapsed + time.time() - t0 >= 60 * limit
+
+    def train_epoch(self, epoch: int, t0: float) -> float:
+        """One pass over this epoch's windows; returns the mean loss."""
+        t = self.tconf
+        self.train_set.set_windows(train_windows(self.train_set.streams, t["window"], t["seed"], epoch))
+        lengths = [self.train_set.n_words(i) for i in range(len(self.train_set))]
+        order = shard(bucket_batches(lengths, t["batch_size"], True, t["seed"] * 1000 + epoch), self.rank,
+                      self.world_size)
+        self.model.train()
+        total, n = 0.0, 0
+        bar = tqdm(order, desc=f"epoch {epoch}", unit="batch", leave=False, file=sys.stderr,
+                   disable=None, mininterval=1.0 if sys.stderr.isatty() else 30.0)
+        for idx in bar:
+            batch = {k: v.to(self.device) for k, v in
+                     collate([self.train_set[i] for i in idx], self.train_set.frontend.pad_id).items()}
+            if t["rdrop"]:
+                loss = rdrop_loss(self.model, batch, self.loss_fn, t["rdrop"])[0]
+            else:
+                loss = self.loss_fn(self.model(batch), batch["labels"])
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if t["clip"]:
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), t["clip"])
+            self.optimizer.step()
+            self.schedule.on_step()
+            self.state.step += 1
+            total += loss.item()
+            n += 1
+            self.last_loss = total / n
+            bar.set_postfix(loss=f"{total / n:.4f}", lr=f"{self.schedule.lr:.2e}", refresh=False)
+            for cb in self.on_step:
+                cb(self)
+            if self.out_of_time(t0):
+                self.state.stopped = "max_minutes"
+                break
+        bar.close()
+        return total / max(n, 1)
+
+    def validate(self) -> dict[str, Any] | None:
+        """Decode the dev streams (windows as in decoding) and score them."""
+        if not self.valid_streams:
+            return None
+        d = self.conf["decode"]
+        hyps = decode_streams(self.model, self.train_set.frontend, self.valid_streams, d["window"], d["step"],
+                              d["batch_size"], self.device, beam=1, extra=self.train_set.extra)
+        return overall_f1(self.valid_streams, [h[0][0] for h in hyps], self.inventory)
+
+    def fit(self) -> TrainState:
+        """Train until the epoch limit, patience or max_minutes; then write best and averaged models."""
+        t = self.tconf
+        t0 = time.time()
+        st = self.state
+        while st.epoch < t["epochs"] and not st.stopped:
+            epoch = st.epoch + 1
+            loss = self.train_epoch(epoch, t0)
+            m = self.validate()
+            score = m["overall"]["f1"] if m else None
+            self.schedule.on_epoch(score)
+            st.epoch = epoch
+            st.elapsed += time.time() - t0
+            t0 = time.time()
+            improved = score is not None and (st.best_score is None or score > st.best_score)
+            if improved or score is None:
+                st.best_score, st.best_epoch, st.bad_epochs = score, epoch, 0
+            else:
+                st.bad_epochs += 1
+            st.history.append({"epoch": epoch, "loss": loss, "valid_f1": score, "lr": self.schedule.lr,
+                               "valid_ser": m["SER"] if m else None, "steps": st.step,
+                               "minutes": round(st.elapsed / 60, 2)})
+            f1 = f"{score:.2f}" if score is not None else "-"
+            self.log(f"epoch {epoch}: train loss {loss:.4f}, dev F1 {f1}, lr {self.schedule.lr:.3g}, "
+                     f"{st.step} steps, {st.elapsed / 60:.1f} min{' (best)' if improved else ''}")
+            if t["patience"] is not None and st.bad_epochs >= t["patience"]:
+                st.stopped = "patience"
+            if self.out_of_time(t0):
+                st.stopped = st.stopped or "max_minutes"
+            self.save()
+            for cb in self.on_epoch_end:
+                cb(self)
+        if st.stopped:
+            self.log(f"stopped: {st.stopped} after epoch {st.epoch}")
+        self.finish()
+        return st
+
+    def finish(self) -> None:
+        """model.best.pt (best dev F1) and model.avg.pt (mean of the best `n_average` epochs)."""
+        if self.rank != 0:
+            return
+        epochs = ckpt.epoch_checkpoints(self.ckpt_dir)
+        hist = [h for h in self.state.history if h["epoch"] in epochs]
+        if not hist:
+            return
+        best = ckpt.best_epochs(hist, 1)[0]
+        ckpt.save_checkpoint(self.exp / "model.best.pt", {"model": ckpt.load_checkpoint(epochs[best])["model"],
+                                                          "epoch": best})
+        chosen = ckpt.best_epochs(hist, max(1, self.tconf["n_average"]))
+        ckpt.average_checkpoints([epochs[e] for e in chosen], self.exp / "model.avg.pt")
+        self.log(f"model.best.pt = epoch {best}; model.avg.pt = average of epochs {chosen}")
+
+
+# ------------------------------------------------------------------ setup from a config
+
+def prepare_inputs(conf: dict[str, Any], train_dir: str | Path, out_dir: str | Path,
+                   log: Callable[[str], None] = print) -> Frontend:
+    """Stage 3: build the frontend into `out_dir/frontend` and, when the config asks
+    (`embeddings: {w2v_train: {...}}`), word2vec vectors `out_dir/w2v.txt` from the training text."""
+    out = Path(out_dir)
+    dd = read_data_dir(train_dir)
+    fe = train_frontend(conf["frontend"], _sentences(dd), out / "frontend")
+    log(f"frontend {fe.kind}: {fe.vocab_size} tokens -> {out / 'frontend'}")
+    w2v = conf["embeddings"].get("w2v_train")
+    if w2v is not None:
+        from punctkit.text.embeddings import train_word2vec
+
+        opts = dict(w2v or {})
+        n = train_word2vec(_sentences(dd), out / "w2v.txt", **opts)
+        log(f"word2vec: {n} words, dim {opts.get('dim', 50)} -> {out / 'w2v.txt'}")
+    return fe
+
+
+def _sentences(dd: Any) -> list[list[str]]:
+    """Training text for frontends and word2vec: each utterance's words (sentencepiece skips very long lines)."""
+    return [u.words for u in dd.utterances if u.words]
+
+
+def _embeddings(conf: dict[str, Any], frontend: Frontend, inputs: Path, exp: Path, dd: Any,
+                log: Callable[[str], None]) -> np.ndarray | None:
+    econf = dict(conf["embeddings"])
+    if econf.get("w2v_train") is not None and not econf.get("word"):
+        path = inputs / "w2v.txt"
+        if not path.is_file():
+            from punctkit.text.embeddings import train_word2vec
+
+            path = exp / "w2v.txt"
+            if not path.is_file():
+                train_word2vec(_sentences(dd), path, **dict(econf["w2v_train"] or {}))
+        econf["word"] = str(path)
+    if not (econf.get("word") or econf.get("speech")):
+        return None
+    tokens = getattr(getattr(frontend, "vocab", None), "tokens", None)
+    if frontend.kind != "word" or tokens is None:
+        raise PunctkitError(f"pre-trained word/speech vectors need the 'word' frontend, not '{frontend.kind}'")
+    from punctkit.text.embeddings import build_matrix
+
+    return build_matrix(econf, tokens, frontend.pad_id, conf["train"]["seed"], log)
+
+
+def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir: str | Path | None,
+          exp_dir: str | Path, ngpu: int = 0, resume: bool | None = None, overrides: list[str] | tuple = (),
+          inputs_dir: str | Path | None = None, extra: Extra | None = None, quiet: bool = False,
+          on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None) -> TrainState:
+    """`punctkit train`: config + data dirs -> a self-contained model dir `exp_dir`.
+
+    resume: None resumes when checkpoints exist; False refuses to touch an
+    experiment that has checkpoints. `inputs_dir` holds stage 3's frontend/ and w2v.txt.
+    """
+    exp = Path(exp_dir)
+    has_ckpt = bool(ckpt.epoch_checkpoints(exp / "checkpoints"))
+    if has_ckpt and resume is False:
+        raise PunctkitError(f"{exp}: has checkpoints; resume it, or remove it / choose another --exp")
+    exp.mkdir(parents=True, exist_ok=True)
+    log = Logger(exp / "train.log", quiet)
+    conf = load_config(config, overrides)
+    if has_ckpt and (exp / "config.yaml").is_file():
+        saved = load_config(exp / "config.yaml")
+        saved.pop("resolved", None)
+        if {k: v for k, v in conf.items() if k != "resolved"} != saved:
+            log(f"warning: {config} differs from {exp / 'config.yaml'}; resuming with the new one")
+    if "freeze" in conf["embeddings"]:  # `embeddings.freeze` is the model's `freeze_embeddings`
+        conf["model"].setdefault("freeze_embeddings", bool(conf["embeddings"]["freeze"]))
+    t = conf["train"]
+    if t["threads"]:
+        torch.set_num_threads(int(t["threads"]))
+    device = pick_device(ngpu)
+    log(f"punctkit train: {train_dir} (dev {valid_dir}) -> {exp} on {device}")
+
+    dd = read_data_dir(train_dir)
+    inventory = dd.inventory
+    vd = read_data_dir(valid_dir) if valid_dir else None
+    if vd is not None and vd.inventory.name != inventory.name:
+        raise PunctkitError(f"{valid_dir}: label inventory {vd.inventory.name} differs from the training "
+                            f"data's {inventory.name} ({train_dir})")
+    inputs = Path(inputs_dir) if inputs_dir else exp
+    if (exp / "frontend" / "frontend.yaml").is_file():
+        frontend = load_frontend(exp / "frontend")
+    elif inputs_dir and (inputs / "frontend" / "frontend.yaml").is_file():
+        frontend = load_frontend(inputs / "frontend")
+        frontend.save(exp / "frontend")
+    else:
+        frontend = train_frontend(conf["frontend"], _sentences(dd), exp / "frontend")
+    train_streams = make_streams(dd, inventory)
+    valid_streams = make_streams(vd, inventory) if vd else None
+    words = [w for s in train_streams for w in s.words]
+    log(f"train: {len(train_streams)} streams, {len(words)} words; frontend {frontend.kind} "
+        f"({frontend.vocab_size} tokens, {100 * frontend.unk_rate(words):.1f}% words with <unk>); "
+        f"labels {inventory.name}")
+
+    seed_everything(t["seed"])
+    emb = None if has_ckpt else _embeddings(conf, frontend, inputs, exp, dd, log)
+    if has_ckpt and conf["embeddings"]:
+        shape = (load_config(exp / "config.yaml").get("resolved", {}).get("env", {}).get("embeddings_shape"))
+        emb = np.zeros(shape, dtype=np.float32) if shape else None  # the checkpoint holds the weights
+    env = {"vocab_size": frontend.vocab_size, "n_labels": len(inventory), "pad_id": frontend.pad_id,
+           "embeddings": emb}
+    model = make_model(conf, env, device)
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"model {conf['model']['type']}: {n_params} parameters ({sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable)")
+    conf["resolved"] = {"inventory": inventory.name, "env": {
+        "vocab_size": frontend.vocab_size, "n_labels": len(inventory), "pad_id": frontend.pad_id,
+        "embeddings_shape": list(emb.shape) if emb is not None else None}}
+    save_config(conf, exp / "config.yaml")
+    (exp / "inventory").write_text(inventory.name + "\n")
+
+    counts = np.bincount([x for s in train_streams for x in s.labels if x != IGNORE], minlength=len(inventory))
+    trainer = Trainer(model, conf, exp, WindowDataset(train_streams, frontend, extra=extra,
+                                                      max_tokens=t["max_tokens"]),
+                      inventory, valid_streams, device, log, counts.tolist(), on_step, on_epoch_end)
+    if has_ckpt:
+        trainer.resume()
+    return trainer.fit()

