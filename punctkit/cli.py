@@ -282,7 +282,7 @@ def combine_data(
 @app.command("validate-data-dir")
 def validate_data_dir_cmd(data: Path = typer.Argument(..., help="data directory")) -> None:
     """Check a data directory as Kaldi's validate_data_dir.sh does; one line per problem."""
-    from punctkit.data.validate import validate_data_dir
+    from punctkit.feats.validate import validate_data_dir
 
     problems = validate_data_dir(data)
     for p in problems:

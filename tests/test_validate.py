@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from punctkit.data.validate import validate_data_dir
+from punctkit.feats.validate import validate_data_dir
 
 
 def write_lines(path: Path, lines: list[str]) -> None:

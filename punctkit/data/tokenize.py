@@ -132,7 +132,6 @@ def join_marked(words: list[str], labels: list[str]) -> str:
 
 # ---------------------------------------------------------------- readable text (detokenize)
 
-from punctkit.data.labels import SENTENCE_END  # noqa: E402  (kept beside the section that uses it)
 
 # IWSLT-style split contractions, glued back to the word before them (`do n't` -> `don't`).
 CLITICS = frozenset({"n't", "'s", "'re", "'ve", "'ll", "'d", "'m", "'em"})

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from punctkit.feats.ctm import ctm_text_problems, read_ctm
+from punctkit.feats.wav import wav_duration
 from punctkit.files import PunctkitError, iter_lines, where
 
 # Tables keyed by utterance id that must list exactly the utterances of `text`.
@@ -42,8 +44,6 @@ def _table(path: Path, problems: list[str]) -> dict[str, tuple[int, str]]:
 
 def validate_data_dir(path: str | Path) -> list[str]:
     """All problems of a data directory as `file:line: message` lines (empty when valid)."""
-    from punctkit.feats.ctm import ctm_text_problems, read_ctm
-    from punctkit.feats.wav import wav_duration
 
     d = Path(path)
     if not d.is_dir():
