@@ -131,7 +131,8 @@ def train(
     train_dir: Path = typer.Option(..., "--train-dir", help="training data directory"),
     valid_dir: Optional[Path] = typer.Option(None, "--valid-dir", help="dev data directory (best epoch, early stopping)"),
     exp: Path = typer.Option(..., "--exp", help="experiment (model) directory to write"),
-    ngpu: int = typer.Option(0, help="0: CPU, 1: the first CUDA device"),
+    ngpu: int = typer.Option(0, help="0: CPU, 1: the first CUDA device, N > 1: N GPUs with DDP"),
+    nproc: int = typer.Option(1, "--nproc", help="N > 1: N CPU processes with DDP (gloo), e.g. for tests"),
     resume: Optional[bool] = typer.Option(None, "--resume/--no-resume",
                                           help="resume from exp's last checkpoint (default: when there is one)"),
     inputs: Optional[Path] = typer.Option(None, "--inputs", help="stage 3's output (frontend/, w2v.txt)"),
@@ -140,7 +141,7 @@ def train(
     """Train a model; writes config.yaml, checkpoints, model.best.pt and model.avg.pt into --exp."""
     from punctkit.train.trainer import train as do_train
 
-    st = do_train(config, train_dir, valid_dir, exp, ngpu, resume, set_ or [], inputs)
+    st = do_train(config, train_dir, valid_dir, exp, ngpu, resume, set_ or [], inputs, nproc=nproc)
     best = f"{st.best_score:.2f}" if st.best_score is not None else "-"
     typer.echo(f"train: {st.epoch} epochs, best dev F1 {best} (epoch {st.best_epoch}) -> {exp}")
 

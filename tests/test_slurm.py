@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -82,8 +83,24 @@ def test_max_jobs_run_one_at_a_time(slurm, tmp_path):
         assert start >= end, "two array tasks ran at once"
 
 
-# The recipe-level check of issue 4 ("decode --nj 2 through SLURM equals --nj 1
-# locally") belongs here once the decode stage runs through $decode_cmd: prepare a
-# small IWSLT dir, train a tiny model, run the decode stage of recipes/iwslt/run.sh
-# twice (cmd_backend=local --nj 1, cmd_backend=slurm --nj 2) and compare the
-# hypothesis files byte for byte.
+def test_recipe_decode_nj2_on_slurm_equals_nj1_local(slurm, tmp_path):
+    """Stage 5 of the recipe: `cmd_backend=slurm --nj 2` (a 2-task job array) gives the
+    hypothesis directory of `--nj 1` run locally, byte for byte."""
+    from test_parallel import decode_stage, dir_bytes, multi_doc_dir, need_iwslt, tiny_model
+
+    need_iwslt()
+    exp = tiny_model(tmp_path)
+    multi_doc_dir(tmp_path)
+    hyp = exp / "decode_test" / "hyp"
+    r1 = decode_stage(tmp_path, 1, "local")
+    assert r1.returncode == 0, r1.stdout + r1.stderr
+    one = dir_bytes(hyp)
+    shutil.rmtree(hyp)
+    r2 = decode_stage(tmp_path, 2, "slurm")
+    assert r2.returncode == 0, r2.stdout + r2.stderr
+    for j in (1, 2):
+        log = (exp / "decode_test" / "log" / f"decode.{j}.log").read_text()
+        assert log.startswith(f"# punctkit launcher (slurm): job {j} of JOB=1:2 (scheduler job ")
+        assert log.endswith("# exit status: 0\n")
+    assert sorted(one) == ["inventory", "labels", "spk2utt", "text", "utt2spk"]
+    assert dir_bytes(hyp) == one

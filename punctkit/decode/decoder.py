@@ -195,7 +195,12 @@ def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt
     if frontend.unk_rate(words) == 1.0:
         raise PunctkitError(f"{data_dir}: none of its {len(words)} words is in the vocabulary of {model_dir}")
     units = split_utterances(streams) if nbest > 1 else streams
-    hyps = decode_streams(model, frontend, units, window, step, batch_size, device, beam, nbest)
+    extra = None
+    from punctkit.train.audio import audio_extra, wants_audio
+
+    if wants_audio(conf, model.needs):  # the config's resolved `audio.use`, else the model's needs
+        extra = audio_extra(data_dir)
+    hyps = decode_streams(model, frontend, units, window, step, batch_size, device, beam, nbest, extra=extra)
     utts, nbest_lines = [], []
     for s, h in zip(units, hyps):
         best = h[0][0]

@@ -48,6 +48,8 @@ DEFAULTS: dict[str, Any] = {
         "rdrop": 0.0,                  # R-Drop weight alpha (0: off; >0: two dropout passes + symmetric KL)
     },
     "decode": {"window": 100, "step": 50, "batch_size": 32, "beam": 6},
+    # use: true reads DATA/feats.scp (+ ctm word timing) into every batch; null: when the model needs feats
+    "audio": {"use": None},
 }
 
 

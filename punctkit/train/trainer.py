@@ -12,14 +12,18 @@ Experiment dir: `config.yaml` (resolved), `frontend/`, `inventory`,
 model, optimizer, schedule, RNG states, epoch and best score restored, so the
 result equals that of an uninterrupted run with the same seed.
 
-Multi-GPU (DDP) hooks: the model and optimizer are built in `make_model` and
-`make_optimizer` only, and the data is split between processes only in
-`dataset.shard` (see `Trainer.rank`, `Trainer.world_size`).
+Multi-process training (DDP, `--ngpu N` or `--nproc N` CPU processes with
+gloo): `train()` spawns the processes (or joins a torchrun group when RANK and
+WORLD_SIZE are set); the model is wrapped only in `wrap_ddp`, the data split
+only in `dataset.shard`; rank 0 alone writes files and validates, and
+broadcasts the dev score so every rank takes the same schedule/stop decisions.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
+import socket
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -92,6 +96,16 @@ def make_model(conf: dict[str, Any], env: dict[str, Any], device: torch.device) 
     return build_model(conf["model"], **env).to(device)
 
 
+def wrap_ddp(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """The one place a model is wrapped for DDP (the trainer keeps the bare model for
+    state dicts, validation and the optimizer's parameter groups)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    ids = [device.index] if device.type == "cuda" else None
+    # models may leave parameters unused in a step (e.g. optional heads): let DDP find them
+    return DistributedDataParallel(model, device_ids=ids, find_unused_parameters=True)
+
+
 def make_optimizer(model: torch.nn.Module, tconf: dict[str, Any]) -> torch.optim.Optimizer:
     """Adam / AdamW / AdaDelta over the trainable parameters."""
     # a model may split its parameters into groups with an `lr_scale` (e.g. pre-trained vs new layers)
@@ -140,6 +154,7 @@ class Trainer:
         self.device = torch.device(device)
         self.log = log
         self.rank, self.world_size = rank, world_size
+        self.net = wrap_ddp(model, self.device) if world_size > 1 else model  # what the training step calls
         self.on_step = on_step or []
         self.on_epoch_end = on_epoch_end or []
         self.optimizer = make_optimizer(model, self.tconf)
@@ -192,7 +207,14 @@ class Trainer:
     # --- loop
     def out_of_time(self, t0: float) -> bool:
         limit = self.tconf["max_minutes"]
-        return limit is not None and self.state.elapsed + time.time() - t0 >= 60 * limit
+        if limit is None:
+            return False
+        late = self.state.elapsed + time.time() - t0 >= 60 * limit
+        if self.world_size > 1:  # every rank must stop at the same step
+            flag = torch.tensor([int(late)])
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+            late = bool(flag.item())
+        return late
 
     def train_epoch(self, epoch: int, t0: float) -> float:
         """One pass over this epoch's windows; returns the mean loss."""
@@ -204,14 +226,14 @@ class Trainer:
         self.model.train()
         total, n = 0.0, 0
         bar = tqdm(order, desc=f"epoch {epoch}", unit="batch", leave=False, file=sys.stderr,
-                   disable=None, mininterval=1.0 if sys.stderr.isatty() else 30.0)
+                   disable=None if self.rank == 0 else True, mininterval=1.0 if sys.stderr.isatty() else 30.0)
         for idx in bar:
             batch = {k: v.to(self.device) for k, v in
                      collate([self.train_set[i] for i in idx], self.train_set.frontend.pad_id).items()}
             if t["rdrop"]:
-                loss = rdrop_loss(self.model, batch, self.loss_fn, t["rdrop"])[0]
+                loss = rdrop_loss(self.net, batch, self.loss_fn, t["rdrop"])[0]
             else:
-                loss = self.loss_fn(self.model(batch), batch["labels"])
+                loss = self.loss_fn(self.net(batch), batch["labels"])
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if t["clip"]:
@@ -229,10 +251,22 @@ class Trainer:
                 self.state.stopped = "max_minutes"
                 break
         bar.close()
+        if self.world_size > 1:  # the mean over all ranks' batches
+            acc = torch.tensor([total, float(n)], dtype=torch.float64)
+            torch.distributed.all_reduce(acc)
+            total, n = acc[0].item(), int(acc[1].item())
         return total / max(n, 1)
 
     def validate(self) -> dict[str, Any] | None:
-        """Decode the dev streams (windows as in decoding) and score them."""
+        """Decode the dev streams (windows as in decoding) and score them; with DDP rank 0
+        decodes and the others receive its metrics."""
+        if self.world_size > 1:
+            box = [self._validate() if self.rank == 0 else None]
+            torch.distributed.broadcast_object_list(box, src=0)
+            return box[0]
+        return self._validate()
+
+    def _validate(self) -> dict[str, Any] | None:
         if not self.valid_streams:
             return None
         d = self.conf["decode"]
@@ -340,22 +374,106 @@ def _embeddings(conf: dict[str, Any], frontend: Frontend, inputs: Path, exp: Pat
     return build_matrix(econf, tokens, frontend.pad_id, conf["train"]["seed"], log)
 
 
+def _audio_extra(conf: dict[str, Any], train_dir: str | Path, valid_dir: str | Path | None,
+                 log: Callable[[str], None]) -> Extra | None:
+    """Audio inputs from the data dirs' feats.scp when the config or the model asks (`audio.use`, resolved)."""
+    from punctkit.train.audio import audio_extra
+
+    if not conf["audio"]["use"]:
+        return None
+    extra = audio_extra(train_dir, valid_dir)
+    log(f"audio: {extra.feat_dim}-dim features from {', '.join(str(s.path) for s in extra.sources)}")
+    return extra
+
+
 def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir: str | Path | None,
           exp_dir: str | Path, ngpu: int = 0, resume: bool | None = None, overrides: list[str] | tuple = (),
           inputs_dir: str | Path | None = None, extra: Extra | None = None, quiet: bool = False,
-          on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None) -> TrainState:
+          on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None,
+          nproc: int = 1) -> TrainState:
     """`punctkit train`: config + data dirs -> a self-contained model dir `exp_dir`.
 
     resume: None resumes when checkpoints exist; False refuses to touch an
     experiment that has checkpoints. `inputs_dir` holds stage 3's frontend/ and w2v.txt.
+    `ngpu > 1` (one process per GPU, nccl) or `nproc > 1` (CPU processes, gloo) trains
+    with DDP; under torchrun (RANK and WORLD_SIZE set) this process joins that group.
     """
+    kw = dict(config=config, train_dir=train_dir, valid_dir=valid_dir, exp_dir=exp_dir, ngpu=ngpu, resume=resume,
+              overrides=list(overrides), inputs_dir=inputs_dir, extra=extra, quiet=quiet, on_step=on_step,
+              on_epoch_end=on_epoch_end)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ:  # started by torchrun
+        return _ddp_process(int(os.environ.get("LOCAL_RANK", os.environ["RANK"])), int(os.environ["WORLD_SIZE"]),
+                            kw, int(os.environ["RANK"]))
+    world = world_size_of(ngpu, nproc)
+    if world == 1:
+        return _train_process(**kw)
+    master = (os.environ.get("MASTER_ADDR", "127.0.0.1"), os.environ.get("MASTER_PORT") or str(_free_port()))
+    try:
+        torch.multiprocessing.spawn(_ddp_process, args=(world, kw, None, master), nprocs=world, join=True)
+    except torch.multiprocessing.ProcessRaisedException as e:
+        msg = [ln for ln in str(e).splitlines() if ln.startswith("punctkit.files.PunctkitError: ")]
+        if msg:
+            raise PunctkitError(msg[-1].split(": ", 1)[1]) from None
+        raise
+    return _final_state(Path(exp_dir))
+
+
+def world_size_of(ngpu: int, nproc: int) -> int:
+    """Number of DDP processes for `--ngpu` / `--nproc` (checked against the visible GPUs)."""
+    if nproc < 1:
+        raise PunctkitError(f"--nproc must be at least 1, got {nproc}")
+    if ngpu > 0 and nproc > 1 and nproc != ngpu:
+        raise PunctkitError(f"--nproc {nproc} with --ngpu {ngpu}: with GPUs there is one process per GPU")
+    if ngpu > 1 and torch.cuda.device_count() < ngpu:
+        raise PunctkitError(f"--ngpu {ngpu} but {torch.cuda.device_count()} CUDA device(s) are visible")
+    return max(ngpu, nproc)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ddp_process(local_rank: int, world: int, kw: dict[str, Any], rank: int | None = None,
+                 master: tuple[str, str] | None = None) -> TrainState:
+    """One DDP process: join the group (env:// rendezvous at `master` = (address, port)), train its shard, leave."""
+    rank = local_rank if rank is None else rank
+    if master:
+        os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = master
+    cuda = kw["ngpu"] > 0
+    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    torch.distributed.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=world)
+    try:
+        return _train_process(**kw, rank=rank, world_size=world, device=device)
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def _final_state(exp: Path) -> TrainState:
+    """The TrainState of a finished run (from its last epoch checkpoint; spawned processes return nothing)."""
+    epochs = ckpt.epoch_checkpoints(exp / "checkpoints")
+    return TrainState(**ckpt.load_checkpoint(list(epochs.values())[-1])["state"]) if epochs else TrainState()
+
+
+def _train_process(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir: str | Path | None,
+                   exp_dir: str | Path, ngpu: int = 0, resume: bool | None = None, overrides: list[str] | tuple = (),
+                   inputs_dir: str | Path | None = None, extra: Extra | None = None, quiet: bool = False,
+                   on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None,
+                   rank: int = 0, world_size: int = 1, device: torch.device | None = None) -> TrainState:
+    """The training run of one process (all of it when there is a single process)."""
     exp = Path(exp_dir)
     has_ckpt = bool(ckpt.epoch_checkpoints(exp / "checkpoints"))
     if has_ckpt and resume is False:
         raise PunctkitError(f"{exp}: has checkpoints; resume it, or remove it / choose another --exp")
     exp.mkdir(parents=True, exist_ok=True)
-    log = Logger(exp / "train.log", quiet)
+    log = Logger(exp / "train.log", quiet) if rank == 0 else Logger(None, quiet=True)
     conf = load_config(config, overrides)
+    from punctkit.train.audio import model_needs, wants_audio
+
+    conf["audio"]["use"] = wants_audio(conf, model_needs(conf["model"]))  # resolved, as saved in config.yaml
     if has_ckpt and (exp / "config.yaml").is_file():
         saved = load_config(exp / "config.yaml")
         saved.pop("resolved", None)
@@ -366,8 +484,9 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
     t = conf["train"]
     if t["threads"]:
         torch.set_num_threads(int(t["threads"]))
-    device = pick_device(ngpu)
-    log(f"punctkit train: {train_dir} (dev {valid_dir}) -> {exp} on {device}")
+    device = device or pick_device(ngpu)
+    log(f"punctkit train: {train_dir} (dev {valid_dir}) -> {exp} on {device}"
+        + (f" x {world_size} processes (DDP)" if world_size > 1 else ""))
 
     dd = read_data_dir(train_dir)
     inventory = dd.inventory
@@ -376,6 +495,8 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
         raise PunctkitError(f"{valid_dir}: label inventory {vd.inventory.name} differs from the training "
                             f"data's {inventory.name} ({train_dir})")
     inputs = Path(inputs_dir) if inputs_dir else exp
+    if rank > 0:  # rank 0 first writes the frontend (and word2vec vectors); the others then read them
+        torch.distributed.barrier()
     if (exp / "frontend" / "frontend.yaml").is_file():
         frontend = load_frontend(exp / "frontend")
     elif inputs_dir and (inputs / "frontend" / "frontend.yaml").is_file():
@@ -395,21 +516,28 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
     if has_ckpt and conf["embeddings"]:
         shape = (load_config(exp / "config.yaml").get("resolved", {}).get("env", {}).get("embeddings_shape"))
         emb = np.zeros(shape, dtype=np.float32) if shape else None  # the checkpoint holds the weights
+    if rank == 0 and world_size > 1:
+        torch.distributed.barrier()
+    if extra is None:
+        extra = _audio_extra(conf, train_dir, valid_dir, log)
+    feat_dim = getattr(extra, "feat_dim", None)
     env = {"vocab_size": frontend.vocab_size, "n_labels": len(inventory), "pad_id": frontend.pad_id,
-           "embeddings": emb}
+           "embeddings": emb, "feat_dim": feat_dim}
     model = make_model(conf, env, device)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"model {conf['model']['type']}: {n_params} parameters ({sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable)")
     conf["resolved"] = {"inventory": inventory.name, "env": {
         "vocab_size": frontend.vocab_size, "n_labels": len(inventory), "pad_id": frontend.pad_id,
-        "embeddings_shape": list(emb.shape) if emb is not None else None}}
-    save_config(conf, exp / "config.yaml")
-    (exp / "inventory").write_text(inventory.name + "\n")
+        "embeddings_shape": list(emb.shape) if emb is not None else None, "feat_dim": feat_dim}}
+    if rank == 0:
+        save_config(conf, exp / "config.yaml")
+        (exp / "inventory").write_text(inventory.name + "\n")
 
     counts = np.bincount([x for s in train_streams for x in s.labels if x != IGNORE], minlength=len(inventory))
     trainer = Trainer(model, conf, exp, WindowDataset(train_streams, frontend, extra=extra,
                                                       max_tokens=t["max_tokens"]),
-                      inventory, valid_streams, device, log, counts.tolist(), on_step, on_epoch_end)
+                      inventory, valid_streams, device, log, counts.tolist(), on_step, on_epoch_end,
+                      rank=rank, world_size=world_size)
     if has_ckpt:
         trainer.resume()
     return trainer.fit()

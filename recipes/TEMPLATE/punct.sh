@@ -96,9 +96,27 @@ fi
 
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
   for x in $test_sets; do
-    log "stage 5: decode $x -> $exp/decode_$x"
-    ${decode_cmd} "$exp/decode_$x/log/decode.log" \
-      punctkit decode "$exp" "$data/$x" "$exp/decode_$x/hyp" --config "$decode_config" $decode_args
+    dir=$exp/decode_$x
+    # Jobs split the set by speaker (= document/stream), so every stream is decoded
+    # whole and the result equals --nj 1 byte for byte; hence at most one job per speaker.
+    if [ -f "$data/$x/utt2spk" ]; then nspk=$(awk '{print $2}' "$data/$x/utt2spk" | sort -u | wc -l)
+    else nspk=$(wc -l < "$data/$x/text"); fi
+    _nj=$nj
+    if [ "$_nj" -gt "$nspk" ]; then
+      log "stage 5: $x has $nspk speaker(s)/stream(s): decoding with $nspk job(s) instead of --nj $nj"
+      _nj=$nspk
+    fi
+    log "stage 5: decode $x -> $dir/hyp ($_nj job(s))"
+    if [ "$_nj" -le 1 ]; then
+      ${decode_cmd} "$dir/log/decode.log" \
+        punctkit decode "$exp" "$data/$x" "$dir/hyp" --config "$decode_config" $decode_args
+    else
+      punctkit split-data "$data/$x" "$_nj" --per-spk
+      rm -rf "$dir/split$_nj"
+      ${decode_cmd} JOB=1:"$_nj" "$dir/log/decode.JOB.log" \
+        punctkit decode "$exp" "$data/$x/split$_nj/JOB" "$dir/split$_nj/JOB" --config "$decode_config" $decode_args
+      punctkit combine-data "$dir/hyp" $(seq -f "$dir/split$_nj/%g" 1 "$_nj")
+    fi
   done
 fi
 

@@ -1,0 +1,89 @@
+"""The audio inputs of a window (`WindowDataset(extra=...)`), built from data directories with features.
+
+For a window of a stream: the frames of the utterance(s) it covers (CMVN applied,
+subsampled; punctkit/feats/loader.py), cut to the window's words when it starts
+or ends inside an utterance, concatenated when it spans several utterances, with
+each word's last frame re-based to the window, and the pauses around each word.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from punctkit.feats.loader import AcousticData, AcousticUtterance
+from punctkit.files import PunctkitError
+from punctkit.train.dataset import Stream, Window
+
+
+def wants_audio(conf: dict[str, Any], needs: tuple[str, ...] = ()) -> bool:
+    """True when the config says `audio: {use: true}`, or it leaves `use` unset and the model needs `feats`."""
+    use = (conf.get("audio") or {}).get("use")
+    return bool(use) if use is not None else "feats" in needs
+
+
+class AudioExtra:
+    """`extra(stream, window) -> {feats, feat_mask, word_end_frame, pauses}` over one or more data dirs."""
+
+    def __init__(self, data_dirs: list[str | Path], cache: bool = True) -> None:
+        self.sources = [AcousticData(d) for d in data_dirs]
+        self.cache: dict[str, AcousticUtterance] | None = {} if cache else None
+
+    @property
+    def feat_dim(self) -> int:
+        """Feature dimension (from the first utterance)."""
+        for src in self.sources:
+            for uttid in src.keys()[:1]:
+                return int(src[uttid].feats.shape[1])
+        raise PunctkitError(f"{self.sources[0].path / 'feats.scp'}: no utterances")
+
+    def utterance(self, uttid: str) -> AcousticUtterance:
+        """An utterance's features and word alignment, from whichever data dir has it."""
+        if self.cache is not None and uttid in self.cache:
+            return self.cache[uttid]
+        for src in self.sources:
+            if uttid in src.feats:
+                u = src[uttid]
+                break
+        else:
+            raise PunctkitError(f"{self.sources[0].path / 'feats.scp'}: no features for utterance {uttid}")
+        if self.cache is not None:
+            self.cache[uttid] = u
+        return u
+
+    def __call__(self, stream: Stream, window: Window) -> dict[str, np.ndarray]:
+        feats, ends, pauses, offset = [], [], [], 0
+        for uttid, a, b in stream.utt_spans():
+            lo, hi = max(a, window.start), min(b, window.end)
+            if lo >= hi:
+                continue
+            u = self.utterance(uttid)
+            if len(u.word_end_frame) != b - a:
+                raise PunctkitError(f"utterance {uttid}: {b - a} words but {len(u.word_end_frame)} word timings "
+                                    f"(ctm and text disagree)")
+            first = u.word_end_frame[lo - a - 1] + 1 if lo > a else 0
+            last = u.word_end_frame[hi - a - 1] + 1 if hi < b else len(u.feats)
+            first = min(first, max(last - 1, 0))
+            feats.append(u.feats[first:last])
+            ends += [offset + min(max(e - first, 0), last - first - 1) for e in u.word_end_frame[lo - a:hi - a]]
+            pauses.append(u.pauses[lo - a:hi - a])
+            offset += last - first
+        x = np.concatenate(feats).astype(np.float32)
+        return {"feats": x, "feat_mask": np.ones(len(x), dtype=bool),
+                "word_end_frame": np.asarray(ends, dtype=np.int64),
+                "pauses": np.concatenate(pauses).astype(np.float32)}
+
+
+def audio_extra(*data_dirs: str | Path | None) -> AudioExtra:
+    """An AudioExtra over the given data dirs (None entries are skipped)."""
+    return AudioExtra([d for d in data_dirs if d])
+
+
+def model_needs(model_conf: dict[str, Any]) -> tuple[str, ...]:
+    """The batch keys the configured model type declares (without building it)."""
+    from punctkit.models import registry
+
+    registry._load_all()
+    cls = registry.MODELS.get(model_conf.get("type"))
+    return tuple(getattr(cls, "needs", ()))
