@@ -108,6 +108,16 @@ def score(
         write_score(result, out)
     typer.echo(to_json(result) if json_out else format_report(result).rstrip("\n"))
 
+@app.command()
+def results(
+    exps: List[Path] = typer.Argument(..., help="experiment directories (exp/<tag>)"),
+    sets: Optional[List[str]] = typer.Option(None, "--set", help="only these decoded sets (repeatable)"),
+) -> None:
+    """Markdown table of the experiments' scores (decode_*/score.json) and training length, for RESULTS.md."""
+    from punctkit.report import collect, markdown
+
+    typer.echo(markdown(collect(list(exps), sets)).rstrip("\n"))
+
 # ------------------------------------------------------------------ text inputs and training
 # (engine commands)
 

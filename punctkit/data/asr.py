@@ -18,8 +18,8 @@ word comes with the mark that followed it (O for none) and is lower-cased.
 
 Word times are read and kept (for the CTM output); no model uses pauses yet.
 This reader streams (stdin, any size) and keeps every CTM column for the CTM
-output, so it does not use punctkit.feats.ctm (which loads a data dir's whole
-CTM for the acoustic models; and data/ does not import feats/).
+output; punctkit.feats.ctm, which loads a data dir's whole CTM for the acoustic
+models, shares its line parser `ctm_fields` (data/ does not import feats/).
 """
 from __future__ import annotations
 
@@ -130,23 +130,35 @@ def _add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, 
     return True
 
 
+def ctm_fields(src: str | Path, i: int, line: str) -> tuple[list[str], float, float] | None:
+    """One CTM line `uttid channel start duration word [confidence ...]`: its fields, start and
+    duration (checked); None for blank and `;;` comment lines. Shared by every CTM reader."""
+    if not line.strip() or line.startswith(";;"):
+        return None
+    f = line.split()
+    if len(f) < 5:
+        raise PunctkitError(f"{where(src, i)}: expected 'uttid channel start duration word [conf]', "
+                            f"got {len(f)} fields")
+    try:
+        start, dur = float(f[2]), float(f[3])
+    except ValueError:
+        raise PunctkitError(f"{where(src, i, f[0])}: start and duration must be numbers, "
+                            f"got '{f[2]}' '{f[3]}'") from None
+    if start < 0 or dur < 0:
+        raise PunctkitError(f"{where(src, i, f[0])}: negative start or duration")
+    return f, start, dur
+
+
 def read_ctm(src: str | Path, inventory: LabelSet, rules: Substitution,
              dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """CTM lines grouped into utterances; `dropped[0]` counts tokens without a word."""
     cur: AsrUtterance | None = None
     done: set[str] = set()
     for i, line in input_lines(src):
-        if not line.strip() or line.startswith(";;"):
+        parsed = ctm_fields(src, i, line)
+        if parsed is None:
             continue
-        f = line.split()
-        if len(f) < 5:
-            raise PunctkitError(f"{where(src, i)}: expected 'uttid channel start duration word', got {len(f)} fields")
-        try:
-            start, dur = float(f[2]), float(f[3])
-        except ValueError:
-            raise PunctkitError(f"{where(src, i)}: start and duration must be numbers, got '{f[2]}' '{f[3]}'") from None
-        if start < 0 or dur < 0:
-            raise PunctkitError(f"{where(src, i, f[0])}: negative start or duration")
+        f, start, dur = parsed
         if cur is None or f[0] != cur.uttid:
             if cur is not None:
                 done.add(cur.uttid)

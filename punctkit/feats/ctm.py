@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from punctkit.data.asr import ctm_fields
 from punctkit.data.datadir import read_table
 from punctkit.files import PunctkitError, iter_lines, where
 
@@ -54,19 +55,11 @@ def read_ctm(path: str | Path) -> dict[str, list[CtmWord]]:
     out: dict[str, list[CtmWord]] = {}
     prev_utt = None
     for i, line in iter_lines(path):
-        if not line.strip() or line.startswith(";;"):
+        parsed = ctm_fields(path, i, line)
+        if parsed is None:
             continue
-        parts = line.split()
-        if len(parts) not in (5, 6):
-            raise PunctkitError(f"{where(path, i)}: expected 'uttid chan start dur word [conf]', "
-                                f"got {len(parts)} fields")
+        parts, start, dur = parsed
         uttid = parts[0]
-        try:
-            start, dur = float(parts[2]), float(parts[3])
-        except ValueError:
-            raise PunctkitError(f"{where(path, i, uttid)}: start/duration are not numbers") from None
-        if start < 0 or dur < 0:
-            raise PunctkitError(f"{where(path, i, uttid)}: negative start or duration")
         if uttid != prev_utt and uttid in out:
             raise PunctkitError(f"{where(path, i, uttid)}: lines of this utterance are not together")
         words = out.setdefault(uttid, [])

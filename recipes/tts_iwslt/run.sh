@@ -25,8 +25,12 @@ valid_set=valid
 test_sets=test
 train_config=        # e.g. conf/train_hier_seq2seq.yaml (stages 4+)
 decode_config=conf/decode.yaml
+train_args=          # passed to punctkit train, e.g. "--set train.max_minutes=10"
+decode_args=         # passed to punctkit decode, e.g. "--beam 1"
+ngpu=0
 help_message="Usage: $0 [--stage N] [--stop-stage N] [--nj N] [--seed S] [--tiny true] [--data DIR]
-  [--fbank-conf F] [--pitch-conf F] [--feats-kind fbank_pitch|fbank|pitch] [--train-config F]"
+  [--fbank-conf F] [--pitch-conf F] [--feats-kind fbank_pitch|fbank|pitch] [--train-config F]
+  [--train-args \"...\"] [--decode-args \"...\"] [--ngpu N]"
 
 . ./path.sh
 . ./cmd.sh
@@ -67,5 +71,6 @@ if [ "$stop_stage" -ge 4 ]; then
   ./punct.sh --stage $(( stage > 4 ? stage - 1 : 3 )) --stop-stage $((stop_stage - 1)) --nj "$nj" \
     --data "$data" --train-set "$train_set" --valid-set "$valid_set" --test-sets "$test_sets" \
     --train-config "$train_config" --decode-config "$decode_config" --use-audio true \
-    --fbank-conf "$fbank_conf" --pitch-conf "$pitch_conf" --feats-kind "$feats_kind"
+    --fbank-conf "$fbank_conf" --pitch-conf "$pitch_conf" --feats-kind "$feats_kind" \
+    --train-args "$train_args" --decode-args "$decode_args" --ngpu "$ngpu"
 fi

@@ -1,0 +1,89 @@
+"""Results tables, as ESPnet's `show_result.sh`: experiment dirs -> one Markdown table.
+
+Each row is one decoded set of one experiment: `EXP/decode_SET/score.json`
+(written by `punctkit score -o`), with the training run's length from
+`EXP/history.json` (epochs, minutes of training, the best dev F1 and its epoch).
+Nothing is recomputed: the table shows exactly what the recipe wrote.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from punctkit.files import PunctkitError
+
+
+@dataclass
+class ResultRow:
+    """One experiment scored on one set."""
+
+    exp: str
+    set: str
+    score: dict[str, Any]
+    history: list[dict[str, Any]]
+
+    @property
+    def train_minutes(self) -> float | None:
+        return self.history[-1].get("minutes") if self.history else None
+
+    @property
+    def best(self) -> tuple[int, float] | None:
+        """(epoch, dev F1) of the best epoch."""
+        scored = [h for h in self.history if h.get("valid_f1") is not None]
+        if not scored:
+            return None
+        h = max(scored, key=lambda h: (h["valid_f1"], h["epoch"]))
+        return h["epoch"], h["valid_f1"]
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise PunctkitError(f"{path}: not valid JSON ({e.msg}, line {e.lineno})") from None
+
+
+def collect(exp_dirs: list[str | Path], sets: list[str] | None = None) -> list[ResultRow]:
+    """Rows for every `EXP/decode_*/score.json` (only `sets` when given), in the order of `exp_dirs`."""
+    rows = []
+    for exp in map(Path, exp_dirs):
+        if not exp.is_dir():
+            raise PunctkitError(f"experiment directory not found: {exp}")
+        hist_path = exp / "history.json"
+        history = _read_json(hist_path) if hist_path.is_file() else []
+        found = sorted(exp.glob("decode_*/score.json"))
+        for path in found:
+            name = path.parent.name[len("decode_"):]
+            if sets is None or name in sets:
+                rows.append(ResultRow(exp.name, name, _read_json(path), history))
+        if not found:
+            raise PunctkitError(f"{exp}: no decode_*/score.json (run the scoring stage first)")
+    return rows
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def markdown(rows: list[ResultRow]) -> str:
+    """One Markdown table: per-class and overall P/R/F1, SER, and the training run's length."""
+    if not rows:
+        raise PunctkitError("no results to show")
+    classes = [c for c in rows[0].score["classes"] if c != "O"]
+    head = ["system", "set"] + [f"{c} P/R/F1" for c in classes] + [
+        "overall P", "overall R", "overall F1", "SER", "train min", "epochs", "best epoch (dev F1)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        pc, o = r.score["per_class"], r.score["overall"]
+        cells = [r.exp, r.set]
+        for c in classes:
+            m = pc.get(c)
+            cells.append("/".join(_f(m[k]) for k in ("precision", "recall", "f1")) if m else "-")
+        best = r.best
+        cells += [_f(o["precision"]), _f(o["recall"]), f"**{_f(o['f1'])}**", _f(r.score["SER"]),
+                  _f(r.train_minutes), str(len(r.history)) if r.history else "-",
+                  f"{best[0]} ({best[1]:.1f})" if best else "-"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
