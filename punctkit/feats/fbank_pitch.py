@@ -342,7 +342,7 @@ def extract_feats(data: str | Path, featdir: str | Path, fbank_conf: str | Path 
     DATA/utt2num_frames and DATA/feats.info are written at the end. A bad
     utterance stops everything unless `skip_bad`, which logs it and goes on.
     """
-    from tqdm import tqdm
+    from punctkit.progress import progress
 
     d, fdir = Path(data), Path(featdir)
     if not (d / "wav.scp").is_file():
@@ -360,8 +360,8 @@ def extract_feats(data: str | Path, featdir: str | Path, fbank_conf: str | Path 
     (fdir / "log").mkdir(parents=True, exist_ok=True)
     write_info(fdir, cfg, subsample)  # the same from every job
     total = ExtractSummary()
-    bar = tqdm(total=sum(len(parts[j - 1]) for j in jobs), desc="extract-feats", unit="utt",
-               disable=not show_progress)
+    bar = progress(total=sum(len(parts[j - 1]) for j in jobs), desc="extract-feats", unit="utt",
+                   show=show_progress)
     try:
         for j in jobs:
             names = job_names(fdir, kind, nj, j if (nj > 1 or job is not None) else None)

@@ -227,7 +227,7 @@ def synthesize_data_dir(src: str | Path, out: str | Path, wav_dir: str | Path | 
 
     Wavs go to `wav_dir` (default: `<out>_wav` beside it). Returns (utterances, seconds).
     """
-    from tqdm import tqdm
+    from punctkit.progress import progress
 
     dd = read_data_dir(src)
     out = Path(out)
@@ -241,7 +241,7 @@ def synthesize_data_dir(src: str | Path, out: str | Path, wav_dir: str | Path | 
     ctx = mp.get_context("fork")
     with ctx.Pool(max(1, nj), maxtasksperchild=1) as pool:
         it = pool.imap(_run_fresh, jobs, chunksize=1)
-        for res in tqdm(it, total=len(jobs), desc="synthesize", unit="utt", disable=not show_progress):
+        for res in progress(it, total=len(jobs), desc="synthesize", unit="utt", show=show_progress):
             results[res[0]] = res
     wav_scp, ctm, utt2dur, utt2voice, log = [], [], [], [], []
     total = 0.0

@@ -32,7 +32,6 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from punctkit.data.datadir import read_data_dir
 from punctkit.data.labels import LabelSet, O, mark_of
@@ -40,6 +39,7 @@ from punctkit.decode.decoder import decode_streams, pick_device
 from punctkit.files import PunctkitError, atomic_write
 from punctkit.models.base import PunctModel
 from punctkit.models.registry import build_model
+from punctkit.progress import progress
 from punctkit.text.frontend import Frontend, load_frontend, train_frontend
 from punctkit.train import checkpoint as ckpt
 from punctkit.train.config import load_config, save_config
@@ -225,8 +225,7 @@ class Trainer:
                       self.world_size)
         self.model.train()
         total, n = 0.0, 0
-        bar = tqdm(order, desc=f"epoch {epoch}", unit="batch", leave=False, file=sys.stderr,
-                   disable=None if self.rank == 0 else True, mininterval=1.0 if sys.stderr.isatty() else 30.0)
+        bar = progress(order, show=self.rank == 0, desc=f"epoch {epoch}", unit="batch", leave=False)
         for idx in bar:
             batch = {k: v.to(self.device) for k, v in
                      collate([self.train_set[i] for i in idx], self.train_set.frontend.pad_id).items()}
