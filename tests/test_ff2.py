@@ -374,3 +374,50 @@ def test_trainer_runs_ff2_with_rdrop_and_separate_rates(tmp_path, iwslt):
     hyp, ref = read_data_dir(tmp_path / "hyp"), read_data_dir(tmp_path / "valid")
     assert [u.words for u in hyp.utterances] == [u.words for u in ref.utterances]
     assert sum(len(u.labels) for u in hyp.utterances) == 100
+
+
+def test_plm_word_vectors_are_mean_input_embeddings(tmp_path):
+    """Static word vectors from a PLM: the mean of the word's pieces' input embeddings ([UNK] if none)."""
+    import numpy as np
+
+    from punctkit.text.embeddings import load_vectors, plm_word_vectors
+
+    d = tiny_plm_dir(tmp_path / "plm")
+    n = plm_word_vectors(["cat", "unbelievable", "zebra", "cat", ""], tmp_path / "v.txt", path=str(d))
+    assert n == 3
+    kv = load_vectors(tmp_path / "v.txt")
+    table = transformers.BertModel.from_pretrained(str(d)).get_input_embeddings().weight.detach().numpy()
+    ids = {w: i for i, w in enumerate(VOCAB)}
+    np.testing.assert_allclose(kv["cat"], table[ids["cat"]], atol=1e-5)
+    np.testing.assert_allclose(kv["unbelievable"], table[[ids["un"], ids["##believ"], ids["##able"]]].mean(0),
+                               atol=1e-5)
+    np.testing.assert_allclose(kv["zebra"], table[ids["[UNK]"]], atol=1e-5)
+    with pytest.raises(PunctkitError, match="no words"):
+        plm_word_vectors([], tmp_path / "w.txt", path=str(d))
+    assert not (tmp_path / "w.txt").exists()
+    with pytest.raises(PunctkitError, match=f"{tmp_path / 'nope'}"):
+        plm_word_vectors(["cat"], tmp_path / "w.txt", path=str(tmp_path / "nope"))
+
+
+def test_stage3_plm_vectors_feed_a_word_model(tmp_path, iwslt):
+    """`embeddings: {plm_vectors: ...}`: stage 3 writes plm_vectors.txt and training uses it."""
+    import copy
+
+    from engine_util import TINY, make_dirs
+    from punctkit.text.embeddings import load_vectors
+    from punctkit.train.config import load_config
+    from punctkit.train.trainer import prepare_inputs, train
+
+    d = tiny_plm_dir(tmp_path / "plm")
+    dirs = make_dirs(iwslt, tmp_path / "data", "1:600", "601:800")
+    conf = copy.deepcopy(TINY)
+    conf["train"]["epochs"] = 1
+    conf["embeddings"] = {"plm_vectors": {"path": str(d)}}
+    conf = load_config(conf)
+    prepare_inputs(conf, dirs[0], tmp_path / "inputs", log=lambda m: None)
+    assert load_vectors(tmp_path / "inputs" / "plm_vectors.txt").vector_size == 32
+    train(conf, *dirs, tmp_path / "e", inputs_dir=tmp_path / "inputs", quiet=True)
+    vocab = (tmp_path / "e" / "frontend" / "vocab.txt").read_text().split()
+    env = load_config(tmp_path / "e" / "config.yaml")["resolved"]["env"]
+    assert env["embeddings_shape"] == [len(vocab), 32]
+    assert not (tmp_path / "e" / "plm_vectors.txt").exists()  # stage 3's file was used

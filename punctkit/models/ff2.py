@@ -31,7 +31,7 @@ from punctkit.files import PunctkitError
 from punctkit.models.base import Batch, PunctModel, gather_words
 from punctkit.models.registry import register
 from punctkit.nn.interaction import InteractionEncoder
-from punctkit.text.plm import check_vocab, resolve_plm_dir
+from punctkit.text.plm import check_vocab, load_pretrained, resolve_plm_dir, transformers_module
 
 PlmSpec = str | dict[str, Any]
 
@@ -42,33 +42,18 @@ def build_plm(plm: PlmSpec, vocab_size: int | None = None) -> nn.Module:
     `vocab_size` (the frontend's tokenizer size) must match the encoder's
     embedding table, else a one-line error names the directory.
     """
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    try:
-        from transformers import AutoConfig, AutoModel
-    except ImportError:
-        raise PunctkitError("model 'ff2'/'plm_tagger' needs transformers: pip install 'punctkit[plm]'") from None
-    try:  # no per-tensor "Loading weights" bar in training logs
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-    except (ImportError, AttributeError):
-        pass
+    tf = transformers_module("model 'ff2'/'plm_tagger'")
     spec = {"path": plm} if isinstance(plm, (str, os.PathLike)) else dict(plm or {})
     if "config" in spec:
         conf = dict(spec["config"])
         try:
-            hf_conf = AutoConfig.for_model(conf.pop("model_type", "bert"), **conf)
+            hf_conf = tf.AutoConfig.for_model(conf.pop("model_type", "bert"), **conf)
         except (ValueError, TypeError) as e:
             raise PunctkitError(f"plm config: {str(e).splitlines()[0]}") from None
-        where, encoder = "plm config", AutoModel.from_config(hf_conf)
+        where, encoder = "plm config", tf.AutoModel.from_config(hf_conf)
     else:
         d = resolve_plm_dir(spec.get("path", "auto"))
-        where = str(d)
-        try:
-            encoder = AutoModel.from_pretrained(str(d), local_files_only=True)
-        except Exception as e:  # OSError (no weights), ValueError, safetensors errors ...
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise PunctkitError(f"{d}: cannot load the pre-trained weights ({first})") from None
+        where, encoder = str(d), load_pretrained(d)
     if vocab_size is not None:
         check_vocab(vocab_size, encoder.config.vocab_size, where)
     if getattr(encoder, "pooler", None) is not None:

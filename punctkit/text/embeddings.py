@@ -102,7 +102,37 @@ def train_word2vec(sentences: Iterable[list[str]], out: str | Path, dim: int = 5
         raise PunctkitError(f"no sentences to train word2vec for {out}")
     model = Word2Vec(sentences=sents, vector_size=dim, window=window, min_count=min_count, sg=1,
                      epochs=epochs, seed=seed, workers=workers)
+    write_vectors(model.wv, out)
+    return len(model.wv)
+
+
+def write_vectors(kv: Any, out: str | Path) -> None:
+    """Write gensim KeyedVectors as a word2vec text file, atomically."""
     with atomic_write(out, "wb") as f:  # gensim writes to a path: give it the temporary one
         f.close()
-        model.wv.save_word2vec_format(f.name)
-    return len(model.wv)
+        kv.save_word2vec_format(f.name)
+
+
+def plm_word_vectors(words: Iterable[str], out: str | Path, path: str = "auto") -> int:
+    """Static word vectors from a pre-trained LM's input embeddings (the mean of each word's
+    word-pieces, the PLM's own tokenization), written as word2vec text; returns the word count.
+
+    Where no GloVe or word2vec file can be had (offline machines), this gives a word model
+    pre-trained lexical vectors, as GloVe does for DRNN-LWMA-pre (Kim 2019)."""
+    from gensim.models import KeyedVectors
+
+    from punctkit.text.plm import input_embeddings, load_tokenizer, resolve_plm_dir
+
+    d = resolve_plm_dir(path)
+    tok, table = load_tokenizer(d), input_embeddings(d)
+    vocab = sorted(set(w for w in words if w))
+    if not vocab:
+        raise PunctkitError(f"no words to make vectors for ({d})")
+    vecs = np.zeros((len(vocab), table.shape[1]), dtype=np.float32)
+    for i, w in enumerate(vocab):
+        ids = tok(w, add_special_tokens=False)["input_ids"] or [tok.unk_token_id]
+        vecs[i] = table[ids].mean(0)
+    kv = KeyedVectors(vector_size=table.shape[1])
+    kv.add_vectors(vocab, vecs)
+    write_vectors(kv, out)
+    return len(vocab)

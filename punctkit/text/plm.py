@@ -80,20 +80,46 @@ def check_vocab(n_tokenizer: int, n_weights: int, d: str | os.PathLike) -> None:
                             f"{n_weights}: tokenizer and weights do not match")
 
 
+def transformers_module(what: str) -> Any:
+    """The transformers package, offline and without per-tensor loading bars in logs."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        import transformers
+    except ImportError:
+        raise PunctkitError(f"{what} needs transformers: pip install 'punctkit[plm]'") from None
+    try:
+        transformers.utils.logging.disable_progress_bar()
+    except AttributeError:
+        pass
+    return transformers
+
+
+def load_pretrained(d: str | os.PathLike, what: str = "the PLM") -> Any:
+    """The pre-trained encoder (transformers AutoModel) in directory `d`, loaded offline."""
+    auto_model = transformers_module(what).AutoModel
+    try:
+        return auto_model.from_pretrained(str(d), local_files_only=True)
+    except Exception as e:  # OSError (no weights), ValueError, safetensors errors ...
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise PunctkitError(f"{d}: cannot load the pre-trained weights ({first})") from None
+
+
+def input_embeddings(d: str | os.PathLike) -> Any:
+    """The input-embedding table (vocab x hidden, numpy) of the PLM in directory `d`."""
+    model = load_pretrained(d, "PLM vectors")
+    return model.get_input_embeddings().weight.detach().float().numpy()
+
+
 def load_tokenizer(d: str | os.PathLike) -> Any:
     """The Hugging Face tokenizer in directory `d`, loaded offline."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     d = Path(d)
     if not d.is_dir():
         raise PunctkitError(f"{d}: tokenizer directory not found")
     if not any((d / f).is_file() for f in TOKENIZER_FILES):
         raise PunctkitError(f"{d}: no tokenizer files (none of {', '.join(TOKENIZER_FILES)})")
+    auto_tokenizer = transformers_module("the PLM frontend").AutoTokenizer
     try:
-        from transformers import AutoTokenizer
-    except ImportError:
-        raise PunctkitError("the PLM frontend needs transformers: pip install 'punctkit[plm]'") from None
-    try:
-        return AutoTokenizer.from_pretrained(str(d), local_files_only=True)
+        return auto_tokenizer.from_pretrained(str(d), local_files_only=True)
     except Exception as e:  # transformers raises OSError/ValueError/... with multi-line text
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise PunctkitError(f"{d}: cannot load the tokenizer ({first})") from None

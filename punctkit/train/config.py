@@ -18,7 +18,8 @@ DEFAULTS: dict[str, Any] = {
     "frontend": {"kind": "word", "min_count": 1},
     "model": {},
     # word: PATH, word_format (word2vec|word2vec_binary|glove), speech: PATH (Speech2Vec), combine: sum|concat,
-    # freeze: bool, w2v_train: {dim, window, epochs, min_count, seed, workers} (stage 3 trains word2vec)
+    # freeze: bool, w2v_train: {dim, window, epochs, min_count, seed, workers} (stage 3 trains word2vec),
+    # plm_vectors: {path: auto|DIR} (stage 3 derives static word vectors from a local pre-trained LM)
     "embeddings": {},
     "train": {
         "optimizer": "adam",           # adam | adamw | adadelta
@@ -53,7 +54,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-EMBEDDING_KEYS = ("word", "word_format", "speech", "speech_format", "combine", "freeze", "w2v_train")
+EMBEDDING_KEYS = ("word", "word_format", "speech", "speech_format", "combine", "freeze", "w2v_train", "plm_vectors")
 
 
 def _merge(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

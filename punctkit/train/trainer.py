@@ -330,20 +330,43 @@ class Trainer:
 
 def prepare_inputs(conf: dict[str, Any], train_dir: str | Path, out_dir: str | Path,
                    log: Callable[[str], None] = print) -> Frontend:
-    """Stage 3: build the frontend into `out_dir/frontend` and, when the config asks
-    (`embeddings: {w2v_train: {...}}`), word2vec vectors `out_dir/w2v.txt` from the training text."""
+    """Stage 3: build the frontend into `out_dir/frontend` and the word vectors the config
+    derives (`embeddings: {w2v_train: ...}` or `{plm_vectors: ...}`, see `derived_vectors`)."""
     out = Path(out_dir)
     dd = read_data_dir(train_dir)
     fe = train_frontend(conf["frontend"], _sentences(dd), out / "frontend")
     log(f"frontend {fe.kind}: {fe.vocab_size} tokens -> {out / 'frontend'}")
-    w2v = conf["embeddings"].get("w2v_train")
-    if w2v is not None:
+    derived_vectors(conf["embeddings"], dd, out, log)
+    return fe
+
+
+DERIVED_VECTORS = {"w2v_train": "w2v.txt", "plm_vectors": "plm_vectors.txt"}
+
+
+def derived_vectors(econf: dict[str, Any], dd: Any, out: Path, log: Callable[[str], None] = print,
+                    reuse: Path | None = None) -> Path | None:
+    """The word vectors an `embeddings:` section derives from the training data: word2vec trained
+    on its text (`w2v_train`), or static vectors of its words from a pre-trained LM (`plm_vectors`),
+    written to `out`/w2v.txt or plm_vectors.txt (kept from `reuse`/ or `out`/ when already there).
+    None when the section derives none."""
+    key = next((k for k in DERIVED_VECTORS if econf.get(k) is not None), None)
+    if key is None:
+        return None
+    for d in (reuse, out):
+        if d is not None and (d / DERIVED_VECTORS[key]).is_file():
+            return d / DERIVED_VECTORS[key]
+    path = out / DERIVED_VECTORS[key]
+    opts = dict(econf[key] or {})
+    if key == "w2v_train":
         from punctkit.text.embeddings import train_word2vec
 
-        opts = dict(w2v or {})
-        n = train_word2vec(_sentences(dd), out / "w2v.txt", **opts)
-        log(f"word2vec: {n} words, dim {opts.get('dim', 50)} -> {out / 'w2v.txt'}")
-    return fe
+        n = train_word2vec(_sentences(dd), path, **opts)
+    else:
+        from punctkit.text.embeddings import plm_word_vectors
+
+        n = plm_word_vectors((w for s in _sentences(dd) for w in s), path, **opts)
+    log(f"{key}: {n} words -> {path}")
+    return path
 
 
 def _sentences(dd: Any) -> list[list[str]]:
@@ -354,15 +377,10 @@ def _sentences(dd: Any) -> list[list[str]]:
 def _embeddings(conf: dict[str, Any], frontend: Frontend, inputs: Path, exp: Path, dd: Any,
                 log: Callable[[str], None]) -> np.ndarray | None:
     econf = dict(conf["embeddings"])
-    if econf.get("w2v_train") is not None and not econf.get("word"):
-        path = inputs / "w2v.txt"
-        if not path.is_file():
-            from punctkit.text.embeddings import train_word2vec
-
-            path = exp / "w2v.txt"
-            if not path.is_file():
-                train_word2vec(_sentences(dd), path, **dict(econf["w2v_train"] or {}))
-        econf["word"] = str(path)
+    if not econf.get("word"):
+        path = derived_vectors(econf, dd, exp, log, reuse=inputs)
+        if path is not None:
+            econf["word"] = str(path)
     if not (econf.get("word") or econf.get("speech")):
         return None
     tokens = getattr(getattr(frontend, "vocab", None), "tokens", None)
