@@ -392,12 +392,16 @@ def punctuate(
     batch_size: Optional[int] = typer.Option(None, help="windows per batch (default: max(config's, 64))"),
     beam: Optional[int] = typer.Option(None, help="beam size for encoder-decoders (default: the config's)"),
     chunk_words: int = typer.Option(10000, help="words decoded at once (bounds memory)"),
+    step: Optional[int] = typer.Option(None, help="words between windows (default: the packed config's; "
+                                                  "up to the window: fewer windows, faster)"),
+    quantize: bool = typer.Option(False, help="int8 weights for Linear/GRU/LSTM layers (CPU): faster, "
+                                              "labels may differ slightly"),
     ngpu: int = typer.Option(0, help="0: CPU, 1: the first CUDA device"),
 ) -> None:
     """Restore punctuation (and casing) in text, Kaldi text, CTM or JSON-lines ASR output."""
     from punctkit.punctuator import Punctuator, punctuate_file
 
-    punct = Punctuator.load(model, ngpu, threads, batch_size, beam, chunk_words)
+    punct = Punctuator.load(model, ngpu, threads, batch_size, beam, chunk_words, step, quantize)
     stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, capitalize)
     typer.echo(f"punctuate: {stats.summary()}", err=True)
 

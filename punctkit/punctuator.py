@@ -220,6 +220,22 @@ def read_package(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict
 Fixed = list[str | None]  # per word: the mark it must keep, or None (predicted)
 
 
+def quantize_int8(model: PunctModel) -> PunctModel:
+    """Dynamic int8 quantization for CPU inference: the weights of every Linear, GRU and LSTM
+    layer stored as int8, activations quantized per batch (torch.ao.quantization)."""
+    import warnings
+
+    from torch import nn
+
+    if any(isinstance(m, nn.TransformerEncoderLayer) for m in model.modules()):
+        # torch's fused encoder fast path reads `linear.weight` tensors, which int8 layers do not
+        # have (and it has no int8 kernels): this process runs such layers on the regular path
+        torch.backends.mha.set_fastpath_enabled(False)
+    with warnings.catch_warnings():  # torch announces a move of this API to torchao
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(model, {nn.Linear, nn.GRU, nn.LSTM}, dtype=torch.qint8)
+
+
 @dataclass
 class Punctuator:
     """A loaded model with its frontend and decoding settings."""
@@ -236,11 +252,19 @@ class Punctuator:
 
     @classmethod
     def load(cls, path: str | Path, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
-             beam: int | None = None, chunk_words: int = 10000) -> "Punctuator":
-        """Load a packed model (`punctkit pack`); `threads` sets torch's CPU threads (0: torch's default)."""
+             beam: int | None = None, chunk_words: int = 10000, step: int | None = None,
+             quantize: bool = False) -> "Punctuator":
+        """Load a packed model (`punctkit pack`); `threads` sets torch's CPU threads (0: torch's default);
+        `step` replaces the packed decoding step (words between windows: larger is faster, up to the window);
+        `quantize` runs the model with int8 weights (`quantize_int8`, CPU only)."""
         if threads:
             torch.set_num_threads(int(threads))
         manifest, conf, state, frontend = read_package(path)
+        if step is not None:
+            window = int(conf["decode"]["window"])
+            if not 1 <= step <= window:
+                raise PunctkitError(f"--step {step}: must be between 1 and the model's window ({window} words)")
+            conf["decode"]["step"] = int(step)
         model = build_model(conf["model"], **model_env(conf))
         missing = set(model.needs) - TEXT_KEYS
         if missing:
@@ -252,6 +276,10 @@ class Punctuator:
             raise PunctkitError(f"{path}: weights do not match the packed config "
                                 f"({str(e).splitlines()[0][:100]})") from None
         device = pick_device(ngpu)
+        if quantize:
+            if device.type != "cpu":
+                raise PunctkitError("--quantize is for CPU inference (int8 kernels); drop it or --ngpu")
+            model = quantize_int8(model)
         dconf = conf["decode"]
         return cls(model.to(device).eval(), frontend, get_inventory(conf["resolved"]["inventory"]), conf,
                    manifest, device, batch_size or max(int(dconf.get("batch_size", 32)), 64),

@@ -291,3 +291,41 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
         assert {"frontend/plm/tokenizer.json", "frontend/plm/config.json"} <= set(z.namelist())
         assert "config" in yaml.safe_load(z.read("config.yaml"))["model"]["plm"]  # rebuilt from its config
     assert Punctuator.load(tmp_path / "plm.pkt").label_words(words) == [inv.labels[i] for i in ids]
+
+
+def test_step_option_equals_decode_with_that_step(tiny):
+    """`punctuate --step S` labels as `decode --step S` does; a step outside 1..window is refused."""
+    from punctkit.decode.decoder import decode_dir
+
+    from punctkit.punctuator import Punctuator
+
+    window = int(Punctuator.load(tiny / "tiny.pkt").window)
+    decode_dir(tiny / "exp", tiny / "test", tiny / "dec_s.twocol", fmt="twocol", step=window)
+    utts, _ = read(tiny / "test")
+    (tiny / "words_s.txt").write_text("".join(" ".join(u.words) + "\n" for u in utts))
+    cli("punctuate", "-m", tiny / "tiny.pkt", tiny / "words_s.txt", "-o", tiny / "hyp_s.twocol",
+        "--format", "twocol", "--step", window, "--threads", 1)
+    dec, _ = read(tiny / "dec_s.twocol")
+    got, _ = read(tiny / "hyp_s.twocol")
+    assert [lab for u in got for lab in u.labels] == [lab for u in dec for lab in u.labels]
+    r = cli("punctuate", "-m", tiny / "tiny.pkt", tiny / "words_s.txt", "--step", window + 1, ok=False)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and f"--step {window + 1}" in r.stderr
+
+
+def test_quantized_model_is_int8_and_labels_like_float(tiny):
+    """`--quantize`: Linear layers become dynamic int8 ones; labels stay (almost all) those of float32."""
+    from torch.ao.nn.quantized.dynamic import Linear as QLinear
+
+    from punctkit.punctuator import Punctuator
+
+    fp, q8 = (Punctuator.load(tiny / "tiny.pkt", threads=1, quantize=k) for k in (False, True))
+    assert any(isinstance(m, QLinear) for m in q8.model.modules())
+    assert not any(isinstance(m, QLinear) for m in fp.model.modules())
+    utts, _ = read(tiny / "test")
+    words = [w for u in utts for w in u.words]
+    a, b = fp._decode([words])[0], q8._decode([words])[0]
+    assert len(a) == len(b) == len(words) and any(x != 0 for x in a)
+    assert sum(x == y for x, y in zip(a, b)) >= 0.95 * len(words)
+    (tiny / "words_q.txt").write_text(" ".join(words[:300]) + "\n")
+    r = cli("punctuate", "-m", tiny / "tiny.pkt", tiny / "words_q.txt", "--quantize", "--threads", 1)
+    assert "punctuate: 1 lines, 300 words" in r.stderr and r.stdout.strip()

@@ -3,7 +3,8 @@
 # included (start-up, model load, reading, decoding, writing), on the words of
 # IWSLT test2011 given as plain text (100 words a line).
 #
-#   utils/bench_punctuate.sh [--threads 2] [--cores 0-1] [--repeat 3] [--out bench.tsv] MODEL.pkt...
+#   utils/bench_punctuate.sh [--threads 2] [--cores 0-1] [--repeat 3] [--out bench.tsv]
+#                            [--punctuate-args "--step 150"] MODEL.pkt...
 #
 # Prints one line per model: model, words, seconds (best of --repeat runs),
 # words/s of the whole process, and words/s of punctuate's own work (read,
@@ -17,7 +18,8 @@ cores=
 repeat=3
 out=
 data=
-help_message="Usage: $0 [--threads N] [--cores LIST] [--repeat N] [--data TWOCOL] [--out FILE] MODEL.pkt..."
+punctuate_args=   # more options for punctkit punctuate, e.g. "--step 150"
+help_message="Usage: $0 [--threads N] [--cores LIST] [--repeat N] [--data TWOCOL] [--out FILE] [--punctuate-args \"...\"] MODEL.pkt..."
 . "$(dirname "$(readlink -f "$0")")/parse_options.sh"
 [ $# -ge 1 ] || { echo "$help_message" >&2; exit 1; }
 
@@ -39,7 +41,8 @@ for model in "$@"; do
   best=
   for _ in $(seq "$repeat"); do
     t0=$(date +%s.%N)
-    "${pin[@]}" "$punctkit" punctuate -m "$model" --threads "$threads" "$tmp/words.txt" -o "$tmp/out.txt" 2>"$tmp/log" \
+    # shellcheck disable=SC2086  # an option list, split on purpose
+    "${pin[@]}" "$punctkit" punctuate -m "$model" --threads "$threads" $punctuate_args "$tmp/words.txt" -o "$tmp/out.txt" 2>"$tmp/log" \
       || { cat "$tmp/log" >&2; exit 1; }
     t1=$(date +%s.%N)
     secs=$(echo "$t1 - $t0" | bc -l)
@@ -52,7 +55,7 @@ for model in "$@"; do
   done
   rate=$(echo "$nwords / $best" | bc -l)
   line=$(printf '%s\t%d\t%.2f\t%.0f\t%s' "$model" "$nwords" "$best" "$rate" "$inner")
-  printf '%s\t(model, words, seconds, words/s whole process, words/s without start-up; threads %s%s)\n' \
-    "$line" "$threads" "${cores:+, cores $cores}"
+  printf '%s\t(model, words, seconds, words/s whole process, words/s without start-up; threads %s%s%s)\n' \
+    "$line" "$threads" "${cores:+, cores $cores}" "${punctuate_args:+, $punctuate_args}"
   if [ -n "$out" ]; then printf '%s\n' "$line" >> "$out"; fi
 done
