@@ -220,3 +220,16 @@ def test_cli_prepare_inputs_train_decode_score(dirs, tmp_path):
     (tmp_path / "bad.pt").write_bytes(b"garbage")
     r = pk("decode", exp, dirs[1], tmp_path / "o", "--checkpoint", tmp_path / "bad.pt")
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "bad.pt: corrupt" in r.stderr
+
+
+def test_stage3_rebuilds_derived_vectors(dirs, tmp_path):
+    """Rerunning stage 3 with other word2vec options rewrites w2v.txt (never a stale file)."""
+    from punctkit.text.embeddings import load_vectors
+    from punctkit.train.trainer import prepare_inputs
+
+    conf = load_config(copy.deepcopy(TINY) | {"embeddings": {"w2v_train": {"dim": 8, "epochs": 1, "workers": 1}}})
+    prepare_inputs(conf, dirs[0], tmp_path / "in", log=lambda m: None)
+    assert load_vectors(tmp_path / "in" / "w2v.txt").vector_size == 8
+    conf["embeddings"]["w2v_train"]["dim"] = 12
+    prepare_inputs(conf, dirs[0], tmp_path / "in", log=lambda m: None)
+    assert load_vectors(tmp_path / "in" / "w2v.txt").vector_size == 12

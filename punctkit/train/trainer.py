@@ -344,16 +344,16 @@ DERIVED_VECTORS = {"w2v_train": "w2v.txt", "plm_vectors": "plm_vectors.txt"}
 
 
 def derived_vectors(econf: dict[str, Any], dd: Any, out: Path, log: Callable[[str], None] = print,
-                    reuse: Path | None = None) -> Path | None:
+                    look_in: tuple[Path, ...] = ()) -> Path | None:
     """The word vectors an `embeddings:` section derives from the training data: word2vec trained
     on its text (`w2v_train`), or static vectors of its words from a pre-trained LM (`plm_vectors`),
-    written to `out`/w2v.txt or plm_vectors.txt (kept from `reuse`/ or `out`/ when already there).
-    None when the section derives none."""
+    written to `out`/w2v.txt or plm_vectors.txt; a file already in one of `look_in` is used as it
+    is (training reuses stage 3's; stage 3 always rebuilds). None when the section derives none."""
     key = next((k for k in DERIVED_VECTORS if econf.get(k) is not None), None)
     if key is None:
         return None
-    for d in (reuse, out):
-        if d is not None and (d / DERIVED_VECTORS[key]).is_file():
+    for d in look_in:
+        if (d / DERIVED_VECTORS[key]).is_file():
             return d / DERIVED_VECTORS[key]
     path = out / DERIVED_VECTORS[key]
     opts = dict(econf[key] or {})
@@ -378,7 +378,7 @@ def _embeddings(conf: dict[str, Any], frontend: Frontend, inputs: Path, exp: Pat
                 log: Callable[[str], None]) -> np.ndarray | None:
     econf = dict(conf["embeddings"])
     if not econf.get("word"):
-        path = derived_vectors(econf, dd, exp, log, reuse=inputs)
+        path = derived_vectors(econf, dd, exp, log, look_in=(inputs, exp))
         if path is not None:
             econf["word"] = str(path)
     if not (econf.get("word") or econf.get("speech")):
