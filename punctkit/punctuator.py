@@ -50,6 +50,7 @@ from punctkit.decode.decoder import decode_streams, find_checkpoint, model_env, 
 from punctkit.files import PunctkitError, atomic_write, require_file, where
 from punctkit.models.base import PunctModel
 from punctkit.models.registry import build_model
+from punctkit.score import read_score
 from punctkit.text.frontend import Frontend, load_frontend
 from punctkit.train.checkpoint import load_checkpoint
 from punctkit.train.config import read_model_config
@@ -96,14 +97,8 @@ def _train_data(exp: Path) -> str | None:
 
 def _results(path: Path) -> dict[str, Any]:
     """Overall P/R/F1 (and SER) from a `score.json` written by `punctkit score -o`."""
-    p = require_file(path, "score file")
-    try:
-        res = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise PunctkitError(f"{p}: not valid JSON ({e.msg})") from None
-    overall = res.get("overall") if isinstance(res, dict) else None
-    if not isinstance(overall, dict):
-        raise PunctkitError(f"{p}: no 'overall' section (expected score.json of punctkit score)")
+    res = read_score(path)
+    overall = res["overall"]
     out = {k: overall[k] for k in ("precision", "recall", "f1") if k in overall}
     if "SER" in res:
         out["SER"] = res["SER"]

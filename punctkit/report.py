@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from punctkit.files import PunctkitError
+from punctkit.score import read_score
 
 
 @dataclass
@@ -38,7 +39,10 @@ class ResultRow:
         return h["epoch"], h["valid_f1"]
 
 
-def _read_json(path: Path) -> Any:
+def _read_history(path: Path) -> list[dict[str, Any]]:
+    """A training run's `history.json` (the trainer's per-epoch records); [] when there is none."""
+    if not path.is_file():
+        return []
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
@@ -51,13 +55,12 @@ def collect(exp_dirs: list[str | Path], sets: list[str] | None = None) -> list[R
     for exp in map(Path, exp_dirs):
         if not exp.is_dir():
             raise PunctkitError(f"experiment directory not found: {exp}")
-        hist_path = exp / "history.json"
-        history = _read_json(hist_path) if hist_path.is_file() else []
+        history = _read_history(exp / "history.json")
         found = sorted(exp.glob("decode_*/score.json"))
         for path in found:
             name = path.parent.name[len("decode_"):]
             if sets is None or name in sets:
-                rows.append(ResultRow(exp.name, name, _read_json(path), history))
+                rows.append(ResultRow(exp.name, name, read_score(path), history))
         if not found:
             raise PunctkitError(f"{exp}: no decode_*/score.json (run the scoring stage first)")
     return rows

@@ -38,7 +38,7 @@ import numpy as np
 
 from punctkit.data.formats import Utterance, detect_format, flatten, read
 from punctkit.data.labels import MARK_TEXT, O, case_of, mark_of
-from punctkit.files import PunctkitError, atomic_write
+from punctkit.files import PunctkitError, atomic_write, require_file
 
 KNOWN_MARKS = tuple(MARK_TEXT)
 CASE_CLASSES = ("U", "L")
@@ -497,6 +497,18 @@ def format_report(result: dict) -> str:
 def to_json(result: dict) -> str:
     """The result as one JSON object (keys in a fixed order, full precision)."""
     return json.dumps(result, indent=2)
+
+
+def read_score(path: str | Path) -> dict:
+    """A `score.json` written by `write_score` (`punctkit score -o`); one-line errors naming the file."""
+    p = require_file(path, "score file")
+    try:
+        res = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise PunctkitError(f"{p}: not valid JSON ({e.msg}, line {e.lineno})") from None
+    if not isinstance(res, dict) or not isinstance(res.get("overall"), dict):
+        raise PunctkitError(f"{p}: no 'overall' section (expected score.json of punctkit score)")
+    return res
 
 
 def write_score(result: dict, out_dir: str | Path) -> tuple[Path, Path]:

@@ -69,3 +69,6 @@ def test_errors_are_one_line(exps: tuple[Path, Path], tmp_path: Path) -> None:
         collect([exps[0]])
     with pytest.raises(PunctkitError, match="no results"):
         markdown([])
+    (exps[1] / "decode_test" / "score.json").write_text('{"classes": []}')
+    with pytest.raises(PunctkitError, match="decode_test/score.json: no 'overall' section"):
+        collect([exps[1]])
