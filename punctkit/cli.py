@@ -371,11 +371,13 @@ def pack(
     checkpoint: Optional[str] = typer.Option(None, help="checkpoint in EXP_DIR (default: model.avg.pt, model.best.pt, last epoch)"),
     card_results: Optional[List[Path]] = typer.Option(None, "--card-results", help="score.json to quote on the card (repeatable)"),
     train_data: Optional[str] = typer.Option(None, help="training data named on the card (default: from train.log)"),
+    onnx: bool = typer.Option(False, help="add the tagger as an ONNX graph: punctuate then runs it with "
+                                          "onnxruntime, without torch (pip install 'punctkit[onnx]')"),
 ) -> None:
     """Pack a trained model (weights, frontend, config, labels, card) into one file."""
     from punctkit.punctuator import pack as do_pack
 
-    card = do_pack(exp_dir, out, checkpoint, card_results or [], train_data)["card"]
+    card = do_pack(exp_dir, out, checkpoint, card_results or [], train_data, onnx)["card"]
     typer.echo(f"pack: {exp_dir} ({card['model']}, {card['inventory']}, {card['checkpoint']}) -> {out}", err=True)
 
 
@@ -388,7 +390,7 @@ def punctuate(
     fmt: str = typer.Option("readable", "--format", help="readable | ctm | jsonl | text | kaldi_text | twocol | punctuator2 | datadir"),
     keep_input_marks: bool = typer.Option(False, help="keep the marks the input has; predict only the other slots"),
     capitalize: bool = typer.Option(True, "--capitalize/--no-capitalize", help="capitalise sentence starts and 'I' (models without case labels)"),
-    threads: int = typer.Option(0, help="torch CPU threads (0: torch's default)"),
+    threads: int = typer.Option(0, help="CPU threads (0: the backend's default)"),
     batch_size: Optional[int] = typer.Option(None, help="windows per batch (default: max(config's, 64))"),
     beam: Optional[int] = typer.Option(None, help="beam size for encoder-decoders (default: the config's)"),
     chunk_words: int = typer.Option(10000, help="words decoded at once (bounds memory)"),
@@ -397,11 +399,13 @@ def punctuate(
     quantize: bool = typer.Option(False, help="int8 weights for Linear/GRU/LSTM layers (CPU): faster, "
                                               "labels may differ slightly"),
     ngpu: int = typer.Option(0, help="0: CPU, 1: the first CUDA device"),
+    backend: str = typer.Option("auto", help="torch | onnx (models packed with --onnx) | auto: onnx when "
+                                             "the model has it and onnxruntime is installed"),
 ) -> None:
     """Restore punctuation (and casing) in text, Kaldi text, CTM or JSON-lines ASR output."""
     from punctkit.punctuator import Punctuator, punctuate_file
 
-    punct = Punctuator.load(model, ngpu, threads, batch_size, beam, chunk_words, step, quantize)
+    punct = Punctuator.load(model, ngpu, threads, batch_size, beam, chunk_words, step, quantize, backend)
     stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, capitalize)
     typer.echo(f"punctuate: {stats.summary()}", err=True)
 

@@ -10,7 +10,9 @@ A packed model (`model.pkt`) is a zip archive that needs nothing else to run:
   weights fill it;
 - `frontend/`: the frontend directory (vocabulary, BPE codes, sentencepiece
   model or PLM tokenizer files);
-- `model.pt`: the state dict of the chosen checkpoint.
+- `model.pt`: the state dict of the chosen checkpoint;
+- `model.onnx` (optional, `punctkit pack --onnx`): the same tagger as an ONNX
+  graph, run by onnxruntime without importing torch (punctkit/onnx.py).
 
     >>> from punctkit import Punctuator
     >>> Punctuator.load("model.pkt").punctuate("so i 'm here do you know why")
@@ -35,9 +37,8 @@ import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-import torch
 import yaml
 
 import punctkit
@@ -46,21 +47,21 @@ from punctkit.data.asr import (AsrUtterance, Line, detect_input_format, read_ctm
 from punctkit.data.formats import FORMATS, Utterance, write
 from punctkit.data.labels import O, LabelSet, case_of, default_substitution, get_inventory
 from punctkit.data.tokenize import detokenize, display_words, ends_sentence
-from punctkit.decode.decoder import decode_streams, find_checkpoint, model_env, pick_device
+from punctkit.data.streams import IGNORE, Stream
+from punctkit.decode.windows import Predict, decode_windows
 from punctkit.files import PunctkitError, atomic_write, require_file, where
-from punctkit.models.base import PunctModel
-from punctkit.models.registry import build_model
 from punctkit.score import read_score
 from punctkit.text.frontend import Frontend, load_frontend
-from punctkit.train.checkpoint import load_checkpoint
-from punctkit.train.config import read_model_config
-from punctkit.train.dataset import IGNORE, Stream
+
+if TYPE_CHECKING:  # torch is imported only by the torch backend, packing and quantization
+    from punctkit.models.base import PunctModel
 
 FORMAT_NAME = "punctkit-model"
 FORMAT_VERSION = 1
 MANIFEST = "punctkit.json"
 TEXT_KEYS = {"tokens", "token_mask", "word_pos", "word_mask", "labels"}
 OUTPUT_FORMATS = ("readable", "ctm", "jsonl") + FORMATS
+BACKENDS = ("auto", "torch", "onnx")
 
 
 # ------------------------------------------------------------------ pack
@@ -132,15 +133,22 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
 
 
 def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
-         card_results: Iterable[str | Path] = (), train_data: str | None = None) -> dict[str, Any]:
+         card_results: Iterable[str | Path] = (), train_data: str | None = None,
+         onnx: bool = False) -> dict[str, Any]:
     """Write the model of a trained model dir into one file; returns its manifest.
 
+    `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch.
     The file is checked by loading it back before it replaces `out`.
     """
+    import torch
+
+    from punctkit.decode.decoder import find_checkpoint, load_model
+    from punctkit.train.config import read_model_config
+
     exp = Path(exp_dir)
     conf = read_model_config(exp)
     ckpt = find_checkpoint(exp, checkpoint)
-    state = load_checkpoint(ckpt)["model"]
+    model, frontend, _, _ = load_model(exp, checkpoint)
     fe_dir = exp / "frontend"
     require_file(fe_dir / "frontend.yaml", "frontend description")
     conf = dict(conf, model=_offline_model_conf(conf["model"], fe_dir))
@@ -149,8 +157,13 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "card": make_card(exp, conf, ckpt, [Path(p) for p in card_results], train_data),
     }
+    graph = None
+    if onnx:
+        from punctkit.onnx import export_onnx
+
+        graph = export_onnx(model, frontend.vocab_size, frontend.pad_id)
     weights = io.BytesIO()
-    torch.save(state, weights)
+    torch.save(model.state_dict(), weights)
     with atomic_write(out, "wb") as f:
         with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr(MANIFEST, json.dumps(manifest, indent=1))
@@ -159,8 +172,11 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
                 if p.is_file() and not p.name.startswith("."):
                     z.write(p, "frontend/" + p.relative_to(fe_dir).as_posix())
             z.writestr(zipfile.ZipInfo("model.pt"), weights.getvalue(), zipfile.ZIP_STORED)
+            if graph is not None:
+                z.writestr(zipfile.ZipInfo("model.onnx"), graph, zipfile.ZIP_STORED)
         f.flush()
-        Punctuator.load(f.name)  # the packed file rebuilds the model on its own
+        for backend in ("torch", "onnx") if onnx else ("torch",):
+            Punctuator.load(f.name, backend=backend)  # the packed file rebuilds the model on its own
     return manifest
 
 
@@ -170,8 +186,20 @@ def _bad(path: Path, why: str) -> PunctkitError:
     return PunctkitError(f"{path}: {why}")
 
 
-def read_package(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, torch.Tensor], Frontend]:
-    """(manifest, config, state dict, frontend) of a packed model; one-line errors for foreign,
+@dataclass
+class Package:
+    """The parts of a packed model file (weights still serialized: each backend reads its own)."""
+
+    path: Path
+    manifest: dict[str, Any]
+    conf: dict[str, Any]
+    frontend: Frontend
+    weights: bytes               # model.pt (torch state dict)
+    onnx: bytes | None = None    # model.onnx, when packed with --onnx
+
+
+def read_package(path: str | Path) -> Package:
+    """A packed model's manifest, config, frontend and weights; one-line errors for foreign,
     truncated, corrupt or other-version files."""
     p = require_file(path, "packed model")
     if not zipfile.is_zipfile(p):
@@ -192,7 +220,8 @@ def read_package(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict
             if missing:
                 raise _bad(p, f"incomplete packed model (missing {', '.join(missing)})")
             conf = yaml.safe_load(z.read("config.yaml"))
-            state = torch.load(io.BytesIO(z.read("model.pt")), map_location="cpu", weights_only=True)
+            weights = z.read("model.pt")
+            graph = z.read("model.onnx") if "model.onnx" in names else None
             with tempfile.TemporaryDirectory(prefix="punctkit-frontend-") as tmp:
                 for n in names:
                     if n.startswith("frontend/") and not n.endswith("/"):
@@ -207,7 +236,7 @@ def read_package(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict
         raise _bad(p, f"corrupt packed model ({type(e).__name__})") from None
     if not isinstance(conf, dict) or "resolved" not in conf or "model" not in conf:
         raise _bad(p, "corrupt packed model (config.yaml has no model/resolved sections)")
-    return manifest, conf, state, frontend
+    return Package(p, manifest, conf, frontend, weights, graph)
 
 
 # ------------------------------------------------------------------ the API
@@ -215,11 +244,12 @@ def read_package(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict
 Fixed = list[str | None]  # per word: the mark it must keep, or None (predicted)
 
 
-def quantize_int8(model: PunctModel) -> PunctModel:
+def quantize_int8(model: "PunctModel") -> "PunctModel":
     """Dynamic int8 quantization for CPU inference: the weights of every Linear, GRU and LSTM
     layer stored as int8, activations quantized per batch (torch.ao.quantization)."""
     import warnings
 
+    import torch
     from torch import nn
 
     if any(isinstance(m, nn.TransformerEncoderLayer) for m in model.modules()):
@@ -231,54 +261,100 @@ def quantize_int8(model: PunctModel) -> PunctModel:
         return torch.ao.quantization.quantize_dynamic(model, {nn.Linear, nn.GRU, nn.LSTM}, dtype=torch.qint8)
 
 
+def torch_model(pkg: Package, ngpu: int = 0, threads: int = 0, quantize: bool = False) -> tuple["PunctModel", Any]:
+    """The packed model rebuilt in torch (eval mode) and its device."""
+    import torch
+
+    from punctkit.decode.decoder import model_env, pick_device
+    from punctkit.models.registry import build_model
+
+    if threads:
+        torch.set_num_threads(int(threads))
+    try:
+        state = torch.load(io.BytesIO(pkg.weights), map_location="cpu", weights_only=True)
+    except (EOFError, RuntimeError, ValueError, OSError, zipfile.BadZipFile) as e:
+        raise _bad(pkg.path, f"corrupt packed model (model.pt: {type(e).__name__})") from None
+    model = build_model(pkg.conf["model"], **model_env(pkg.conf))
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as e:
+        raise _bad(pkg.path, f"weights do not match the packed config ({str(e).splitlines()[0][:100]})") from None
+    device = pick_device(ngpu)
+    if quantize:
+        if device.type != "cpu":
+            raise PunctkitError("--quantize is for CPU inference (int8 kernels); drop it or --ngpu")
+        model = quantize_int8(model)
+    return model.to(device).eval(), device
+
+
+def pick_backend(pkg: Package, backend: str, ngpu: int, quantize: bool) -> str:
+    """`auto`: onnx when the package has model.onnx, onnxruntime is installed and neither a GPU nor
+    torch's int8 quantization is asked for; else torch."""
+    if backend not in BACKENDS:
+        raise PunctkitError(f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})")
+    if backend == "onnx":
+        if pkg.onnx is None:
+            raise _bad(pkg.path, "has no ONNX graph: pack it with `punctkit pack --onnx`")
+        if ngpu or quantize:
+            raise PunctkitError("--backend onnx runs on the CPU without --quantize (int8 is torch's)")
+        return "onnx"
+    if backend == "auto" and pkg.onnx is not None and not ngpu and not quantize:
+        import importlib.util
+
+        if importlib.util.find_spec("onnxruntime") is not None:
+            return "onnx"
+    return "torch"
+
+
 @dataclass
 class Punctuator:
-    """A loaded model with its frontend and decoding settings."""
+    """A loaded model (torch or onnxruntime) with its frontend and decoding settings."""
 
-    model: PunctModel
+    predict: Predict              # n-best label ids of every window of a WindowDataset
     frontend: Frontend
     inventory: LabelSet
     conf: dict[str, Any]
     manifest: dict[str, Any] = field(default_factory=dict)
-    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
-    batch_size: int = 64
-    beam: int = 1
-    chunk_words: int = 10000  # words decoded at once (memory bound)
+    backend: str = "torch"
+    model: Any = None             # the torch model (None with the onnx backend)
+    chunk_words: int = 10000      # words decoded at once (memory bound)
 
     @classmethod
     def load(cls, path: str | Path, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
              beam: int | None = None, chunk_words: int = 10000, step: int | None = None,
-             quantize: bool = False) -> "Punctuator":
-        """Load a packed model (`punctkit pack`); `threads` sets torch's CPU threads (0: torch's default);
+             quantize: bool = False, backend: str = "auto") -> "Punctuator":
+        """Load a packed model (`punctkit pack`); `threads`: CPU threads (0: the library's default);
         `step` replaces the packed decoding step (words between windows: larger is faster, up to the window);
-        `quantize` runs the model with int8 weights (`quantize_int8`, CPU only)."""
-        if threads:
-            torch.set_num_threads(int(threads))
-        manifest, conf, state, frontend = read_package(path)
+        `quantize` runs the model with int8 weights (`quantize_int8`, CPU, torch);
+        `backend`: torch, onnx (a package packed with --onnx; no torch import) or auto (onnx when possible)."""
+        pkg = read_package(path)
+        conf = pkg.conf
         if step is not None:
             window = int(conf["decode"]["window"])
             if not 1 <= step <= window:
                 raise PunctkitError(f"--step {step}: must be between 1 and the model's window ({window} words)")
             conf["decode"]["step"] = int(step)
-        model = build_model(conf["model"], **model_env(conf))
+        dconf = conf["decode"]
+        batch_size = batch_size or max(int(dconf.get("batch_size", 32)), 64)
+        pad_id = pkg.frontend.pad_id
+        inventory = get_inventory(conf["resolved"]["inventory"])
+        kind = pick_backend(pkg, backend, ngpu, quantize)
+        if kind == "onnx":
+            from punctkit.onnx import OnnxTagger
+
+            tagger = OnnxTagger(pkg.onnx, threads, f"{pkg.path} (model.onnx)")
+            return cls(lambda ds: tagger.predict(ds, batch_size, pad_id), pkg.frontend, inventory, conf,
+                       pkg.manifest, "onnx", None, chunk_words)
+        from punctkit.decode.decoder import predict
+
+        model, device = torch_model(pkg, ngpu, threads, quantize)
         missing = set(model.needs) - TEXT_KEYS
         if missing:
             raise PunctkitError(f"{path}: model {conf['model'].get('type')} needs {', '.join(sorted(missing))}; "
                                 f"punctkit punctuate feeds words only")
-        try:
-            model.load_state_dict(state)
-        except RuntimeError as e:
-            raise PunctkitError(f"{path}: weights do not match the packed config "
-                                f"({str(e).splitlines()[0][:100]})") from None
-        device = pick_device(ngpu)
-        if quantize:
-            if device.type != "cpu":
-                raise PunctkitError("--quantize is for CPU inference (int8 kernels); drop it or --ngpu")
-            model = quantize_int8(model)
-        dconf = conf["decode"]
-        return cls(model.to(device).eval(), frontend, get_inventory(conf["resolved"]["inventory"]), conf,
-                   manifest, device, batch_size or max(int(dconf.get("batch_size", 32)), 64),
-                   beam if beam is not None else int(dconf.get("beam", 1)), chunk_words)
+        beam = beam if beam is not None else int(dconf.get("beam", 1))
+        return cls(lambda ds: predict(model, ds, batch_size, device, beam, 1, pad_id), pkg.frontend, inventory,
+                   conf, pkg.manifest, "torch", model, chunk_words)
 
     @property
     def card(self) -> dict[str, Any]:
@@ -295,11 +371,9 @@ class Punctuator:
 
     # --- labelling
     def _decode(self, streams: list[list[str]]) -> list[list[int]]:
-        """Best label ids of each word of each stream (decode/decoder.py)."""
+        """Best label ids of each word of each stream (decode/windows.py)."""
         ss = [Stream(f"s{k}", [f"s{k}"], [0], words, [IGNORE] * len(words)) for k, words in enumerate(streams)]
-        hyps = decode_streams(self.model, self.frontend, ss, self.window, self.step, self.batch_size,
-                              self.device, self.beam)
-        return [h[0][0] for h in hyps]
+        return [h[0][0] for h in decode_windows(ss, self.frontend, self.window, self.step, self.predict)]
 
     def _labels(self, ids: list[int], fixed: Fixed | None) -> list[str]:
         labels = [self.inventory.labels[i] for i in ids]

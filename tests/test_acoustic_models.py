@@ -15,7 +15,8 @@ from punctkit.decode.search import beam_search
 from punctkit.files import PunctkitError
 from punctkit.models.registry import build_model
 from punctkit.nn.fusion import MODES, Fusion
-from punctkit.train.dataset import IGNORE, Stream, Window, collate
+from punctkit.data.streams import IGNORE, Stream, Window
+from punctkit.train.dataset import collate
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]

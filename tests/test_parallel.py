@@ -18,7 +18,7 @@ from punctkit.decode.decoder import decode_dir
 from punctkit.files import PunctkitError
 from punctkit.train.checkpoint import load_checkpoint
 from punctkit.train.config import load_config
-from punctkit.train.dataset import bucket_batches, make_streams, train_windows
+from punctkit.data.streams import bucket_batches, make_streams, train_windows
 from punctkit.train.trainer import train, world_size_of
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -79,7 +79,7 @@ def test_words_of_test2011_score_as_decode(tiny):
 def test_chunked_stream_equals_whole_stream(punct):
     """Segmenting a stream (any chunk size, any length) changes no label."""
     from punctkit.decode.decoder import decode_streams
-    from punctkit.train.dataset import IGNORE, Stream
+    from punctkit.data.streams import IGNORE, Stream
 
     utts, _ = read(IWSLT / "test2011", "twocol")
     words = [w for u in utts for w in u.words]
@@ -265,7 +265,7 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
 
     from punctkit import Punctuator
     from punctkit.decode.decoder import decode_streams, load_model
-    from punctkit.train.dataset import IGNORE, Stream
+    from punctkit.data.streams import IGNORE, Stream
     from punctkit.train.trainer import train
 
     plm = tmp_path / "bert"

@@ -19,7 +19,8 @@ from punctkit.files import PunctkitError
 from punctkit.text.frontend import train_frontend
 from punctkit.train.checkpoint import average_checkpoints, load_checkpoint, save_checkpoint
 from punctkit.train.config import load_config
-from punctkit.train.dataset import IGNORE, WindowDataset, bucket_batches, collate, make_streams, shard, train_windows
+from punctkit.data.streams import IGNORE, WindowDataset, bucket_batches, make_streams, shard, train_windows
+from punctkit.train.dataset import collate
 from punctkit.train.losses import class_weights, make_loss
 from punctkit.train.schedules import make_schedule
 from punctkit.train.trainer import train
@@ -178,6 +179,11 @@ def test_patience_and_max_minutes_stop_early(dirs, tmp_path):
     conf["train"].update(patience=None, max_minutes=1e-9, lr=0.01)
     st = train(conf, *dirs, tmp_path / "m", quiet=True)
     assert st.stopped == "max_minutes" and st.epoch == 1 and st.history[0]["steps"] == 1
+    # rerun with a larger limit: the run goes on from its checkpoint instead of stopping at once
+    conf["train"].update(max_minutes=None, epochs=2)
+    st = train(conf, *dirs, tmp_path / "m", quiet=True)
+    assert st.stopped == "" and st.epoch == 2 and st.history[1]["steps"] > 1
+    assert "continuing a run stopped by max_minutes" in (tmp_path / "m" / "train.log").read_text()
 
 
 def test_w2v_embeddings_train_and_decode(dirs, tmp_path):

@@ -27,7 +27,7 @@ pipq() {  # quiet pip install; keeps pip's exit status
 }
 # torch first: the tested release (a CPU build on these machines); any torch>=2.1 works
 .venv/bin/python -c "import torch" 2>/dev/null || pipq "torch==2.13.0" || pipq "torch>=2.1"
-pipq -e ".[plm,test]"
-.venv/bin/python -c "import punctkit, torch, kaldiio, kaldi_native_fbank, sentencepiece, gensim, typer" \
+pipq -e ".[plm,onnx,test]"
+.venv/bin/python -c "import punctkit, torch, kaldiio, kaldi_native_fbank, sentencepiece, gensim, typer, onnxruntime" \
   || { echo "$0: installation incomplete" >&2; exit 1; }
 echo "punctkit installed in $root/.venv (activate with: . ./path.sh)"

@@ -18,16 +18,16 @@ import torch
 from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.formats import FORMATS, Utterance, write
 from punctkit.data.labels import LabelSet, get_inventory
-from punctkit.decode.windows import owners, plan_windows
+from punctkit.decode.windows import Hyps, decode_windows
 from punctkit.files import PunctkitError, atomic_write
 from punctkit.models.base import PunctModel
 from punctkit.models.registry import build_model
 from punctkit.text.frontend import Frontend, load_frontend
 from punctkit.train.checkpoint import epoch_checkpoints, load_checkpoint
 from punctkit.train.config import read_model_config
-from punctkit.train.dataset import Stream, Window, WindowDataset, bucket_batches, collate, make_streams
+from punctkit.data.streams import Stream, WindowDataset, bucket_batches, make_streams
+from punctkit.train.dataset import collate
 
-Hyps = list[tuple[list[int], float]]  # n-best: (label ids, log-probability), best first
 
 
 def pick_device(ngpu: int) -> torch.device:
@@ -117,25 +117,10 @@ def predict(model: PunctModel, dataset: WindowDataset, batch_size: int = 32, dev
 def decode_streams(model: PunctModel, frontend: Frontend, streams: list[Stream], window: int = 100,
                    step: int = 50, batch_size: int = 32, device: torch.device | str = "cpu", beam: int = 1,
                    nbest: int = 1, extra: Callable | None = None) -> list[Hyps]:
-    """n-best label ids per stream, each word's label taken from its most central window.
-
-    With nbest > 1 the k-th hypothesis joins the k-th hypotheses of the windows
-    (exact when a stream fits in one window) and its score sums theirs.
-    """
-    plans = [plan_windows(len(s), window, step) for s in streams]
-    wins = [Window(k, a, b) for k, plan in enumerate(plans) for a, b in plan]
-    ds = WindowDataset(streams, frontend, wins, extra=extra)
-    hyps = predict(model, ds, batch_size, device, beam, nbest, frontend.pad_id)
-    out: list[Hyps] = []
-    pos = 0
-    for s, plan in zip(streams, plans):
-        mine = hyps[pos: pos + len(plan)]
-        pos += len(plan)
-        own = owners(len(s), plan)
-        used = sorted({k for k, _ in own})
-        n = min(len(mine[k]) for k in used)
-        out.append([([mine[k][r][0][j] for k, j in own], sum(mine[k][r][1] for k in used)) for r in range(n)])
-    return out
+    """n-best label ids per stream from `model`, each word's label from its most central window
+    (decode/windows.py: decode_windows)."""
+    return decode_windows(streams, frontend, window, step,
+                          lambda ds: predict(model, ds, batch_size, device, beam, nbest, frontend.pad_id), extra)
 
 
 def split_utterances(streams: list[Stream]) -> list[Stream]:

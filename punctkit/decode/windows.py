@@ -8,11 +8,14 @@ own start or end) is largest; ties go to the earlier window.
 """
 from __future__ import annotations
 
-from typing import Sequence, TypeVar
+from typing import Callable, Sequence, TypeVar
 
+from punctkit.data.streams import Extra, Stream, Window, WindowDataset
 from punctkit.files import PunctkitError
 
 T = TypeVar("T")
+Hyps = list[tuple[list[int], float]]  # n-best: (label ids, log-probability), best first
+Predict = Callable[[WindowDataset], list[Hyps]]  # n-best of every window of a dataset
 
 
 def plan_windows(n: int, length: int, step: int) -> list[tuple[int, int]]:
@@ -51,3 +54,26 @@ def stitch(n: int, windows: Sequence[tuple[int, int]], preds: Sequence[Sequence[
         if len(p) != b - a:
             raise PunctkitError(f"window {k} has {b - a} words but {len(p)} predictions")
     return [preds[k][j] for k, j in owners(n, windows)]
+
+
+def decode_windows(streams: list[Stream], frontend: object, window: int, step: int, predict: Predict,
+                   extra: Extra | None = None) -> list[Hyps]:
+    """n-best label ids per stream, each word's label taken from its most central window.
+
+    `predict` labels the windows (torch: decode/decoder.py; onnxruntime: punctkit/onnx.py).
+    With n-best lists the k-th hypothesis joins the k-th hypotheses of the windows
+    (exact when a stream fits in one window) and its score sums theirs.
+    """
+    plans = [plan_windows(len(s), window, step) for s in streams]
+    wins = [Window(k, a, b) for k, plan in enumerate(plans) for a, b in plan]
+    hyps = predict(WindowDataset(streams, frontend, wins, extra=extra))
+    out: list[Hyps] = []
+    pos = 0
+    for s, plan in zip(streams, plans):
+        mine = hyps[pos: pos + len(plan)]
+        pos += len(plan)
+        own = owners(len(s), plan)
+        used = sorted({k for k, _ in own})
+        n = min(len(mine[k]) for k in used)
+        out.append([([mine[k][r][0][j] for k, j in own], sum(mine[k][r][1] for k in used)) for r in range(n)])
+    return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from punctkit.models.base import Batch, PunctModel, gather_words
 from punctkit.models.registry import register
@@ -23,9 +23,14 @@ from punctkit.nn.attention import MultiHeadAttention
 from punctkit.nn.embedding import InputEmbedding
 
 
-def _packed_dropout(seq: PackedSequence, drop: nn.Dropout) -> PackedSequence:
-    """Apply dropout to the data of a packed sequence."""
-    return seq._replace(data=drop(seq.data))
+def _run_packed(rnn: nn.GRU, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """`rnn` over the first `lengths` steps of each row of `x` (B, T, D); zeros after them.
+
+    One pack/unpack pair per layer: ONNX export turns each pair into a GRU node
+    with `sequence_lens` (punctkit.onnx), so padded batches stay exact there too.
+    """
+    seq = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    return pad_packed_sequence(rnn(seq)[0], batch_first=True, total_length=x.size(1))[0]
 
 
 @register("drnn_lwma")
@@ -75,15 +80,11 @@ class DRNNLWMA(PunctModel):
         tokens, mask = batch["tokens"], batch["token_mask"]
         lengths = mask.sum(1).clamp(min=1).cpu()
         x = self.drop(self.embed(tokens))
-        seq = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
         layers = []
         for rnn in self.birnns:
-            seq, _ = rnn(seq)
-            seq = _packed_dropout(seq, self.drop)
-            layers.append(pad_packed_sequence(seq, batch_first=True, total_length=tokens.size(1))[0])
-        s, _ = self.query_rnn(seq)
-        s = pad_packed_sequence(s, batch_first=True, total_length=tokens.size(1))[0]
-        return layers, s
+            x = self.drop(_run_packed(rnn, x, lengths))
+            layers.append(x)
+        return layers, _run_packed(self.query_rnn, x, lengths)
 
     def classify(self, layers: list[torch.Tensor], s: torch.Tensor, batch: Batch) -> torch.Tensor:
         """Per-word logits from the layer outputs and the query states."""

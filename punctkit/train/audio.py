@@ -14,7 +14,7 @@ import numpy as np
 
 from punctkit.feats.loader import AcousticData, AcousticUtterance
 from punctkit.files import PunctkitError
-from punctkit.train.dataset import Stream, Window
+from punctkit.data.streams import Stream, Window
 
 
 def wants_audio(conf: dict[str, Any], needs: tuple[str, ...] = ()) -> bool:

@@ -35,6 +35,8 @@ import torch
 
 from punctkit.data.datadir import read_data_dir
 from punctkit.data.labels import LabelSet, O, mark_of
+from punctkit.data.streams import (IGNORE, Extra, Stream, WindowDataset, bucket_batches, make_streams, shard,
+                                   train_windows)
 from punctkit.decode.decoder import decode_streams, pick_device
 from punctkit.files import PunctkitError, atomic_write
 from punctkit.models.base import PunctModel
@@ -43,8 +45,7 @@ from punctkit.progress import progress
 from punctkit.text.frontend import Frontend, load_frontend, train_frontend
 from punctkit.train import checkpoint as ckpt
 from punctkit.train.config import load_config, save_config
-from punctkit.train.dataset import (IGNORE, Extra, Stream, WindowDataset, bucket_batches, collate, make_streams,
-                                    shard, train_windows)
+from punctkit.train.dataset import collate
 from punctkit.train.losses import class_weights, make_loss
 from punctkit.train.rdrop import rdrop_loss
 from punctkit.train.schedules import Schedule, make_schedule
@@ -202,7 +203,19 @@ class Trainer:
         ckpt.set_rng_state(st["rng"])
         self.state = TrainState(**st["state"])
         self.log(f"resumed from {path} (epoch {epoch}, best dev F1 {self.state.best_score})")
+        self.extend()
         return True
+
+    def extend(self) -> None:
+        """Let a run that stopped early go on when the config now allows more (a larger
+        `max_minutes` or `patience`, or none): the way to give a finished run more time."""
+        st, t = self.state, self.tconf
+        more_time = t["max_minutes"] is None or st.elapsed < 60 * t["max_minutes"]
+        more_patience = t["patience"] is None or st.bad_epochs < t["patience"]
+        if (st.stopped == "max_minutes" and more_time) or (st.stopped == "patience" and more_patience):
+            self.log(f"continuing a run stopped by {st.stopped}: the limit is now "
+                     f"{t['max_minutes'] if st.stopped == 'max_minutes' else t['patience']}")
+            st.stopped = ""
 
     # --- loop
     def out_of_time(self, t0: float) -> bool:

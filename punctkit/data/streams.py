@@ -1,0 +1,221 @@
+"""Data directory -> streams of words -> windows -> padded batches (numpy; no torch here, so
+packed models can run without it: punctkit/onnx.py).
+
+Utterances of one speaker in `utt2spk` (in sorted id order) form one *stream*:
+IWSLT blocks of one talk are a stream, so windows cross block boundaries and a
+model never learns "end of input = PERIOD". A data dir whose utt2spk maps every
+utterance to itself gives one stream per utterance. Training windows get a new
+random offset every epoch; decoding windows come from punctkit/decode/windows.py.
+The batch keys are those of punctkit/models/base.py; train/dataset.py turns
+batches into tensors.
+
+Hook for other inputs (audio): `WindowDataset(..., extra=fn)` where
+`fn(stream, window) -> dict[str, array]` adds per-example arrays (e.g. `feats`
+(F, D), `feat_mask` (F,), `word_end_frame` (W,)); `pad_batch` pads each along its
+first dimension with `pad_values.get(key, 0)`.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from punctkit.data.datadir import DataDir
+from punctkit.data.labels import LabelSet
+from punctkit.files import PunctkitError
+
+IGNORE = -100  # label id of words that are not learnt or scored
+
+
+@dataclass
+class Stream:
+    """Consecutive utterances of one speaker/document, as one word sequence."""
+
+    key: str
+    uttids: list[str]
+    starts: list[int]          # index of each utterance's first word in `words`
+    words: list[str]
+    labels: list[int]          # label ids; IGNORE where unlabelled
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def utt_spans(self) -> list[tuple[str, int, int]]:
+        """(uttid, first word, end word) of every utterance."""
+        ends = self.starts[1:] + [len(self.words)]
+        return list(zip(self.uttids, self.starts, ends))
+
+
+@dataclass(frozen=True)
+class Window:
+    """Words [start, end) of stream number `stream`."""
+
+    stream: int
+    start: int
+    end: int
+
+
+def make_streams(dd: DataDir, inventory: LabelSet | None = None) -> list[Stream]:
+    """Group a data dir's utterances (sorted by id) into streams by `utt2spk`.
+
+    Labels are mapped with `inventory` (default: the data dir's own); a data dir
+    without labels gives IGNORE everywhere.
+    """
+    inv = inventory or dd.inventory
+    streams: dict[str, Stream] = {}
+    for u in sorted(dd.utterances, key=lambda u: u.uttid):
+        if not u.words:
+            continue
+        spk = dd.utt2spk.get(u.uttid, u.uttid)
+        s = streams.setdefault(spk, Stream(spk, [], [], [], []))
+        s.uttids.append(u.uttid)
+        s.starts.append(len(s.words))
+        s.words.extend(u.words)
+        if u.labels:
+            try:
+                s.labels.extend(inv.index(lab) for lab in u.labels)
+            except KeyError as e:
+                raise PunctkitError(f"{dd.path / 'labels'} (utterance {u.uttid}): label {e} is not in "
+                                    f"the model's inventory {inv.name}") from None
+        else:
+            s.labels.extend([IGNORE] * len(u.words))
+    if not streams:
+        raise PunctkitError(f"{dd.path}: no words")
+    return list(streams.values())
+
+
+def train_windows(streams: list[Stream], window: int, seed: int, epoch: int) -> list[Window]:
+    """Cut every stream into windows of about `window` words from a random offset (new each epoch).
+
+    Pieces shorter than window/2 at either end are merged into their neighbour,
+    so lengths lie in [window/2, 3*window/2) except for streams shorter than that.
+    """
+    rng = random.Random(seed * 100003 + epoch)
+    out = []
+    for k, s in enumerate(streams):
+        n = len(s)
+        cuts = sorted({0, n, *range(rng.randrange(window) if n > window else n, n, window)})
+        spans = list(zip(cuts[:-1], cuts[1:]))
+        if len(spans) > 1 and spans[0][1] - spans[0][0] < window // 2:
+            spans[:2] = [(spans[0][0], spans[1][1])]
+        if len(spans) > 1 and spans[-1][1] - spans[-1][0] < window // 2:
+            spans[-2:] = [(spans[-2][0], spans[-1][1])]
+        out += [Window(k, a, b) for a, b in spans]
+    return out
+
+
+Extra = Callable[[Stream, Window], dict[str, Any]]
+
+
+class WindowDataset:
+    """Examples for a list of windows over `streams`, encoded by `frontend`.
+
+    An example is a dict: `tokens`, `word_pos`, `labels` (lists), `index` (its
+    position in `windows`), plus whatever `extra(stream, window)` returns.
+    """
+
+    def __init__(self, streams: list[Stream], frontend: Any, windows: list[Window] | None = None,
+                 extra: Extra | None = None, max_tokens: int | None = None):
+        self.streams = streams
+        self.frontend = frontend
+        self.extra = extra
+        self.max_tokens = max_tokens
+        self.windows: list[Window] = windows if windows is not None else [
+            Window(k, 0, len(s)) for k, s in enumerate(streams)]
+
+    def set_windows(self, windows: list[Window]) -> None:
+        """Replace the windows (a new epoch's random offsets)."""
+        self.windows = windows
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        w = self.windows[i]
+        s = self.streams[w.stream]
+        ids, word_pos = self.frontend.encode(s.words[w.start:w.end])
+        if self.max_tokens and len(ids) > self.max_tokens:
+            raise PunctkitError(f"window of {w.end - w.start} words of stream {s.key} has {len(ids)} tokens, "
+                                f"more than max_tokens={self.max_tokens}: use a smaller window")
+        ex: dict[str, Any] = {"tokens": ids, "word_pos": word_pos, "labels": s.labels[w.start:w.end], "index": i}
+        if self.extra is not None:
+            ex.update(self.extra(s, w))
+        return ex
+
+    def n_words(self, i: int) -> int:
+        """Length in words of example i (for bucketing)."""
+        w = self.windows[i]
+        return w.end - w.start
+
+
+def pad_batch(examples: list[dict[str, Any]], pad_id: int = 0,
+              pad_values: dict[str, float] | None = None) -> dict[str, np.ndarray]:
+    """Pad a list of examples into numpy arrays: `tokens, token_mask, word_pos, word_mask, labels,
+    index` (int64 / bool), and every extra key padded along its first dimension with
+    `pad_values.get(key, 0)`."""
+    pad_values = pad_values or {}
+    B = len(examples)
+    t_len = np.array([len(e["tokens"]) for e in examples], dtype=np.int64)
+    w_len = np.array([len(e["word_pos"]) for e in examples], dtype=np.int64)
+    T, W = int(t_len.max()), int(w_len.max())
+    tokens = np.full((B, T), pad_id, dtype=np.int64)
+    word_pos = np.zeros((B, W), dtype=np.int64)
+    labels = np.full((B, W), IGNORE, dtype=np.int64)
+    for b, e in enumerate(examples):
+        tokens[b, : t_len[b]] = e["tokens"]
+        word_pos[b, : w_len[b]] = e["word_pos"]
+        labels[b, : len(e["labels"])] = e["labels"]
+    batch = {
+        "tokens": tokens,
+        "token_mask": np.arange(T)[None, :] < t_len[:, None],
+        "word_pos": word_pos,
+        "word_mask": np.arange(W)[None, :] < w_len[:, None],
+        "labels": labels,
+        "index": np.array([e["index"] for e in examples], dtype=np.int64),
+    }
+    for key in examples[0]:
+        if key not in batch:
+            batch[key] = _pad_stack([np.asarray(e[key]) for e in examples], pad_values.get(key, 0))
+    return batch
+
+
+def _pad_stack(arrs: list[np.ndarray], pad: float) -> np.ndarray:
+    if arrs[0].ndim == 0:
+        return np.stack(arrs)
+    n = max(a.shape[0] for a in arrs)
+    out = np.full((len(arrs), n, *arrs[0].shape[1:]), pad, dtype=arrs[0].dtype)
+    for b, a in enumerate(arrs):
+        out[b, : a.shape[0]] = a
+    return out
+
+
+def bucket_batches(lengths: list[int], batch_size: int, shuffle: bool = True, seed: int = 1,
+                   bucket: int = 50) -> list[list[int]]:
+    """Batches of example indices of similar length.
+
+    Shuffled: random chunks of `bucket * batch_size` examples, each sorted by
+    length and cut into batches, then the batches shuffled. Not shuffled: sorted by length.
+    """
+    idx = list(range(len(lengths)))
+    rng = random.Random(seed)
+    if shuffle:
+        rng.shuffle(idx)
+    chunk = bucket * batch_size if shuffle else max(len(idx), 1)
+    batches = []
+    for c in range(0, len(idx), chunk):
+        part = sorted(idx[c: c + chunk], key=lambda i: lengths[i])
+        batches += [part[i: i + batch_size] for i in range(0, len(part), batch_size)]
+    if shuffle:
+        rng.shuffle(batches)
+    return batches
+
+
+def shard(batches: list[list[int]], rank: int = 0, world_size: int = 1) -> list[list[int]]:
+    """The one place where data is split between processes (DDP): every `world_size`-th batch."""
+    if world_size <= 1:
+        return batches
+    n = len(batches) - len(batches) % world_size  # equal batch counts keep DDP processes in step
+    return batches[rank:n:world_size]

@@ -1,0 +1,167 @@
+"""ONNX graphs of tagger models (`punctkit pack --onnx`) and their inference with onnxruntime.
+
+A packed model may carry `model.onnx` beside its torch weights: the tagger's
+forward pass from the batch keys `tokens, token_mask, word_pos, word_mask`
+(punctkit/models/base.py) to per-word logits, batch and lengths dynamic.
+`OnnxTagger` runs it without importing torch, which is most of the start-up
+time of `punctkit punctuate` on a short input. Export tries torch's export-based
+exporter first; models it cannot trace (DRNN-LWMA's packed sequences) go through
+the TorchScript exporter, which turns each pack/unpack pair into a GRU node with
+`sequence_lens`, so padded batches stay exact. Every graph is checked against
+torch on a batch of another shape before it is kept.
+
+Needs `pip install 'punctkit[onnx]'` (onnxruntime; onnx and onnxscript for the export).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from punctkit.data.streams import WindowDataset, bucket_batches, pad_batch
+from punctkit.decode.windows import Hyps
+from punctkit.files import PunctkitError
+
+if TYPE_CHECKING:
+    from punctkit.models.base import PunctModel
+
+INPUTS = ("tokens", "token_mask", "word_pos", "word_mask")
+OPSET = 17
+TOLERANCE = 1e-3  # largest |logit difference| accepted between torch and the exported graph
+
+
+def onnxruntime_module() -> Any:
+    """The onnxruntime module, or a one-line error naming the extra to install."""
+    try:
+        import onnxruntime
+    except ImportError:
+        raise PunctkitError("ONNX inference needs onnxruntime: pip install 'punctkit[onnx]'") from None
+    return onnxruntime
+
+
+def can_export(model: "PunctModel") -> str | None:
+    """None when `model` can be exported, else why not."""
+    if model.seq2seq:
+        return f"{type(model).__name__} is an encoder-decoder (beam search runs in torch)"
+    extra = set(model.needs) - set(INPUTS) - {"labels"}
+    if extra:
+        return f"{type(model).__name__} needs {', '.join(sorted(extra))} (ONNX graphs take words only)"
+    return None
+
+
+def _sample_batch(vocab_size: int, pad_id: int, lengths: tuple[int, ...], seed: int) -> dict[str, np.ndarray]:
+    """Windows of random tokens with these lengths (shorter ones padded)."""
+    rng = np.random.default_rng(seed)
+    examples = []
+    for i, n in enumerate(lengths):
+        ids = rng.integers(0, vocab_size, size=n)
+        ids[ids == pad_id] = (pad_id + 1) % vocab_size
+        examples.append({"tokens": ids.tolist(), "word_pos": list(range(n)), "labels": [0] * n, "index": i})
+    return pad_batch(examples, pad_id)
+
+
+def _export(net: Any, args: tuple, dynamo: bool) -> bytes:
+    """The graph of `net` from torch's export-based exporter (`dynamo`) or its TorchScript one."""
+    import torch
+
+    names = {"input_names": list(INPUTS), "output_names": ["logits"]}
+    if dynamo:
+        dims = {"batch": torch.export.Dim("batch"), "tokens": torch.export.Dim("tokens"),
+                "words": torch.export.Dim("words")}
+        shapes = {k: {0: dims["batch"], 1: dims["tokens" if k.startswith("token") else "words"]} for k in INPUTS}
+        with contextlib.redirect_stdout(io.StringIO()):  # the exporter's progress lines
+            prog = torch.onnx.export(net, args, dynamic_shapes=shapes, dynamo=True, verbose=False, **names)
+        return prog.model_proto.SerializeToString()
+    axes = {"tokens": {0: "batch", 1: "tokens"}, "token_mask": {0: "batch", 1: "tokens"},
+            "word_pos": {0: "batch", 1: "words"}, "word_mask": {0: "batch", 1: "words"},
+            "logits": {0: "batch", 1: "words"}}
+    buf = io.BytesIO()
+    torch.onnx.export(net, args, buf, dynamic_axes=axes, opset_version=OPSET, dynamo=False, **names)
+    return buf.getvalue()
+
+
+def export_onnx(model: "PunctModel", vocab_size: int, pad_id: int) -> bytes:
+    """The ONNX graph of a tagger (eval mode, CPU), checked against torch on a padded batch of
+    another shape than the export's example.
+
+    torch's export-based exporter is tried first; models it cannot trace (DRNN-LWMA's
+    packed sequences) go through the TorchScript exporter, which maps them to GRU nodes.
+    """
+    import torch
+
+    why = can_export(model)
+    if why:
+        raise PunctkitError(f"cannot export to ONNX: {why}")
+
+    class Forward(torch.nn.Module):
+        def __init__(self, m: torch.nn.Module) -> None:
+            super().__init__()
+            self.m = m
+
+        def forward(self, tokens: torch.Tensor, token_mask: torch.Tensor, word_pos: torch.Tensor,
+                    word_mask: torch.Tensor) -> torch.Tensor:
+            return self.m({"tokens": tokens, "token_mask": token_mask, "word_pos": word_pos,
+                           "word_mask": word_mask}).float()
+
+    net = Forward(model.cpu()).eval()  # a new module is in training mode: dropout would be on
+    sample = _sample_batch(vocab_size, pad_id, (24, 17), seed=0)
+    check = _sample_batch(vocab_size, pad_id, (9, 31, 31), seed=1)
+    args = tuple(torch.from_numpy(sample[k]) for k in INPUTS)
+    with torch.no_grad():
+        want = net(*(torch.from_numpy(check[k]) for k in INPUTS)).numpy()
+    errors = []
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # e.g. "torchvision is not installed"
+    for dynamo in (True, False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporters' deprecation and GRU batch-size notices
+            try:
+                graph = _export(net, args, dynamo)
+            except Exception as e:  # the exporters raise many types; the first line says what failed
+                errors.append(str(e).strip().splitlines()[0][:160])
+                continue
+        got = OnnxTagger(graph, threads=1).logits(check)
+        diff = float(np.abs(got - want)[check["word_mask"]].max())
+        if diff <= TOLERANCE:
+            return graph
+        errors.append(f"the graph differs from torch (max |logit difference| {diff:.2g} > {TOLERANCE})")
+    raise PunctkitError(f"ONNX export of {type(model).__name__} failed: {'; '.join(errors)}")
+
+
+class OnnxTagger:
+    """An exported tagger in an onnxruntime session (CPU)."""
+
+    def __init__(self, graph: bytes, threads: int = 0, source: str = "model.onnx") -> None:
+        ort = onnxruntime_module()
+        opts = ort.SessionOptions()
+        if threads:
+            opts.intra_op_num_threads = int(threads)
+        opts.inter_op_num_threads = 1
+        try:
+            self.session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
+        except Exception as e:  # onnxruntime's own error types (InvalidGraph, Fail, ...)
+            raise PunctkitError(f"{source}: does not load in onnxruntime ({str(e).strip().splitlines()[0][:160]})") \
+                from None
+        # inputs a model does not use (DRNN-LWMA's word_mask) are dropped from the graph
+        self.inputs = [i.name for i in self.session.get_inputs()]
+
+    def logits(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """(B, W, n_labels) logits of a padded batch (data/streams.py: pad_batch)."""
+        return self.session.run(None, {k: batch[k] for k in self.inputs})[0]
+
+    def predict(self, dataset: WindowDataset, batch_size: int = 64, pad_id: int = 0) -> list[Hyps]:
+        """Arg-max label ids and their summed log-probability for every window (1-best)."""
+        lengths = [dataset.n_words(i) for i in range(len(dataset))]
+        out: list[Hyps] = [[] for _ in range(len(dataset))]
+        for idx in bucket_batches(lengths, batch_size, shuffle=False):
+            batch = pad_batch([dataset[i] for i in idx], pad_id)
+            z = self.logits(batch).astype(np.float64)
+            logp = -np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1))  # log-softmax at the arg-max
+            ids = z.argmax(-1)
+            for b, i in enumerate(idx):
+                n = int(batch["word_mask"][b].sum())
+                out[i] = [(ids[b, :n].tolist(), float(logp[b, :n].sum()))]
+        return out

@@ -1,0 +1,120 @@
+"""`punctkit pack --onnx` and the onnxruntime backend of `punctkit punctuate` (no torch at run time)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import IWSLT
+from punctkit.data.formats import read
+from punctkit.data.prepare import prepare
+from punctkit.files import PunctkitError
+from punctkit.models.registry import build_model
+
+pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
+from punctkit.onnx import INPUTS, OnnxTagger, export_onnx  # noqa: E402
+
+PK = [sys.executable, "-m", "punctkit.cli"]
+TINY = {
+    "frontend": {"kind": "word", "min_count": 2},
+    "model": {"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 32, "dropout": 0.1},
+    "train": {"lr": 0.01, "batch_size": 16, "window": 40, "epochs": 4, "seed": 3, "n_average": 1,
+              "class_weights": "auto", "threads": 1},
+    "decode": {"window": 40, "step": 20, "batch_size": 32, "beam": 1},
+}
+
+
+def cli(*args, ok=True):
+    r = subprocess.run(PK + [str(a) for a in args], capture_output=True, text=True)
+    if ok:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory):
+    """A tiny DRNN-LWMA trained on 8000 words of dev2012, packed with --onnx, and test2011 words."""
+    if not (IWSLT / "test2011").is_file():
+        pytest.skip(f"IWSLT reference data not found at {IWSLT}")
+    from punctkit.train.trainer import train
+
+    d = tmp_path_factory.mktemp("onnx")
+    prepare([IWSLT / "dev2012"], d / "train", block_len=100, lines=(1, 8000))
+    prepare([IWSLT / "dev2012"], d / "valid", block_len=100, lines=(8001, 9000))
+    prepare([IWSLT / "test2011"], d / "test", block_len=100, lines=(1, 3000))
+    train(TINY, d / "train", d / "valid", d / "exp", quiet=True)
+    cli("pack", d / "exp", "-o", d / "m.pkt", "--onnx")
+    utts, _ = read(d / "test")
+    (d / "words.txt").write_text("".join(" ".join(u.words) + "\n" for u in utts))
+    return d
+
+
+def _batch(lengths: tuple[int, ...], vocab: int, seed: int) -> dict[str, np.ndarray]:
+    from punctkit.data.streams import pad_batch
+
+    rng = np.random.default_rng(seed)
+    return pad_batch([{"tokens": rng.integers(1, vocab, n).tolist(), "word_pos": list(range(n)),
+                       "labels": [0] * n, "index": i} for i, n in enumerate(lengths)])
+
+
+@pytest.mark.parametrize("conf", [
+    {"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 16},          # TorchScript exporter (GRUs)
+    {"type": "transformer_tagger", "n_layers": 2, "d_model": 16, "n_heads": 2, "d_ff": 32},  # export-based
+], ids=["drnn_lwma", "transformer_tagger"])
+def test_exported_graph_equals_torch_on_any_batch_shape(conf):
+    """Batch size and lengths are free in the graph, and padding changes no real word's logits."""
+    torch.manual_seed(0)
+    model = build_model(conf, vocab_size=50, n_labels=4, pad_id=0, embeddings=None).eval()
+    tagger = OnnxTagger(export_onnx(model, 50, 0), threads=1)
+    for lengths in [(1,), (7, 40, 3, 40, 12), (64, 64)]:
+        b = _batch(lengths, 50, seed=len(lengths))
+        with torch.no_grad():
+            want = model({k: torch.from_numpy(b[k]) for k in INPUTS}).numpy()
+        got = tagger.logits(b)
+        assert got.shape == want.shape
+        assert np.abs(got - want)[b["word_mask"]].max() < 1e-4
+
+
+def test_onnx_punctuate_equals_torch_and_scores(packed):
+    """The same labels from both backends on test2011 words; the model predicts marks, so this is not trivial."""
+    from punctkit.score import score_files
+
+    for backend in ("torch", "onnx"):
+        cli("punctuate", "-m", packed / "m.pkt", packed / "words.txt", "--format", "twocol", "--threads", 1,
+            "--backend", backend, "-o", packed / f"hyp.{backend}")
+    assert (packed / "hyp.onnx").read_text() == (packed / "hyp.torch").read_text()
+    assert score_files(packed / "test", packed / "hyp.onnx")["overall"]["f1"] > 0
+
+
+def test_onnx_backend_runs_without_torch(packed):
+    """`auto` picks onnx for a package that has it, and punctuating never imports torch."""
+    code = ("import sys\nfrom punctkit import Punctuator\n"
+            f"p = Punctuator.load({str(packed / 'm.pkt')!r}, threads=1)\n"
+            "out = p.punctuate('so i think we should go now what do you think')\n"
+            "print(p.backend, 'torch' in sys.modules)\nprint(out)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    first, text = r.stdout.splitlines()
+    assert first.split() == ["onnx", "False"]
+    assert "".join(c for c in text.lower() if c.isalpha()) == "soithinkweshouldgonowwhatdoyouthink"
+
+
+def test_onnx_errors_are_one_line(packed, tmp_path):
+    """No graph in the package, a corrupt graph, an encoder-decoder: each a one-line error."""
+    cli("pack", packed / "exp", "-o", tmp_path / "plain.pkt")
+    r = cli("punctuate", "-m", tmp_path / "plain.pkt", "--backend", "onnx", packed / "words.txt", ok=False)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "has no ONNX graph" in r.stderr
+    with zipfile.ZipFile(packed / "m.pkt") as src, zipfile.ZipFile(tmp_path / "bad.pkt", "w") as dst:
+        for n in src.namelist():
+            dst.writestr(n, src.read(n)[:100] if n == "model.onnx" else src.read(n))
+    r = cli("punctuate", "-m", tmp_path / "bad.pkt", "--backend", "onnx", packed / "words.txt", ok=False)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "(model.onnx): does not load" in r.stderr
+    seq2seq = build_model({"type": "transformer_seq2seq", "n_layers": 1, "d_model": 16, "n_heads": 2, "d_ff": 32},
+                          vocab_size=50, n_labels=4, pad_id=0, embeddings=None)
+    with pytest.raises(PunctkitError, match="encoder-decoder"):
+        export_onnx(seq2seq, 50, 0)
