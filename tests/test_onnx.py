@@ -4,22 +4,19 @@ from __future__ import annotations
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import IWSLT
+from punct_util import cli, train_tiny
 from punctkit.data.formats import read
-from punctkit.data.prepare import prepare
 from punctkit.files import PunctkitError
 from punctkit.models.registry import build_model
 
 pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
 from punctkit.onnx import INPUTS, OnnxTagger, export_onnx  # noqa: E402
 
-PK = [sys.executable, "-m", "punctkit.cli"]
 TINY = {
     "frontend": {"kind": "word", "min_count": 2},
     "model": {"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 32, "dropout": 0.1},
@@ -29,26 +26,11 @@ TINY = {
 }
 
 
-def cli(*args, ok=True):
-    r = subprocess.run(PK + [str(a) for a in args], capture_output=True, text=True)
-    if ok:
-        assert r.returncode == 0, r.stderr
-    return r
-
-
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory):
     """A tiny DRNN-LWMA trained on 8000 words of dev2012, packed with --onnx, and test2011 words."""
-    if not (IWSLT / "test2011").is_file():
-        pytest.skip(f"IWSLT reference data not found at {IWSLT}")
-    from punctkit.train.trainer import train
-
     d = tmp_path_factory.mktemp("onnx")
-    prepare([IWSLT / "dev2012"], d / "train", block_len=100, lines=(1, 8000))
-    prepare([IWSLT / "dev2012"], d / "valid", block_len=100, lines=(8001, 9000))
-    prepare([IWSLT / "test2011"], d / "test", block_len=100, lines=(1, 3000))
-    train(TINY, d / "train", d / "valid", d / "exp", quiet=True)
-    cli("pack", d / "exp", "-o", d / "m.pkt", "--onnx")
+    cli("pack", train_tiny(d, TINY), "-o", d / "m.pkt", "--onnx")
     utts, _ = read(d / "test")
     (d / "words.txt").write_text("".join(" ".join(u.words) + "\n" for u in utts))
     return d

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tracemalloc
 import zipfile
 from pathlib import Path
@@ -12,12 +10,12 @@ import pytest
 import yaml
 
 from conftest import IWSLT
+from punct_util import cli, train_tiny
 from punctkit.data.formats import read
 from punctkit.data.prepare import prepare
 from punctkit.data.tokenize import detokenize
 from punctkit.files import PunctkitError
 
-PK = [sys.executable, "-m", "punctkit.cli"]
 TINY = {
     "frontend": {"kind": "word", "min_count": 2},
     "model": {"type": "transformer_tagger", "n_layers": 1, "d_model": 32, "n_heads": 2, "d_ff": 64, "dropout": 0.1},
@@ -27,26 +25,11 @@ TINY = {
 }
 
 
-def cli(*args, ok=True):
-    r = subprocess.run(PK + [str(a) for a in args], capture_output=True, text=True)
-    if ok:
-        assert r.returncode == 0, r.stderr
-    return r
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """A model dir trained on 8000 words of dev2012, a test2011 slice as a data dir, and the packed model."""
-    if not (IWSLT / "test2011").is_file():
-        pytest.skip(f"IWSLT reference data not found at {IWSLT}")
-    from punctkit.train.trainer import train
-
     d = tmp_path_factory.mktemp("punct")
-    prepare([IWSLT / "dev2012"], d / "train", block_len=100, lines=(1, 8000))
-    prepare([IWSLT / "dev2012"], d / "valid", block_len=100, lines=(8001, 9000))
-    prepare([IWSLT / "test2011"], d / "test", block_len=100, lines=(1, 3000))
-    train(TINY, d / "train", d / "valid", d / "exp", quiet=True)
-    cli("pack", d / "exp", "-o", d / "tiny.pkt")
+    cli("pack", train_tiny(d, TINY), "-o", d / "tiny.pkt")
     return d
 
 

@@ -1,0 +1,36 @@
+"""Helpers shared by the packed-model tests: the `punctkit` command, a tiny model trained on IWSLT slices."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import IWSLT
+from punctkit.data.prepare import prepare
+
+PK = [sys.executable, "-m", "punctkit.cli"]
+
+
+def cli(*args: Any, ok: bool = True) -> subprocess.CompletedProcess:
+    """Run `punctkit ARGS...`; with ok, assert it succeeded."""
+    r = subprocess.run(PK + [str(a) for a in args], capture_output=True, text=True)
+    if ok:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def train_tiny(d: Path, conf: dict[str, Any], train_lines: int = 8000) -> Path:
+    """Train `conf` on the first `train_lines` words of dev2012 (the next 1000 for dev) into d/exp;
+    also writes d/test (3000 words of test2011). Skips when the IWSLT copy is missing."""
+    if not (IWSLT / "test2011").is_file():
+        pytest.skip(f"IWSLT reference data not found at {IWSLT}")
+    from punctkit.train.trainer import train
+
+    prepare([IWSLT / "dev2012"], d / "train", block_len=100, lines=(1, train_lines))
+    prepare([IWSLT / "dev2012"], d / "valid", block_len=100, lines=(train_lines + 1, train_lines + 1000))
+    prepare([IWSLT / "test2011"], d / "test", block_len=100, lines=(1, 3000))
+    train(conf, d / "train", d / "valid", d / "exp", quiet=True)
+    return d / "exp"
