@@ -10,8 +10,9 @@
 #   4 train                       (through $train_cmd or $cuda_cmd)
 #   5 decode each test set        (through $decode_cmd, --nj jobs)
 #   6 score                       (exp/<tag>/decode_<set>/score.{txt,json})
+#   7 pack                        (exp/<tag>/model.pkt, for punctkit punctuate; text-only models)
 set -euo pipefail
-# shellcheck disable=SC2086  # $train_args / $decode_args are option lists, split on purpose
+# shellcheck disable=SC2086  # $train_args / $decode_args / $pack_args are option lists, split on purpose
 
 log() { echo "$(date '+%Y-%m-%dT%H:%M:%S') ($(basename "$0"):${BASH_LINENO[0]}) $*"; }
 
@@ -24,6 +25,7 @@ help_message="Usage: $0 [options]
   --decode-config FILE         decoding config (conf/decode.yaml)
   --train-args \"...\"          extra options for punctkit train (e.g. \"--set train.max_minutes=30\")
   --decode-args \"...\"         extra options for punctkit decode (e.g. \"--beam 1\")
+  --pack-args \"...\"           extra options for punctkit pack (e.g. \"--onnx\")
   --tag NAME                   experiment name (default: the train config's name)
   --local-data-opts \"...\"      options passed to local/data.sh
   --use-audio true|false       extract fbank+pitch (stage 2)
@@ -41,6 +43,7 @@ train_config=
 decode_config=conf/decode.yaml
 train_args=
 decode_args=
+pack_args=
 tag=
 local_data_opts=
 use_audio=false
@@ -125,6 +128,19 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
     log "stage 6: score $x -> $exp/decode_$x/score.txt"
     punctkit score "$data/$x" "$exp/decode_$x/hyp" --out "$exp/decode_$x"
   done
+fi
+
+if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then
+  if [ "$use_audio" = true ]; then
+    log "stage 7: skipped (punctkit punctuate takes words only; audio models are used through decode)"
+  else
+    cards=()
+    for x in $test_sets; do
+      [ ! -f "$exp/decode_$x/score.json" ] || cards+=(--card-results "$exp/decode_$x/score.json")
+    done
+    log "stage 7: pack $exp -> $exp/model.pkt"
+    punctkit pack "$exp" -o "$exp/model.pkt" "${cards[@]}" $pack_args
+  fi
 fi
 
 log "done: stages $stage..$stop_stage"

@@ -1,7 +1,9 @@
 """The IWSLT recipe end to end on a few thousand words: every stage, as a user runs it."""
 import json
 import subprocess
+import sys
 import time
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,3 +44,11 @@ def test_tiny_run_all_stages_writes_scores(iwslt, tmp_path):
     assert "SER" in txt and "COMMA" in txt
     ref = (tmp_path / "data" / "test_ref" / "text").read_text()
     assert (exp / "decode_test_ref" / "hyp" / "text").read_text() == ref
+    # stage 7: the packed model carries the test figure on its card and punctuates on its own
+    with zipfile.ZipFile(exp / "model.pkt") as z:
+        card = json.loads(z.read("punctkit.json"))["card"]
+    assert card["results"]["decode_test_ref"]["f1"] == score["overall"]["f1"]
+    p = subprocess.run([sys.executable, "-m", "punctkit.cli", "punctuate", "-m", str(exp / "model.pkt"), "-"],
+                       input="so what do you think\n", capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.lower().replace(",", "").replace(".", "").replace("?", "").split() == "so what do you think".split()
