@@ -373,11 +373,13 @@ def pack(
     train_data: Optional[str] = typer.Option(None, help="training data named on the card (default: from train.log)"),
     onnx: bool = typer.Option(False, help="add the tagger as an ONNX graph: punctuate then runs it with "
                                           "onnxruntime, without torch (pip install 'punctkit[onnx]')"),
+    int8: bool = typer.Option(False, help="with --onnx: int8 weights in the ONNX graph (faster on CPU; "
+                                          "labels may differ slightly)"),
 ) -> None:
     """Pack a trained model (weights, frontend, config, labels, card) into one file."""
     from punctkit.punctuator import pack as do_pack
 
-    card = do_pack(exp_dir, out, checkpoint, card_results or [], train_data, onnx)["card"]
+    card = do_pack(exp_dir, out, checkpoint, card_results or [], train_data, onnx, int8)["card"]
     typer.echo(f"pack: {exp_dir} ({card['model']}, {card['inventory']}, {card['checkpoint']}) -> {out}", err=True)
 
 

@@ -131,6 +131,27 @@ def export_onnx(model: "PunctModel", vocab_size: int, pad_id: int) -> bytes:
     raise PunctkitError(f"ONNX export of {type(model).__name__} failed: {'; '.join(errors)}")
 
 
+def quantize_graph(graph: bytes) -> bytes:
+    """The graph with int8 weights (onnxruntime's dynamic quantization: MatMul and similar nodes
+    store int8 weights, activations are quantized per batch at run time)."""
+    import tempfile
+    from pathlib import Path
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory(prefix="punctkit-onnx-") as tmp:
+        src, dst = Path(tmp) / "model.onnx", Path(tmp) / "model.int8.onnx"
+        src.write_bytes(graph)
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)  # the quantizer's advice to pre-process the graph first
+        try:
+            quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+        finally:
+            root.setLevel(level)
+        return dst.read_bytes()
+
+
 class OnnxTagger:
     """An exported tagger in an onnxruntime session (CPU)."""
 

@@ -134,12 +134,15 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
 
 def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
          card_results: Iterable[str | Path] = (), train_data: str | None = None,
-         onnx: bool = False) -> dict[str, Any]:
+         onnx: bool = False, int8: bool = False) -> dict[str, Any]:
     """Write the model of a trained model dir into one file; returns its manifest.
 
-    `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch.
+    `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch;
+    `int8` stores that graph with int8 weights (faster on CPU; labels may differ slightly).
     The file is checked by loading it back before it replaces `out`.
     """
+    if int8 and not onnx:
+        raise PunctkitError("--int8 is the ONNX graph's weight type: add --onnx")
     import torch
 
     from punctkit.decode.decoder import find_checkpoint, load_model
@@ -159,9 +162,12 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
     }
     graph = None
     if onnx:
-        from punctkit.onnx import export_onnx
+        from punctkit.onnx import export_onnx, quantize_graph
 
         graph = export_onnx(model, frontend.vocab_size, frontend.pad_id)
+        if int8:
+            graph = quantize_graph(graph)
+        manifest["card"]["onnx"] = "int8" if int8 else "float32"
     weights = io.BytesIO()
     torch.save(model.state_dict(), weights)
     with atomic_write(out, "wb") as f:

@@ -1,6 +1,7 @@
 """`punctkit pack --onnx` and the onnxruntime backend of `punctkit punctuate` (no torch at run time)."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
@@ -100,3 +101,25 @@ def test_onnx_errors_are_one_line(packed, tmp_path):
                           vocab_size=50, n_labels=4, pad_id=0, embeddings=None)
     with pytest.raises(PunctkitError, match="encoder-decoder"):
         export_onnx(seq2seq, 50, 0)
+
+
+def test_int8_graph_is_quantized_and_labels_like_float(packed, tmp_path):
+    """`pack --onnx --int8`: integer MatMuls in the graph, the card says so, and (almost) the float labels."""
+    import onnx
+
+    cli("pack", packed / "exp", "-o", tmp_path / "q.pkt", "--onnx", "--int8")
+    with zipfile.ZipFile(tmp_path / "q.pkt") as z:
+        graph = onnx.load_from_string(z.read("model.onnx"))
+        card = json.loads(z.read("punctkit.json"))["card"]
+    assert card["onnx"] == "int8"
+    assert any(n.op_type in ("MatMulInteger", "DynamicQuantizeMatMul") for n in graph.graph.node)
+    cli("punctuate", "-m", tmp_path / "q.pkt", packed / "words.txt", "--format", "twocol", "--threads", 1,
+        "-o", tmp_path / "hyp.int8")
+    cli("punctuate", "-m", packed / "m.pkt", packed / "words.txt", "--format", "twocol", "--threads", 1,
+        "-o", tmp_path / "hyp.float")
+    q8 = [u.labels for u in read(tmp_path / "hyp.int8")[0]]
+    fp = [u.labels for u in read(tmp_path / "hyp.float")[0]]
+    same = sum(a == b for x, y in zip(q8, fp) for a, b in zip(x, y))
+    assert same >= 0.95 * sum(len(x) for x in fp)
+    r = cli("pack", packed / "exp", "-o", tmp_path / "bad.pkt", "--int8", ok=False)
+    assert r.returncode == 1 and "add --onnx" in r.stderr and not (tmp_path / "bad.pkt").exists()
