@@ -55,8 +55,16 @@ def iter_lines(path: str | os.PathLike, lines: tuple[int, int] | None = None) ->
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
-    """Open a temporary file beside `path`; rename it onto `path` only if the block succeeds."""
+    """Open a temporary file beside `path`; rename it onto `path` only if the block succeeds.
+
+    A `path` that exists and is not a regular file (/dev/null, /dev/stdout, a FIFO) is
+    written directly: renaming onto it would replace the device with a file.
+    """
     p = Path(path)
+    if p.exists() and not p.is_file() and not p.is_dir():
+        with open(p, mode, encoding=None if "b" in mode else encoding) as f:
+            yield f
+        return
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     os.close(fd)

@@ -32,6 +32,27 @@ def test_prepare_stats_convert(tmp_path):
     assert (tmp_path / "p2.txt").read_text() == "Hello there ,COMMA friend .PERIOD How are you ?QUESTIONMARK\n"
 
 
+def test_output_to_a_fifo_or_device_is_written_not_replaced(tmp_path):
+    """`-o /dev/null` or a named pipe: outputs are written into it, never renamed onto it."""
+    import os
+    import stat
+    import threading
+
+    src = tmp_path / "talk.txt"
+    src.write_text("Hello there, friend. How are you?\n")
+    run("prepare", src, "-o", tmp_path / "d")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    run("convert", tmp_path / "d", fifo, "--to", "punctuator2")
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert got == ["Hello there ,COMMA friend .PERIOD How are you ?QUESTIONMARK\n"]
+    assert [q.name for q in tmp_path.iterdir() if q.name.startswith(".")] == []  # no temporary left
+
+
 def test_errors_are_one_line(tmp_path):
     r = run("prepare", tmp_path / "missing.txt", "-o", tmp_path / "d", ok=False)
     assert r.returncode == 1
