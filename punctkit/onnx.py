@@ -17,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import tempfile
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -134,9 +136,6 @@ def export_onnx(model: "PunctModel", vocab_size: int, pad_id: int) -> bytes:
 def quantize_graph(graph: bytes) -> bytes:
     """The graph with int8 weights (onnxruntime's dynamic quantization: MatMul and similar nodes
     store int8 weights, activations are quantized per batch at run time)."""
-    import tempfile
-    from pathlib import Path
-
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with tempfile.TemporaryDirectory(prefix="punctkit-onnx-") as tmp:
