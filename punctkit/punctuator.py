@@ -146,12 +146,10 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
     import torch
 
     from punctkit.decode.decoder import find_checkpoint, load_model
-    from punctkit.train.config import read_model_config
 
     exp = Path(exp_dir)
-    conf = read_model_config(exp)
-    ckpt = find_checkpoint(exp, checkpoint)
-    model, frontend, _, _ = load_model(exp, checkpoint)
+    model, frontend, _, conf = load_model(exp, checkpoint)
+    ckpt = find_checkpoint(exp, checkpoint)  # its name goes on the card
     fe_dir = exp / "frontend"
     require_file(fe_dir / "frontend.yaml", "frontend description")
     conf = dict(conf, model=_offline_model_conf(conf["model"], fe_dir))
