@@ -477,7 +477,11 @@ def _ddp_process(local_rank: int, world: int, kw: dict[str, Any], rank: int | No
         torch.cuda.set_device(device)
     torch.distributed.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=world)
     try:
-        return _train_process(**kw, rank=rank, world_size=world, device=device)
+        state = _train_process(**kw, rank=rank, world_size=world, device=device)
+        # leave together: rank 0 still writes model.avg.pt, and a gloo rank that tears its
+        # group down while a peer is busy with it can abort (seen on CI as SIGABRT in rank 1)
+        torch.distributed.barrier()
+        return state
     finally:
         torch.distributed.destroy_process_group()
 
