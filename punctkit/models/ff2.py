@@ -36,16 +36,20 @@ from punctkit.text.plm import check_vocab, load_pretrained, resolve_plm_dir, tra
 PlmSpec = str | dict[str, Any]
 
 
-def build_plm(plm: PlmSpec, vocab_size: int | None = None) -> nn.Module:
+def build_plm(plm: PlmSpec, vocab_size: int | None = None, attention_dropout: float | None = None) -> nn.Module:
     """The pre-trained encoder named by `plm` (see the module docstring), loaded offline.
 
     `vocab_size` (the frontend's tokenizer size) must match the encoder's
     embedding table, else a one-line error names the directory.
+    `attention_dropout` replaces the encoder's attention-probability dropout
+    (None keeps its own): on CPU, drawing that (B, heads, T, T) mask costs
+    about as much as the rest of the training step.
     """
     tf = transformers_module("model 'ff2'/'plm_tagger'")
     spec = {"path": plm} if isinstance(plm, (str, os.PathLike)) else dict(plm or {})
+    over = {} if attention_dropout is None else {"attention_probs_dropout_prob": float(attention_dropout)}
     if "config" in spec:
-        conf = dict(spec["config"])
+        conf = {**spec["config"], **over}
         try:
             hf_conf = tf.AutoConfig.for_model(conf.pop("model_type", "bert"), **conf)
         except (ValueError, TypeError) as e:
@@ -53,7 +57,10 @@ def build_plm(plm: PlmSpec, vocab_size: int | None = None) -> nn.Module:
         where, encoder = "plm config", tf.AutoModel.from_config(hf_conf)
     else:
         d = resolve_plm_dir(spec.get("path", "auto"))
-        where, encoder = str(d), load_pretrained(d)
+        where, encoder = str(d), load_pretrained(d, **over)
+    if over and getattr(encoder.config, "attention_probs_dropout_prob", None) != over["attention_probs_dropout_prob"]:
+        raise PunctkitError(f"{where}: plm_attention_dropout is set, but this {encoder.config.model_type} "
+                            f"encoder has no attention_probs_dropout_prob")
     if vocab_size is not None:
         check_vocab(vocab_size, encoder.config.vocab_size, where)
     if getattr(encoder, "pooler", None) is not None:
@@ -84,6 +91,8 @@ class FF2(PunctModel):
         tnp_layers, tnp_dim, tnp_heads, tnp_ff: TNP size (paper: 6 layers, small).
         fusion_heads, fusion_ff: the one fusion layer (paper: 8 heads, 3072 hidden).
         dropout: TNP, fusion and classifier dropout (paper 0.2); the encoder keeps its own.
+        attention_dropout: dropout on TNP's and the fusion layer's attention probabilities
+            (None: `dropout`); plm_attention_dropout: the encoder's (None: its own config's).
         max_len: longest input in pieces (TNP's learned positions).
         new_lr_scale: learning-rate multiplier of TNP/fusion/classifier over the encoder's.
     """
@@ -103,11 +112,14 @@ class FF2(PunctModel):
         fusion_heads: int = 8,
         fusion_ff: int = 1024,
         dropout: float = 0.2,
+        attention_dropout: float | None = None,
+        plm_attention_dropout: float | None = None,
         max_len: int = 512,
         new_lr_scale: float = 1.0,
     ) -> None:
         super().__init__()
-        self.plm = build_plm(plm, vocab_size)
+        self.plm = build_plm(plm, vocab_size, plm_attention_dropout)
+        attn_drop = dropout if attention_dropout is None else attention_dropout
         d_plm = self.plm.config.hidden_size
         self.new_lr_scale = new_lr_scale
         self.use_tnp = tnp
@@ -119,11 +131,13 @@ class FF2(PunctModel):
             self.tnp_pos = nn.Embedding(max_len, tnp_dim)
             nn.init.normal_(self.tnp_embed.weight, std=tnp_dim ** -0.5)
             nn.init.normal_(self.tnp_pos.weight, std=0.02)
-            self.tnp = InteractionEncoder(tnp_layers, tnp_dim, tnp_heads, tnp_ff, dropout, interaction)
+            self.tnp = InteractionEncoder(tnp_layers, tnp_dim, tnp_heads, tnp_ff, dropout, interaction,
+                                          attn_drop)
             d_fused += tnp_dim
         if d_fused % fusion_heads:
             raise PunctkitError(f"ff2: fused size {d_fused} is not divisible by fusion_heads {fusion_heads}")
-        self.fusion = InteractionEncoder(1, d_fused, fusion_heads, fusion_ff, dropout, interaction=False)
+        self.fusion = InteractionEncoder(1, d_fused, fusion_heads, fusion_ff, dropout, interaction=False,
+                                         attention_dropout=attn_drop)
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(d_fused, n_labels)
         self.max_len = max_len
@@ -152,9 +166,9 @@ class PlmTagger(PunctModel):
     """Plain fine-tuning: the pre-trained encoder + dropout + a linear classifier per word."""
 
     def __init__(self, vocab_size: int, n_labels: int, plm: PlmSpec = "auto", dropout: float = 0.1,
-                 new_lr_scale: float = 1.0) -> None:
+                 plm_attention_dropout: float | None = None, new_lr_scale: float = 1.0) -> None:
         super().__init__()
-        self.plm = build_plm(plm, vocab_size)
+        self.plm = build_plm(plm, vocab_size, plm_attention_dropout)
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(self.plm.config.hidden_size, n_labels)
         self.new_lr_scale = new_lr_scale

@@ -80,9 +80,10 @@ class InteractionEncoderLayer(nn.Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 interaction: bool = True) -> None:
+                 interaction: bool = True, attention_dropout: float | None = None) -> None:
         super().__init__()
-        self.attn = InteractionAttention(d_model, n_heads, dropout, interaction)
+        self.attn = InteractionAttention(d_model, n_heads, dropout if attention_dropout is None else attention_dropout,
+                                         interaction)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
         self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Dropout(dropout),
@@ -99,10 +100,10 @@ class InteractionEncoder(nn.Module):
     """N `InteractionEncoderLayer`s and the final LayerNorm of a pre-norm stack."""
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,
-                 dropout: float = 0.1, interaction: bool = True) -> None:
+                 dropout: float = 0.1, interaction: bool = True, attention_dropout: float | None = None) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(
-            InteractionEncoderLayer(d_model, n_heads, d_ff, dropout, interaction) for _ in range(n_layers))
+        self.layers = nn.ModuleList(InteractionEncoderLayer(d_model, n_heads, d_ff, dropout, interaction,
+                                                            attention_dropout) for _ in range(n_layers))
         self.norm = nn.LayerNorm(d_model)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -94,11 +94,12 @@ def transformers_module(what: str) -> Any:
     return transformers
 
 
-def load_pretrained(d: str | os.PathLike, what: str = "the PLM") -> Any:
-    """The pre-trained encoder (transformers AutoModel) in directory `d`, loaded offline."""
+def load_pretrained(d: str | os.PathLike, what: str = "the PLM", **config: Any) -> Any:
+    """The pre-trained encoder (transformers AutoModel) in directory `d`, loaded offline;
+    `config` overrides entries of its config.json (e.g. attention_probs_dropout_prob)."""
     auto_model = transformers_module(what).AutoModel
     try:
-        return auto_model.from_pretrained(str(d), local_files_only=True)
+        return auto_model.from_pretrained(str(d), local_files_only=True, **config)
     except Exception as e:  # OSError (no weights), ValueError, safetensors errors ...
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise PunctkitError(f"{d}: cannot load the pre-trained weights ({first})") from None

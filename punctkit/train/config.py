@@ -47,6 +47,8 @@ DEFAULTS: dict[str, Any] = {
         "threads": 0,                  # torch CPU threads for training and decoding (0: torch's default;
                                        # 1 is much faster when other jobs share the cores)
         "rdrop": 0.0,                  # R-Drop weight alpha (0: off; >0: two dropout passes + symmetric KL)
+        "precision": "fp32",           # fp32 | bf16: forward passes of training and validation under
+                                       # bfloat16 autocast (weights, optimizer and saved models stay fp32)
     },
     "decode": {"window": 100, "step": 50, "batch_size": 32, "beam": 6},
     # use: true reads DATA/feats.scp (+ ctm word timing) into every batch; null: when the model needs feats
@@ -54,6 +56,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+PRECISIONS = ("fp32", "bf16")
 EMBEDDING_KEYS = ("word", "word_format", "speech", "speech_format", "combine", "freeze", "w2v_train", "plm_vectors")
 
 
@@ -105,6 +108,9 @@ def load_config(path: str | Path | dict[str, Any], overrides: Iterable[str] = ()
         raise PunctkitError(f"{path}: unknown embeddings option(s) {', '.join(bad)} (known: {', '.join(EMBEDDING_KEYS)})")
     if not conf["model"].get("type"):
         raise PunctkitError(f"{path}: the model section needs a 'type'")
+    if conf["train"]["precision"] not in PRECISIONS:
+        raise PunctkitError(f"{path}: train.precision '{conf['train']['precision']}' is not one of "
+                            f"{', '.join(PRECISIONS)}")
     return conf
 
 

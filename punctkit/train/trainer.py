@@ -175,6 +175,10 @@ class Trainer:
         self.state = TrainState()
         self.last_loss = math.nan
 
+    def autocast(self) -> torch.autocast:
+        """bfloat16 autocast for `train.precision: bf16` (a no-op context for fp32)."""
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.tconf["precision"] == "bf16")
+
     # --- checkpoints
     def save(self) -> None:
         """Write checkpoints/epoch_N.pt (rank 0 only) and history.json."""
@@ -242,10 +246,11 @@ class Trainer:
         for idx in bar:
             batch = {k: v.to(self.device) for k, v in
                      collate([self.train_set[i] for i in idx], self.train_set.frontend.pad_id).items()}
-            if t["rdrop"]:
-                loss = rdrop_loss(self.net, batch, self.loss_fn, t["rdrop"])[0]
-            else:
-                loss = self.loss_fn(self.net(batch), batch["labels"])
+            with self.autocast():
+                if t["rdrop"]:
+                    loss = rdrop_loss(self.net, batch, self.loss_fn, t["rdrop"])[0]
+                else:
+                    loss = self.loss_fn(self.net(batch), batch["labels"])
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if t["clip"]:
@@ -282,8 +287,9 @@ class Trainer:
         if not self.valid_streams:
             return None
         d = self.conf["decode"]
-        hyps = decode_streams(self.model, self.train_set.frontend, self.valid_streams, d["window"], d["step"],
-                              d["batch_size"], self.device, beam=1, extra=self.train_set.extra)
+        with self.autocast():
+            hyps = decode_streams(self.model, self.train_set.frontend, self.valid_streams, d["window"], d["step"],
+                                  d["batch_size"], self.device, beam=1, extra=self.train_set.extra)
         return overall_f1(self.valid_streams, [h[0][0] for h in hyps], self.inventory)
 
     def fit(self) -> TrainState:
