@@ -270,6 +270,35 @@ def test_ff2_ablations_and_plm_tagger(tmp_path):
         _build(fe, tnp_dim=36)
 
 
+def test_attention_dropout_options(tmp_path):
+    """`plm_attention_dropout` replaces the encoder's attention-probability dropout and
+    `attention_dropout` TNP's and the fusion layer's; hidden dropout is untouched."""
+    fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")))
+    batch = _toy_batch(fe, n=2)
+    quiet = {**tiny_bert(fe.vocab_size), "hidden_dropout_prob": 0.0}
+
+    def tagger(**kw):
+        torch.manual_seed(0)
+        return build_model({"type": "plm_tagger", "plm": {"config": quiet}, "dropout": 0.0, **kw},
+                           vocab_size=fe.vocab_size, n_labels=4).train()
+
+    m = tagger(plm_attention_dropout=0.0)
+    assert m.plm.config.attention_probs_dropout_prob == 0.0 and m.plm.config.hidden_dropout_prob == 0.0
+    assert torch.equal(m(batch), m(batch))  # train mode, but no dropout left anywhere
+    m = tagger(plm_attention_dropout=0.5)
+    assert not torch.equal(m(batch), m(batch))
+    assert tagger().plm.config.attention_probs_dropout_prob == 0.1  # the encoder's own value
+    ff2 = _build(fe, attention_dropout=0.0, dropout=0.3)
+    attns = [layer.attn for layer in [*ff2.tnp.layers, *ff2.fusion.layers]]
+    assert [a.dropout for a in attns] == [0.0] * len(attns) and ff2.drop.p == 0.3
+    assert {layer.attn.dropout for layer in _build(fe, dropout=0.3).tnp.layers} == {0.3}
+    distil = {"model_type": "distilbert", "vocab_size": fe.vocab_size, "dim": 32, "n_layers": 1, "n_heads": 4,
+              "hidden_dim": 64}
+    with pytest.raises(PunctkitError, match="plm config: plm_attention_dropout is set, but this distilbert"):
+        build_model({"type": "plm_tagger", "plm": {"config": distil}, "plm_attention_dropout": 0.0},
+                    vocab_size=fe.vocab_size, n_labels=4)
+
+
 def test_rdrop_kl_is_symmetric_masked_and_zero_without_dropout(tmp_path):
     a, b = torch.randn(2, 3, 4), torch.randn(2, 3, 4)
     keep = torch.tensor([[True, True, False], [True, False, False]])

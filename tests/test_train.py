@@ -186,6 +186,22 @@ def test_patience_and_max_minutes_stop_early(dirs, tmp_path):
     assert "continuing a run stopped by max_minutes" in (tmp_path / "m" / "train.log").read_text()
 
 
+def test_bf16_precision_trains_and_keeps_fp32_weights(dirs, tmp_path):
+    conf = copy.deepcopy(TINY)
+    conf["train"].update(epochs=2)
+    ref = train(copy.deepcopy(conf), *dirs, tmp_path / "fp32", quiet=True)
+    conf["train"]["precision"] = "bf16"
+    st = train(conf, *dirs, tmp_path / "bf16", quiet=True)
+    assert st.history[-1]["loss"] < st.history[0]["loss"] and st.history[-1]["valid_f1"] is not None
+    # autocast was on: the same seed gives other losses than in fp32, and the weights stay fp32
+    assert [h["loss"] for h in st.history] != [h["loss"] for h in ref.history]
+    weights = _params(tmp_path / "bf16", 2)
+    assert all(w.dtype == torch.float32 for w in weights.values() if w.is_floating_point())
+    assert load_config(tmp_path / "bf16" / "config.yaml")["train"]["precision"] == "bf16"
+    with pytest.raises(PunctkitError, match="train.precision 'fp16' is not one of fp32, bf16"):
+        load_config(conf, ["train.precision=fp16"])
+
+
 def test_w2v_embeddings_train_and_decode(dirs, tmp_path):
     from punctkit.decode.decoder import decode_dir
 

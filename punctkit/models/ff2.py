@@ -58,7 +58,7 @@ def build_plm(plm: PlmSpec, vocab_size: int | None = None, attention_dropout: fl
     else:
         d = resolve_plm_dir(spec.get("path", "auto"))
         where, encoder = str(d), load_pretrained(d, **over)
-    if over and getattr(encoder.config, "attention_probs_dropout_prob", None) != over["attention_probs_dropout_prob"]:
+    if over and not hasattr(type(encoder.config)(), "attention_probs_dropout_prob"):  # kwargs become attributes
         raise PunctkitError(f"{where}: plm_attention_dropout is set, but this {encoder.config.model_type} "
                             f"encoder has no attention_probs_dropout_prob")
     if vocab_size is not None:
