@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from punct_util import cli, train_tiny
+from punct_util import cli, tiny_conf, train_tiny
 from punctkit.data.formats import read
 from punctkit.files import PunctkitError
 from punctkit.models.registry import build_model
@@ -18,13 +18,7 @@ from punctkit.models.registry import build_model
 pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
 from punctkit.onnx import INPUTS, OnnxTagger, export_onnx  # noqa: E402
 
-TINY = {
-    "frontend": {"kind": "word", "min_count": 2},
-    "model": {"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 32, "dropout": 0.1},
-    "train": {"lr": 0.01, "batch_size": 16, "window": 40, "epochs": 4, "seed": 3, "n_average": 1,
-              "class_weights": "auto", "threads": 1},
-    "decode": {"window": 40, "step": 20, "batch_size": 32, "beam": 1},
-}
+TINY = tiny_conf({"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 32, "dropout": 0.1}, epochs=4)
 
 
 @pytest.fixture(scope="module")

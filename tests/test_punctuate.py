@@ -10,19 +10,14 @@ import pytest
 import yaml
 
 from conftest import IWSLT
-from punct_util import cli, train_tiny
+from punct_util import cli, tiny_conf, train_tiny
 from punctkit.data.formats import read
 from punctkit.data.prepare import prepare
 from punctkit.data.tokenize import detokenize
 from punctkit.files import PunctkitError
 
-TINY = {
-    "frontend": {"kind": "word", "min_count": 2},
-    "model": {"type": "transformer_tagger", "n_layers": 1, "d_model": 32, "n_heads": 2, "d_ff": 64, "dropout": 0.1},
-    "train": {"lr": 0.01, "batch_size": 16, "window": 40, "epochs": 3, "seed": 3, "n_average": 1,
-              "class_weights": "auto", "threads": 1},
-    "decode": {"window": 40, "step": 20, "batch_size": 32, "beam": 1},
-}
+TINY = tiny_conf({"type": "transformer_tagger", "n_layers": 1, "d_model": 32, "n_heads": 2, "d_ff": 64,
+                  "dropout": 0.1}, epochs=3)
 
 
 @pytest.fixture(scope="module")
