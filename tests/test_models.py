@@ -1,13 +1,16 @@
 """The lexical models: registry, shapes, padding, layer-wise attention, embeddings, learning."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 import yaml
 
 from punctkit.files import PunctkitError
-from punctkit.models.registry import build_model
+from punctkit.models.registry import build_model, model_class
+from punctkit.train.config import load_config
 from punctkit.nn.embedding import InputEmbedding
 
 VOCAB, N_LABELS, PAD = 30, 4, 0
@@ -100,6 +103,17 @@ def test_unknown_model_or_option_is_a_one_line_error():
         build_model({"type": "drnn_lwma", "n_layer": 2}, vocab_size=VOCAB, n_labels=N_LABELS, pad_id=PAD)
     with pytest.raises(PunctkitError, match="unknown model type 'drnn'"):
         build_model({"type": "drnn"}, vocab_size=VOCAB, n_labels=N_LABELS, pad_id=PAD)
+
+
+RECIPE_CONFIGS = sorted(Path(__file__).resolve().parents[1].glob("recipes/*/conf/train_*.yaml"))
+
+
+@pytest.mark.parametrize("path", RECIPE_CONFIGS, ids=lambda p: f"{p.parts[-3]}/{p.name}")
+def test_every_recipe_config_names_known_options(path):
+    """Each training config of every recipe loads, and its model section names only options
+    its model takes (the paper-size configs are never trained in the suite)."""
+    conf = load_config(path)
+    assert model_class(conf["model"]).type_name == conf["model"]["type"]
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any, Callable
 
 from punctkit.files import PunctkitError
@@ -38,6 +39,22 @@ def _load_all() -> None:
                 raise
 
 
+def model_class(conf: dict[str, Any]) -> type[PunctModel]:
+    """The registered class of a `model:` section, after checking every option is one of its
+    constructor's (a one-line error otherwise); builds nothing."""
+    _load_all()
+    name = conf.get("type")
+    if name not in MODELS:
+        raise PunctkitError(f"unknown model type '{name}' (known: {', '.join(sorted(MODELS))})")
+    cls = MODELS[name]
+    params = inspect.signature(cls.__init__).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        unknown = [k for k in conf if k != "type" and k not in params]
+        if unknown:
+            raise PunctkitError(f"model '{name}' has no option(s) {', '.join(unknown)}")
+    return cls
+
+
 def build_model(conf: dict[str, Any], **env: Any) -> PunctModel:
     """Build `conf["type"]` with the rest of `conf` as keyword arguments.
 
@@ -45,19 +62,9 @@ def build_model(conf: dict[str, Any], **env: Any) -> PunctModel:
     `n_labels`, `pad_id`, `embeddings` (a pre-trained matrix or None), `feat_dim`.
     The model's constructor takes the subset of these it declares.
     """
-    _load_all()
-    conf = dict(conf)
-    name = conf.pop("type", None)
-    if name not in MODELS:
-        raise PunctkitError(f"unknown model type '{name}' (known: {', '.join(sorted(MODELS))})")
-    cls = MODELS[name]
-    import inspect
-
+    cls = model_class(conf)
     params = inspect.signature(cls.__init__).parameters
     accepts_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
-    unknown = [k for k in conf if k not in params and not accepts_any]
-    if unknown:
-        raise PunctkitError(f"model '{name}' has no option(s) {', '.join(unknown)}")
     kwargs = {k: v for k, v in env.items() if k in params or accepts_any}
-    kwargs.update(conf)
+    kwargs.update({k: v for k, v in conf.items() if k != "type"})
     return cls(**kwargs)
