@@ -119,7 +119,6 @@ class FF2(PunctModel):
     ) -> None:
         super().__init__()
         self.plm = build_plm(plm, vocab_size, plm_attention_dropout)
-        attn_drop = dropout if attention_dropout is None else attention_dropout
         d_plm = self.plm.config.hidden_size
         self.new_lr_scale = new_lr_scale
         self.use_tnp = tnp
@@ -132,12 +131,12 @@ class FF2(PunctModel):
             nn.init.normal_(self.tnp_embed.weight, std=tnp_dim ** -0.5)
             nn.init.normal_(self.tnp_pos.weight, std=0.02)
             self.tnp = InteractionEncoder(tnp_layers, tnp_dim, tnp_heads, tnp_ff, dropout, interaction,
-                                          attn_drop)
+                                          attention_dropout)
             d_fused += tnp_dim
         if d_fused % fusion_heads:
             raise PunctkitError(f"ff2: fused size {d_fused} is not divisible by fusion_heads {fusion_heads}")
         self.fusion = InteractionEncoder(1, d_fused, fusion_heads, fusion_ff, dropout, interaction=False,
-                                         attention_dropout=attn_drop)
+                                         attention_dropout=attention_dropout)
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(d_fused, n_labels)
         self.max_len = max_len
