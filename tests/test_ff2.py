@@ -413,7 +413,7 @@ def test_plm_word_vectors_are_mean_input_embeddings(tmp_path):
     from punctkit.text.embeddings import load_vectors, plm_word_vectors
 
     d = tiny_plm_dir(tmp_path / "plm")
-    n = plm_word_vectors(["cat", "unbelievable", "zebra", "cat", ""], tmp_path / "v.txt", path=str(d))
+    n = plm_word_vectors([["cat", "unbelievable"], ["zebra", "cat", ""]], tmp_path / "v.txt", path=str(d))
     assert n == 3
     kv = load_vectors(tmp_path / "v.txt")
     table = transformers.BertModel.from_pretrained(str(d)).get_input_embeddings().weight.detach().numpy()
@@ -423,10 +423,55 @@ def test_plm_word_vectors_are_mean_input_embeddings(tmp_path):
                                atol=1e-5)
     np.testing.assert_allclose(kv["zebra"], table[ids["[UNK]"]], atol=1e-5)
     with pytest.raises(PunctkitError, match="no words"):
-        plm_word_vectors([], tmp_path / "w.txt", path=str(d))
+        plm_word_vectors([[]], tmp_path / "w.txt", path=str(d))
     assert not (tmp_path / "w.txt").exists()
     with pytest.raises(PunctkitError, match=f"{tmp_path / 'nope'}"):
-        plm_word_vectors(["cat"], tmp_path / "w.txt", path=str(tmp_path / "nope"))
+        plm_word_vectors([["cat"]], tmp_path / "w.txt", path=str(tmp_path / "nope"))
+    with pytest.raises(PunctkitError, match="source must be one of input, context"):
+        plm_word_vectors([["cat"]], tmp_path / "w.txt", path=str(d), source="output")
+
+
+def test_plm_context_vectors_average_hidden_states_over_occurrences(tmp_path):
+    """`source: context`: a word's vector is its hidden state at the chosen layer (mean over its
+    pieces) averaged over all its occurrences, each window run through the PLM on its own."""
+    import numpy as np
+
+    from punctkit.text.embeddings import load_vectors, plm_word_vectors
+
+    d = tiny_plm_dir(tmp_path / "plm")
+    sents = [["the", "cat", "sat", "on", "the", "mat"], ["unbelievable", "restoration"], ["a", "dog", "sat"]]
+    bert = transformers.BertModel.from_pretrained(str(d)).eval()
+    ids = {w: i for i, w in enumerate(VOCAB)}
+    pieces = {"unbelievable": ["un", "##believ", "##able"], "restoration": ["re", "##stor", "##ation"]}
+
+    def hidden(words: list[str], layer: int) -> list[np.ndarray]:
+        """Each word's mean hidden state when `words` alone are run ([CLS] words [SEP])."""
+        spans, seq = [], [ids["[CLS]"]]
+        for w in words:
+            p = [ids[x] for x in pieces.get(w, [w])]
+            spans.append((len(seq), len(seq) + len(p)))
+            seq += p
+        with torch.no_grad():
+            h = bert(torch.tensor([seq + [ids["[SEP]"]]]), output_hidden_states=True).hidden_states[layer][0]
+        return [h[a:b].mean(0).numpy() for a, b in spans]
+
+    for layer, window in ((-1, 128), (1, 4)):
+        out = tmp_path / f"ctx{layer}.txt"
+        assert plm_word_vectors(sents, out, path=str(d), source="context", layer=layer, window=window,
+                                batch_size=2) == 9
+        kv = load_vectors(out)
+        runs = [s[i:i + window] for s in sents for i in range(0, len(s), window)]
+        occ: dict[str, list[np.ndarray]] = {}
+        for r in runs:
+            for w, v in zip(r, hidden(r, layer)):
+                occ.setdefault(w, []).append(v)
+        assert len(occ["sat"]) == 2 and len(occ["the"]) == 2
+        for w, vs in occ.items():
+            np.testing.assert_allclose(kv[w], np.mean(vs, axis=0), atol=1e-4, err_msg=w)
+    assert not np.allclose(load_vectors(tmp_path / "ctx-1.txt")["cat"], load_vectors(tmp_path / "ctx1.txt")["cat"])
+    with pytest.raises(PunctkitError, match="layer 3 out of range"):
+        plm_word_vectors(sents, tmp_path / "bad.txt", path=str(d), source="context", layer=3)
+    assert not (tmp_path / "bad.txt").exists()
 
 
 def test_stage3_plm_vectors_feed_a_word_model(tmp_path, iwslt):
@@ -451,3 +496,6 @@ def test_stage3_plm_vectors_feed_a_word_model(tmp_path, iwslt):
     env = load_config(tmp_path / "e" / "config.yaml")["resolved"]["env"]
     assert env["embeddings_shape"] == [len(vocab), 32]
     assert not (tmp_path / "e" / "plm_vectors.txt").exists()  # stage 3's file was used
+    conf["embeddings"] = {"plm_vectors": {"path": str(d), "dims": 3}}
+    with pytest.raises(PunctkitError, match=r"embeddings.plm_vectors: unknown option\(s\) dims \(known: path, source"):
+        prepare_inputs(conf, dirs[0], tmp_path / "inputs2", log=lambda m: None)

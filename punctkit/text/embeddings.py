@@ -113,26 +113,111 @@ def write_vectors(kv: Any, out: str | Path) -> None:
         kv.save_word2vec_format(f.name)
 
 
-def plm_word_vectors(words: Iterable[str], out: str | Path, path: str = "auto") -> int:
-    """Static word vectors from a pre-trained LM's input embeddings (the mean of each word's
-    word-pieces, the PLM's own tokenization), written as word2vec text; returns the word count.
+PLM_VECTOR_SOURCES = ("input", "context")
 
-    Where no GloVe or word2vec file can be had (offline machines), this gives a word model
-    pre-trained lexical vectors, as GloVe does for DRNN-LWMA-pre (Kim 2019)."""
+
+def plm_word_vectors(sentences: Iterable[list[str]], out: str | Path, path: str = "auto", source: str = "input",
+                     layer: int = -1, batch_size: int = 16, window: int = 128, show: bool = False) -> int:
+    """Static word vectors from a pre-trained LM for the words of `sentences`, written as
+    word2vec text; returns the word count.
+
+    `source: input`: the mean of the word's pieces' input embeddings. `source: context`: the
+    word's hidden state at `layer` (the mean over its pieces; 0 is the embedding layer, -1 the
+    last), averaged over every occurrence in `sentences` (run in windows of at most `window`
+    words): a static vector that carries what the PLM makes of the word in context
+    (Bommasani et al. 2020). Where no GloVe or word2vec file can be had (offline machines),
+    this gives a word model pre-trained lexical vectors, as GloVe does for DRNN-LWMA-pre (Kim 2019)."""
     from gensim.models import KeyedVectors
 
-    from punctkit.text.plm import input_embeddings, load_tokenizer, resolve_plm_dir
+    from punctkit.text.plm import resolve_plm_dir
 
+    if source not in PLM_VECTOR_SOURCES:
+        raise PunctkitError(f"plm_vectors source must be one of {', '.join(PLM_VECTOR_SOURCES)}, not '{source}'")
     d = resolve_plm_dir(path)
-    tok, table = load_tokenizer(d), input_embeddings(d)
-    vocab = sorted(set(w for w in words if w))
-    if not vocab:
+    sents = [[w for w in s if w] for s in sentences]
+    if not any(sents):
         raise PunctkitError(f"no words to make vectors for ({d})")
+    if source == "input":
+        vocab, vecs = _input_vectors(sents, d)
+    else:
+        vocab, vecs = _context_vectors(sents, d, layer, batch_size, window, show)
+    kv = KeyedVectors(vector_size=vecs.shape[1])
+    kv.add_vectors(vocab, vecs)
+    write_vectors(kv, out)
+    return len(vocab)
+
+
+def _input_vectors(sents: list[list[str]], d: Path) -> tuple[list[str], np.ndarray]:
+    """Each word's mean input embedding over its word-pieces ([UNK] when it has none)."""
+    from punctkit.text.plm import input_embeddings, load_tokenizer
+
+    tok, table = load_tokenizer(d), input_embeddings(d)
+    vocab = sorted({w for s in sents for w in s})
     vecs = np.zeros((len(vocab), table.shape[1]), dtype=np.float32)
     for i, w in enumerate(vocab):
         ids = tok(w, add_special_tokens=False)["input_ids"] or [tok.unk_token_id]
         vecs[i] = table[ids].mean(0)
-    kv = KeyedVectors(vector_size=table.shape[1])
-    kv.add_vectors(vocab, vecs)
-    write_vectors(kv, out)
-    return len(vocab)
+    return vocab, vecs
+
+
+def _context_vectors(sents: list[list[str]], d: Path, layer: int, batch_size: int, window: int,
+                     show: bool) -> tuple[list[str], np.ndarray]:
+    """Each word's layer-`layer` hidden state (mean over its pieces) averaged over its occurrences."""
+    import torch
+
+    from punctkit.progress import progress
+    from punctkit.text.plm import PlmFrontend, load_pretrained
+
+    fe = PlmFrontend.from_path(d)
+    model = load_pretrained(d, "PLM vectors").eval()
+    n_layers = int(model.config.num_hidden_layers)
+    if not -(n_layers + 1) <= layer <= n_layers:
+        raise PunctkitError(f"{d}: plm_vectors layer {layer} out of range (the model has {n_layers} layers; "
+                            f"0 is the embedding layer)")
+    vocab = sorted({w for s in sents for w in s})
+    index = {w: i for i, w in enumerate(vocab)}
+    wins = sorted(_piece_windows(sents, fe, window), key=lambda x: len(x[0]))
+    sums = torch.zeros(len(vocab), int(model.config.hidden_size), dtype=torch.float64)
+    counts = torch.zeros(len(vocab), dtype=torch.float64)
+    with torch.inference_mode(), progress(total=len(wins), show=show, desc="plm vectors", unit="win") as bar:
+        for b in range(0, len(wins), batch_size):
+            batch = wins[b:b + batch_size]
+            ids = torch.full((len(batch), len(batch[-1][0])), fe.pad_id, dtype=torch.long)
+            mask = torch.zeros_like(ids)
+            owner = torch.full(ids.shape, -1, dtype=torch.long)  # piece -> word occurrence in the batch
+            types: list[int] = []
+            for r, (win_ids, words) in enumerate(batch):
+                ids[r, :len(win_ids)] = torch.tensor(win_ids)
+                mask[r, :len(win_ids)] = 1
+                for w, start, end in words:
+                    owner[r, start:end] = len(types)
+                    types.append(index[w])
+            hidden = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[layer]
+            keep = owner >= 0
+            occ = torch.zeros(len(types), hidden.shape[-1], dtype=torch.float64)
+            occ.index_add_(0, owner[keep], hidden[keep].double())
+            occ /= torch.bincount(owner[keep], minlength=len(types)).unsqueeze(1)
+            t = torch.tensor(types)
+            sums.index_add_(0, t, occ)
+            counts.index_add_(0, t, torch.ones(len(types), dtype=torch.float64))
+            bar.update(len(batch))
+    return vocab, (sums / counts.unsqueeze(1)).float().numpy()
+
+
+def _piece_windows(sents: list[list[str]], fe: Any, window: int) -> Iterable[tuple[list[int], list[tuple[str, int, int]]]]:
+    """Each sentence cut into windows of at most `window` words that fit the PLM's `max_len`:
+    (ids with special tokens, [(word, first piece, end piece)])."""
+    room = fe.max_len - fe.n_special
+    for s in sents:
+        ids: list[int] = []
+        words: list[tuple[str, int, int]] = []
+        for w in s:
+            p = fe.word_ids(w)[:room]
+            if words and (len(words) >= window or len(ids) + len(p) > room):
+                yield list(fe.prefix) + ids + list(fe.suffix), words
+                ids, words = [], []
+            start = len(fe.prefix) + len(ids)
+            words.append((w, start, start + len(p)))
+            ids.extend(p)
+        if words:
+            yield list(fe.prefix) + ids + list(fe.suffix), words

@@ -19,7 +19,8 @@ DEFAULTS: dict[str, Any] = {
     "model": {},
     # word: PATH, word_format (word2vec|word2vec_binary|glove), speech: PATH (Speech2Vec), combine: sum|concat,
     # freeze: bool, w2v_train: {dim, window, epochs, min_count, seed, workers} (stage 3 trains word2vec),
-    # plm_vectors: {path: auto|DIR} (stage 3 derives static word vectors from a local pre-trained LM)
+    # plm_vectors: {path: auto|DIR, source: input|context, layer, batch_size, window} (stage 3 derives
+    # static word vectors from a local pre-trained LM: input embeddings, or hidden states averaged over the text)
     "embeddings": {},
     "train": {
         "optimizer": "adam",           # adam | adamw | adadelta

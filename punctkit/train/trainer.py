@@ -20,6 +20,7 @@ broadcasts the dev score so every rank takes the same schedule/stop decisions.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -376,14 +377,16 @@ def derived_vectors(econf: dict[str, Any], dd: Any, out: Path, log: Callable[[st
             return d / DERIVED_VECTORS[key]
     path = out / DERIVED_VECTORS[key]
     opts = dict(econf[key] or {})
-    if key == "w2v_train":
-        from punctkit.text.embeddings import train_word2vec
+    from punctkit.text.embeddings import plm_word_vectors, train_word2vec
 
-        n = train_word2vec(_sentences(dd), path, **opts)
-    else:
-        from punctkit.text.embeddings import plm_word_vectors
-
-        n = plm_word_vectors((w for s in _sentences(dd) for w in s), path, **opts)
+    make = train_word2vec if key == "w2v_train" else plm_word_vectors
+    known = [k for k in inspect.signature(make).parameters if k not in ("sentences", "out", "show")]
+    bad = [k for k in opts if k not in known]
+    if bad:
+        raise PunctkitError(f"embeddings.{key}: unknown option(s) {', '.join(bad)} (known: {', '.join(known)})")
+    if key == "plm_vectors":
+        opts["show"] = True
+    n = make(_sentences(dd), path, **opts)
     log(f"{key}: {n} words -> {path}")
     return path
 
