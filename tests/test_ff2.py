@@ -499,3 +499,26 @@ def test_stage3_plm_vectors_feed_a_word_model(tmp_path, iwslt):
     conf["embeddings"] = {"plm_vectors": {"path": str(d), "dims": 3}}
     with pytest.raises(PunctkitError, match=r"embeddings.plm_vectors: unknown option\(s\) dims \(known: path, source"):
         prepare_inputs(conf, dirs[0], tmp_path / "inputs2", log=lambda m: None)
+
+
+def test_layer_probe_script_ranks_every_layer(tmp_path, iwslt):
+    """recipes/iwslt/local/probe_plm_layers.py: one probe row per layer, the input embeddings and
+    random vectors, each with the gains for the mark after and before a word and their sum."""
+    import re
+    import subprocess
+    import sys
+
+    from engine_util import make_dirs
+
+    d = tiny_plm_dir(tmp_path / "plm")
+    train, _ = make_dirs(iwslt, tmp_path / "data", "1:3000", "3001:3100")
+    script = Path(__file__).resolve().parents[1] / "recipes" / "iwslt" / "local" / "probe_plm_layers.py"
+    out = subprocess.run([sys.executable, str(script), str(train), "--plm", str(d), "--min-count", "2"],
+                         capture_output=True, text=True, check=True).stdout
+    rows = re.findall(r"^\| (layer \d|input embeddings|random) \| (-?[\d.]+) \| (-?[\d.]+) \| (-?[\d.]+) \|$",
+                      out, re.M)
+    assert [r[0] for r in rows] == ["layer 0", "layer 1", "layer 2", "input embeddings", "random"]
+    for _, after, before, total in rows:
+        assert float(total) == pytest.approx(float(after) + float(before), abs=2e-3)
+    bad = subprocess.run([sys.executable, str(script), str(tmp_path / "nope")], capture_output=True, text=True)
+    assert bad.returncode != 0 and bad.stderr.strip().count("\n") == 0 and "nope" in bad.stderr

@@ -138,19 +138,22 @@ def plm_word_vectors(sentences: Iterable[list[str]], out: str | Path, path: str 
     if not any(sents):
         raise PunctkitError(f"no words to make vectors for ({d})")
     if source == "input":
-        vocab, vecs = _input_vectors(sents, d)
+        vocab, vecs = input_word_vectors(sents, d)
     else:
-        vocab, vecs = _context_vectors(sents, d, layer, batch_size, window, show)
+        vocab, by_layer = pooled_hidden_states(sents, d, [layer], batch_size, window, show)
+        vecs = by_layer[layer]
     kv = KeyedVectors(vector_size=vecs.shape[1])
     kv.add_vectors(vocab, vecs)
     write_vectors(kv, out)
     return len(vocab)
 
 
-def _input_vectors(sents: list[list[str]], d: Path) -> tuple[list[str], np.ndarray]:
-    """Each word's mean input embedding over its word-pieces ([UNK] when it has none)."""
-    from punctkit.text.plm import input_embeddings, load_tokenizer
+def input_word_vectors(sents: list[list[str]], path: str | Path = "auto") -> tuple[list[str], np.ndarray]:
+    """The words of `sents` (sorted) and each one's mean input embedding over its word-pieces
+    ([UNK] when it has none)."""
+    from punctkit.text.plm import input_embeddings, load_tokenizer, resolve_plm_dir
 
+    d = resolve_plm_dir(path)
     tok, table = load_tokenizer(d), input_embeddings(d)
     vocab = sorted({w for s in sents for w in s})
     vecs = np.zeros((len(vocab), table.shape[1]), dtype=np.float32)
@@ -160,24 +163,31 @@ def _input_vectors(sents: list[list[str]], d: Path) -> tuple[list[str], np.ndarr
     return vocab, vecs
 
 
-def _context_vectors(sents: list[list[str]], d: Path, layer: int, batch_size: int, window: int,
-                     show: bool) -> tuple[list[str], np.ndarray]:
-    """Each word's layer-`layer` hidden state (mean over its pieces) averaged over its occurrences."""
+def pooled_hidden_states(sents: list[list[str]], path: str | Path = "auto", layers: Iterable[int] = (-1,),
+                         batch_size: int = 16, window: int = 128,
+                         show: bool = False) -> tuple[list[str], dict[int, np.ndarray]]:
+    """The words of `sents` (sorted) and, for each of `layers`, a (words, hidden) matrix: each
+    word's hidden state at that layer (the mean over its pieces) averaged over its occurrences,
+    one pass of the PLM over the text in windows of at most `window` words."""
     import torch
 
     from punctkit.progress import progress
-    from punctkit.text.plm import PlmFrontend, load_pretrained
+    from punctkit.text.plm import PlmFrontend, load_pretrained, resolve_plm_dir
 
-    fe = PlmFrontend.from_path(d)
+    d = resolve_plm_dir(path)
     model = load_pretrained(d, "PLM vectors").eval()
+    n_pos = getattr(model.config, "max_position_embeddings", None)
+    fe = PlmFrontend.from_path(d, max_len=min(256, n_pos) if n_pos else 256)  # windows the model can take
     n_layers = int(model.config.num_hidden_layers)
-    if not -(n_layers + 1) <= layer <= n_layers:
-        raise PunctkitError(f"{d}: plm_vectors layer {layer} out of range (the model has {n_layers} layers; "
-                            f"0 is the embedding layer)")
+    layers = list(layers)
+    for layer in layers:
+        if not -(n_layers + 1) <= layer <= n_layers:
+            raise PunctkitError(f"{d}: plm_vectors layer {layer} out of range (the model has {n_layers} layers; "
+                                f"0 is the embedding layer)")
     vocab = sorted({w for s in sents for w in s})
     index = {w: i for i, w in enumerate(vocab)}
     wins = sorted(_piece_windows(sents, fe, window), key=lambda x: len(x[0]))
-    sums = torch.zeros(len(vocab), int(model.config.hidden_size), dtype=torch.float64)
+    sums = {layer: torch.zeros(len(vocab), int(model.config.hidden_size), dtype=torch.float64) for layer in layers}
     counts = torch.zeros(len(vocab), dtype=torch.float64)
     with torch.inference_mode(), progress(total=len(wins), show=show, desc="plm vectors", unit="win") as bar:
         for b in range(0, len(wins), batch_size):
@@ -192,16 +202,17 @@ def _context_vectors(sents: list[list[str]], d: Path, layer: int, batch_size: in
                 for w, start, end in words:
                     owner[r, start:end] = len(types)
                     types.append(index[w])
-            hidden = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[layer]
+            hidden = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
             keep = owner >= 0
-            occ = torch.zeros(len(types), hidden.shape[-1], dtype=torch.float64)
-            occ.index_add_(0, owner[keep], hidden[keep].double())
-            occ /= torch.bincount(owner[keep], minlength=len(types)).unsqueeze(1)
+            n_pieces = torch.bincount(owner[keep], minlength=len(types)).unsqueeze(1)
             t = torch.tensor(types)
-            sums.index_add_(0, t, occ)
+            for layer in layers:
+                occ = torch.zeros(len(types), hidden[layer].shape[-1], dtype=torch.float64)
+                occ.index_add_(0, owner[keep], hidden[layer][keep].double())
+                sums[layer].index_add_(0, t, occ / n_pieces)
             counts.index_add_(0, t, torch.ones(len(types), dtype=torch.float64))
             bar.update(len(batch))
-    return vocab, (sums / counts.unsqueeze(1)).float().numpy()
+    return vocab, {layer: (m / counts.unsqueeze(1)).float().numpy() for layer, m in sums.items()}
 
 
 def _piece_windows(sents: list[list[str]], fe: Any, window: int) -> Iterable[tuple[list[int], list[tuple[str, int, int]]]]:
