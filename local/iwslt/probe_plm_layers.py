@@ -84,12 +84,12 @@ def main() -> None:
     vocab, pooled = pooled_hidden_states(sents, d, range(n_layers + 1), show=True)
     feats = {f"layer {k}": pooled[k] for k in range(n_layers + 1)}
     feats["input embeddings"] = input_word_vectors(sents, d)[1]
-    rng = np.random.default_rng(args.seed)
-    feats["random"] = rng.normal(size=feats["input embeddings"].shape)
     after, before = mark_counts(dd, vocab)
     n = after.sum(1)
     cand = np.where(n >= args.min_count)[0]
+    rng = np.random.default_rng(args.seed)
     held = rng.random(len(cand)) < 0.2
+    feats["random"] = rng.normal(size=feats["input embeddings"].shape)
     train, test = cand[~held], cand[held]
     test = test[n[test] <= args.max_count]
     print(f"{args.data}: {len(vocab)} word types; probe fitted on {len(train)}, scored on {len(test)} "
