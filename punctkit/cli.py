@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import sys
 import traceback
@@ -475,11 +476,34 @@ def _fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+def _file_written(e: OSError) -> Optional[str]:
+    """The name of the file being written where `e` was raised, for errors that carry no
+    file name (a write or close failing, e.g. on /dev/full): the open file in write mode
+    among the local variables of the innermost frame."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return None
+    for v in tb.tb_frame.f_locals.values():
+        if v is sys.stdout or v is getattr(sys.stdout, "buffer", None):
+            return "standard output"
+        if isinstance(v, io.IOBase) and any(c in getattr(v, "mode", "") for c in "wax+"):
+            name = getattr(v, "name", None)
+            if isinstance(name, str):
+                return name
+    return None
+
+
 def _os_message(e: OSError) -> str:
     """`PATH: strerror` (`SRC -> DST: strerror` for two paths) for any OSError."""
     what = e.strerror or str(e) or type(e).__name__
+    if isinstance(e, FileExistsError) and e.filename is not None and Path(e.filename).is_file():
+        what = "is a file, not a directory"  # mkdir of an output's parent that is a regular file
     if e.filename is None:
-        return what
+        e.filename = _file_written(e)
+        if e.filename is None:
+            return what
     names = f"{e.filename}" + (f" -> {e.filename2}" if e.filename2 is not None else "")
     return f"{names}: {what}"
 
@@ -509,7 +533,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     """
     try:
         rv = app(args=argv, prog_name="punctkit", standalone_mode=False)
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except OSError as e:
+            e.filename = "standard output"
+            raise
     except PunctkitError as e:
         _fail(f"error: {e}", 1)
     except KeyboardInterrupt:
@@ -518,10 +546,10 @@ def main(argv: Optional[List[str]] = None) -> None:
         if e.errno == errno.EPIPE:  # `punctkit ... | head`: the reader has gone, nothing to report
             _quiet_stdout()
             sys.exit(1)
-        if e.filename is None and sys.stdout is not None and _stdout_failed():
-            _quiet_stdout()
-            _fail(f"error: standard output: {_os_message(e)}", 1)
-        _fail(f"error: {_os_message(e)}", 1)
+        message = _os_message(e)
+        if e.filename == "standard output":
+            _quiet_stdout()  # what is still buffered would fail again at exit
+        _fail(f"error: {message}", 1)
     except Exception as e:
         code = getattr(e, "exit_code", None)
         if isinstance(code, int) and callable(getattr(e, "format_message", None)):
@@ -538,15 +566,6 @@ def main(argv: Optional[List[str]] = None) -> None:
               f"PUNCTKIT_DEBUG=1 and report the traceback", 1)
     if isinstance(rv, int) and rv:  # non-standalone click returns Exit's status
         sys.exit(rv)
-
-
-def _stdout_failed() -> bool:
-    """Whether writing standard output is what failed (e.g. `> /dev/full`)."""
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        return True
-    return False
 
 
 if __name__ == "__main__":
