@@ -1,8 +1,11 @@
 """The `punctkit` command: one thin subcommand per stage over the library.
 
 This is the only module that imports typer. Each command parses its options,
-calls one library function and prints a short summary; errors the user can fix
-(`PunctkitError`) are printed as one line and exit with status 1.
+calls one library function and prints a short summary. `main` turns every error
+into one line on stderr: usage errors (status 2), errors the user can fix
+(`PunctkitError`) and failing file operations (`OSError`, status 1); an unexpected
+exception is a one-line bug report request. PUNCTKIT_DEBUG=1 or `--debug` adds the
+traceback.
 """
 from __future__ import annotations
 
@@ -465,7 +468,7 @@ def _debug() -> bool:
 
 def _fail(message: str, code: int) -> NoReturn:
     """Print `punctkit: MESSAGE` as one line on stderr (after the traceback in debug mode) and exit."""
-    if _debug():
+    if _debug() and sys.exc_info()[0] is not None:
         traceback.print_exc()
     one_line = " ".join(str(message).split())
     try:
@@ -495,17 +498,14 @@ def _file_written(e: OSError) -> Optional[str]:
     return None
 
 
-def _os_message(e: OSError) -> str:
-    """`PATH: strerror` (`SRC -> DST: strerror` for two paths) for any OSError."""
+def _os_message(e: OSError, name: Optional[str]) -> str:
+    """`NAME: strerror` (`NAME -> FILENAME2: strerror` for two paths) for any OSError."""
     what = e.strerror or str(e) or type(e).__name__
-    if isinstance(e, FileExistsError) and e.filename is not None and Path(e.filename).is_file():
+    if isinstance(e, FileExistsError) and name is not None and Path(name).is_file():
         what = "is a file, not a directory"  # mkdir of an output's parent that is a regular file
-    if e.filename is None:
-        e.filename = _file_written(e)
-        if e.filename is None:
-            return what
-    names = f"{e.filename}" + (f" -> {e.filename2}" if e.filename2 is not None else "")
-    return f"{names}: {what}"
+    if name is None:
+        return what
+    return f"{name}{f' -> {e.filename2}' if e.filename2 is not None else ''}: {what}"
 
 
 def _usage_message(e: Exception) -> str:
@@ -546,10 +546,10 @@ def main(argv: Optional[List[str]] = None) -> None:
         if e.errno == errno.EPIPE:  # `punctkit ... | head`: the reader has gone, nothing to report
             _quiet_stdout()
             sys.exit(1)
-        message = _os_message(e)
-        if e.filename == "standard output":
+        name = e.filename if e.filename is not None else _file_written(e)
+        if name == "standard output":
             _quiet_stdout()  # what is still buffered would fail again at exit
-        _fail(f"error: {message}", 1)
+        _fail(f"error: {_os_message(e, None if name is None else str(name))}", 1)
     except Exception as e:
         code = getattr(e, "exit_code", None)
         if isinstance(code, int) and callable(getattr(e, "format_message", None)):
@@ -564,6 +564,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         first = (str(e).strip().splitlines() or [""])[0][:300]
         _fail(f"internal error: {type(e).__name__}: {first} -- this is a bug; rerun with "
               f"PUNCTKIT_DEBUG=1 and report the traceback", 1)
+    if rv == 130:  # typer turns Ctrl-C into Exit(130), which non-standalone mode returns
+        _fail("aborted", 130)
     if isinstance(rv, int) and rv:  # non-standalone click returns Exit's status
         sys.exit(rv)
 

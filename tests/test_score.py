@@ -371,6 +371,12 @@ def test_ser_without_reference_marks_is_undefined(tmp_path: Path) -> None:
     assert r.returncode == 0 and '"SER": null' in r.stdout
     row = markdown(collect([tmp_path / "exp"])).splitlines()[2]
     assert [c.strip() for c in row.strip("|").split("|")][-4] == "n/a"
+    # the pack card quotes score.json as it is: undefined stays null, not 0
+    from punctkit.punctuator import make_card
+
+    conf = {"model": {"type": "ff2"}, "frontend": {}, "resolved": {"inventory": "4class"}, "decode": {}}
+    card = make_card(tmp_path / "exp", conf, Path("model.best.pt"), [out / "score.json"], "ted")
+    assert card["results"]["decode_test"]["SER"] is None and card["results"]["decode_test"]["f1"] == 0.0
 
 
 def _half_missing(tmp_path: Path) -> tuple[Path, Path, int]:
