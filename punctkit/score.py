@@ -12,8 +12,9 @@ another mark was due, D = O where a mark was due, I = a mark where O was due.
 
 Percentages are numbers in [0, 100]; P, R or F1 whose denominator is 0 is
 reported as 0.0, but SER with no reference mark (and CER with no slot) is
-undefined: None (`null` in JSON, `n/a` in the report), not a perfect 0. Case-aware labels (`U_COMMA`) are scored on their mark; when both sides
-are case-aware the case (U = capitalised, L = lower-case) gets its own P/R/F1.
+undefined: None (`null` in JSON, `n/a` in the report), not a perfect 0.
+Case-aware labels (`U_COMMA`) are scored on their mark; when both sides are
+case-aware the case (U = capitalised, L = lower-case) gets its own P/R/F1.
 
 Word sequences must be equal (compared case-insensitively) unless `align=True`:
 then the two sequences are aligned by minimum word edit distance (Hirschberg's
