@@ -505,7 +505,9 @@ def _os_message(e: OSError, name: Optional[str]) -> str:
         what = "is a file, not a directory"  # mkdir of an output's parent that is a regular file
     if name is None:
         return what
-    return f"{name}{f' -> {e.filename2}' if e.filename2 is not None else ''}: {what}"
+    if e.filename2 is not None:  # a rename or link: the destination (an output) is what the user named
+        return f"{name} -> {e.filename2}: {what}" if e.errno == errno.ENOENT else f"{e.filename2}: {what}"
+    return f"{name}: {what}"
 
 
 def _usage_message(e: Exception) -> str:

@@ -129,6 +129,10 @@ def test_a_directory_where_a_file_is_expected(tmp_path: Path) -> None:
     assert str(tmp_path) in line
     line = one_line(run("punctuate", TEXT, "-m", tmp_path), 1)
     assert str(tmp_path) in line
+    (tmp_path / "score.txt").mkdir()  # an output file's name taken by a directory
+    line = one_line(run("score", TEXT, TEXT, "-o", tmp_path), 1)
+    assert line == f"punctkit: error: {tmp_path / 'score.txt'}: Is a directory"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["score.txt"]
 
 
 def test_output_under_a_regular_file(tmp_path: Path) -> None:
