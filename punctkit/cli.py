@@ -1,14 +1,22 @@
 """The `punctkit` command: one thin subcommand per stage over the library.
 
 This is the only module that imports typer. Each command parses its options,
-calls one library function and prints a short summary; errors the user can fix
-(`PunctkitError`) are printed as one line and exit with status 1.
+calls one library function and prints a short summary. `main` turns every error
+into one line on stderr: usage errors (status 2), errors the user can fix
+(`PunctkitError`) and failing file operations (`OSError`, status 1); an unexpected
+exception is a one-line bug report request. PUNCTKIT_DEBUG=1 or `--debug` adds the
+traceback.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
+import io
+import os
 import sys
+import traceback
 from pathlib import Path
-from typing import List, Optional
+from typing import List, NoReturn, Optional
 
 import typer
 
@@ -22,14 +30,49 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from punctkit import __version__
+
+        typer.echo(f"punctkit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    debug: bool = typer.Option(False, "--debug", help="show the traceback of an error (as PUNCTKIT_DEBUG=1), "
+                                                      "for bug reports"),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                 help="print the version and exit"),
+) -> None:
+    if debug:
+        os.environ["PUNCTKIT_DEBUG"] = "1"
+
+
 def _lines_opt(spec: Optional[str]) -> Optional[tuple[int, int]]:
+    """--lines FIRST:LAST (either may be left out) -> (first, last), checked before any work."""
     if not spec:
         return None
     a, _, b = spec.partition(":")
     try:
-        return int(a or 1), int(b) if b else 10**12
+        first, last = int(a or 1), int(b) if b else 10**12
     except ValueError:
-        raise PunctkitError(f"--lines expects FIRST:LAST, got '{spec}'") from None
+        raise typer.BadParameter(f"expected FIRST:LAST, got '{spec}'") from None
+    if not 1 <= first <= last:
+        raise typer.BadParameter(f"expected 1 <= FIRST <= LAST, got '{spec}'")
+    return first, last
+
+
+def _chunk_spec_opt(spec: Optional[str]) -> Optional[str]:
+    """--rechunk: check the lengths (e.g. '25-50,50-75') before any work."""
+    from punctkit.data.prepare import parse_chunk_spec
+
+    if spec is not None:
+        try:
+            parse_chunk_spec(spec)
+        except PunctkitError as e:
+            raise typer.BadParameter(str(e)) from None
+    return spec
 
 
 # ------------------------------------------------------------------ data preparation
@@ -57,18 +100,19 @@ def prepare(
     inventory: str = typer.Option("4class", help="4class | 6class | case4 | case6"),
     rules: Optional[Path] = typer.Option(None, help="YAML substitution rules (default: Faber 2020 table)"),
     lowercase: bool = typer.Option(False, help="lower-case every word"),
-    rechunk: Optional[str] = typer.Option(None, help="rechunk lengths, e.g. '25-50,50-75' or '60'"),
-    block_len: Optional[int] = typer.Option(None, help="store each input as one stream of N-word blocks"),
+    rechunk: Optional[str] = typer.Option(None, callback=_chunk_spec_opt,
+                                          help="rechunk lengths, e.g. '25-50,50-75' or '60'"),
+    block_len: Optional[int] = typer.Option(None, min=1, help="store each input as one stream of N-word blocks"),
     seed: int = typer.Option(1, help="seed for rechunking"),
     strict: bool = typer.Option(False, help="fail on the first repair instead of reporting it"),
     name: Optional[str] = typer.Option(None, help="utterance id prefix (default: the output dir name)"),
-    lines: Optional[str] = typer.Option(None, help="only lines FIRST:LAST of each input"),
+    lines: Optional[str] = typer.Option(None, callback=_lines_opt, help="only lines FIRST:LAST of each input"),
 ) -> None:
     """Punctuated text -> data directory (text, labels, utt2spk), with a repair report."""
     from punctkit.data.prepare import prepare as do_prepare
 
     report = do_prepare(inputs, out, fmt, inventory, rules, lowercase, rechunk, block_len, seed,
-                        strict, name, _lines_opt(lines))
+                        strict, name, lines)
     typer.echo("\n".join([f"prepare: {out}"] + report.lines()))
 
 
@@ -91,9 +135,9 @@ def score(
     merge: List[str] = typer.Option([], "--map", help="merge classes before scoring, e.g. QUESTION=PERIOD (repeatable)"),
     align: bool = typer.Option(False, "--align", help="align differing word sequences (ASR output) by edit distance"),
     hyp2: Optional[Path] = typer.Option(None, "--bootstrap", help="HYP2: paired bootstrap, P(HYP beats HYP2)"),
-    samples: int = typer.Option(1000, help="bootstrap samples"),
+    samples: int = typer.Option(1000, min=1, help="bootstrap samples"),
     seed: int = typer.Option(1, help="bootstrap seed"),
-    block_len: Optional[int] = typer.Option(None, help="bootstrap unit: N-word blocks (default: utterances)"),
+    block_len: Optional[int] = typer.Option(None, min=1, help="bootstrap unit: N-word blocks (default: utterances)"),
     ref_format: Optional[str] = typer.Option(None, help="REF format (detected when omitted)"),
     hyp_format: Optional[str] = typer.Option(None, help="HYP (and HYP2) format (detected when omitted)"),
     inventory: Optional[str] = typer.Option(None, help="inventory for unlabelled text inputs (case4: score casing)"),
@@ -141,8 +185,8 @@ def train(
     train_dir: Path = typer.Option(..., "--train-dir", help="training data directory"),
     valid_dir: Optional[Path] = typer.Option(None, "--valid-dir", help="dev data directory (best epoch, early stopping)"),
     exp: Path = typer.Option(..., "--exp", help="experiment (model) directory to write"),
-    ngpu: int = typer.Option(0, help="0: CPU, 1: the first CUDA device, N > 1: N GPUs with DDP"),
-    nproc: int = typer.Option(1, "--nproc", help="N > 1: N CPU processes with DDP (gloo), e.g. for tests"),
+    ngpu: int = typer.Option(0, min=0, help="0: CPU, 1: the first CUDA device, N > 1: N GPUs with DDP"),
+    nproc: int = typer.Option(1, "--nproc", min=1, help="N > 1: N CPU processes with DDP (gloo), e.g. for tests"),
     resume: Optional[bool] = typer.Option(None, "--resume/--no-resume",
                                           help="resume from exp's last checkpoint (default: when there is one)"),
     inputs: Optional[Path] = typer.Option(None, "--inputs", help="stage 3's output (frontend/, w2v.txt)"),
@@ -162,13 +206,13 @@ def decode(
     data_dir: Path = typer.Argument(..., help="data directory to punctuate (text; labels optional)"),
     out: Path = typer.Argument(..., help="output data directory or file"),
     fmt: str = typer.Option("datadir", "--format", help="datadir | twocol | punctuator2 | text | kaldi_text"),
-    beam: Optional[int] = typer.Option(None, help="beam size for encoder-decoders (default: decode.beam, 6)"),
-    nbest: int = typer.Option(1, help="also write N-best lists (OUT/nbest or OUT.nbest)"),
-    batch_size: Optional[int] = typer.Option(None, help="windows per batch"),
+    beam: Optional[int] = typer.Option(None, min=1, help="beam size for encoder-decoders (default: decode.beam, 6)"),
+    nbest: int = typer.Option(1, min=1, help="also write N-best lists (OUT/nbest or OUT.nbest)"),
+    batch_size: Optional[int] = typer.Option(None, min=1, help="windows per batch"),
     checkpoint: Optional[str] = typer.Option(None, help="model file (default model.avg.pt, model.best.pt, last epoch)"),
-    window: Optional[int] = typer.Option(None, help="decoding window in words"),
-    step: Optional[int] = typer.Option(None, help="window step in words"),
-    ngpu: int = typer.Option(0, help="0: CPU, 1: the first CUDA device"),
+    window: Optional[int] = typer.Option(None, min=1, help="decoding window in words"),
+    step: Optional[int] = typer.Option(None, min=1, help="window step in words"),
+    ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
     config: Optional[Path] = typer.Option(None, "--config", help="conf/decode.yaml: defaults for these options"),
 ) -> None:
     """Predict one label per word of a data directory."""
@@ -185,7 +229,7 @@ def decode(
 @app.command("average-checkpoints")
 def average_checkpoints_cmd(
     exp: Path = typer.Argument(..., help="experiment dir (uses history.json and checkpoints/)"),
-    n: int = typer.Option(5, "--n", help="average the N epochs with the best dev F1"),
+    n: int = typer.Option(5, "--n", min=1, help="average the N epochs with the best dev F1"),
     out: Optional[Path] = typer.Option(None, help="output file (default EXP/model.avg.pt)"),
     checkpoints: Optional[List[Path]] = typer.Option(None, "--checkpoint", help="average these files instead"),
 ) -> None:
@@ -205,8 +249,8 @@ def bpe_train(
     data_dir: Path = typer.Argument(..., help="data directory whose text is learnt from"),
     out: Path = typer.Argument(..., help="directory for the codes/model and vocabulary"),
     kind: str = typer.Option("subword_nmt", help="subword_nmt | sentencepiece"),
-    merges: int = typer.Option(10000, help="subword_nmt: merge operations"),
-    vocab_size: int = typer.Option(8000, help="sentencepiece: vocabulary size"),
+    merges: int = typer.Option(10000, min=1, help="subword_nmt: merge operations"),
+    vocab_size: int = typer.Option(8000, min=1, help="sentencepiece: vocabulary size"),
     model_type: str = typer.Option("bpe", help="sentencepiece: bpe | unigram"),
 ) -> None:
     """Learn BPE codes (subword-nmt) or a sentencepiece model from a data dir's text."""
@@ -244,12 +288,12 @@ def bpe_apply(
 def w2v_train(
     data_dir: Path = typer.Argument(..., help="data directory whose text is learnt from"),
     out: Path = typer.Argument(..., help="vectors file to write (word2vec text format)"),
-    dim: int = typer.Option(50, help="vector size"),
-    window: int = typer.Option(5, help="context window"),
-    epochs: int = typer.Option(5, help="passes over the text"),
-    min_count: int = typer.Option(1, help="ignore rarer words"),
+    dim: int = typer.Option(50, min=1, help="vector size"),
+    window: int = typer.Option(5, min=1, help="context window"),
+    epochs: int = typer.Option(5, min=1, help="passes over the text"),
+    min_count: int = typer.Option(1, min=1, help="ignore rarer words"),
     seed: int = typer.Option(1, help="random seed"),
-    workers: int = typer.Option(1, help="threads (1 is reproducible)"),
+    workers: int = typer.Option(1, min=1, help="threads (1 is reproducible)"),
 ) -> None:
     """Train skip-gram word2vec (gensim) on a data dir's text, as Faber 2020."""
     from punctkit.data.datadir import read_data_dir
@@ -265,7 +309,7 @@ def w2v_train(
 @app.command("split-data")
 def split_data(
     data: Path = typer.Argument(..., help="data directory to split"),
-    n: int = typer.Argument(..., help="number of parts"),
+    n: int = typer.Argument(..., min=1, help="number of parts"),
     per_spk: bool = typer.Option(False, "--per-spk", help="keep each speaker's utterances in one part"),
 ) -> None:
     """Split a data directory into DATA/splitN/1..N (every per-utterance file kept consistent)."""
@@ -310,15 +354,17 @@ def extract_feats_cmd(
     fbank_conf: Optional[Path] = typer.Option(None, help="Kaldi-style fbank options (e.g. conf/fbank.conf)"),
     pitch_conf: Optional[Path] = typer.Option(None, help="Kaldi-style pitch options (e.g. conf/pitch.conf)"),
     kind: str = typer.Option("fbank_pitch", help="fbank_pitch | fbank | pitch"),
-    nj: int = typer.Option(1, help="number of parts"),
-    job: Optional[int] = typer.Option(None, help="compute only part JOB of NJ (merge later with --merge)"),
-    subsample: int = typer.Option(3, help="frame subsampling factor, stored in DATA/feats.info"),
+    nj: int = typer.Option(1, min=1, help="number of parts"),
+    job: Optional[int] = typer.Option(None, min=1, help="compute only part JOB of NJ (merge later with --merge)"),
+    subsample: int = typer.Option(3, min=1, help="frame subsampling factor, stored in DATA/feats.info"),
     skip_bad: bool = typer.Option(False, help="log bad utterances and go on (default: stop)"),
     merge: bool = typer.Option(False, help="only merge the NJ parts into DATA/feats.scp"),
 ) -> None:
     """Fbank + Kaldi pitch features (kaldi-native-fbank) into FEATDIR, DATA/feats.scp, utt2num_frames."""
     from punctkit.feats.fbank_pitch import extract_feats
 
+    if job is not None and job > nj:
+        raise typer.BadParameter(f"part {job} of --nj {nj} does not exist", param_hint="'--job'")
     s = extract_feats(data, featdir, fbank_conf, pitch_conf, kind=kind, nj=nj, job=job, subsample=subsample,
                       skip_bad=skip_bad, merge_only=merge)
     if merge:
@@ -346,7 +392,7 @@ def synthesize(
     out: Path = typer.Argument(..., help="audio data directory to write"),
     wav_dir: Optional[Path] = typer.Option(None, help="where the wavs go (default: OUT_wav)"),
     seed: int = typer.Option(1, help="seed choosing each utterance's voice and rate"),
-    nj: int = typer.Option(1, help="parallel synthesis processes"),
+    nj: int = typer.Option(1, min=1, help="parallel synthesis processes"),
     voices: str = typer.Option(",".join(("en-us", "en", "en+f3", "en-us+m3", "en+f4")), help="espeak-ng voices"),
     rates: str = typer.Option("150,165,180,195", help="speaking rates (words per minute)"),
 ) -> None:
@@ -356,7 +402,9 @@ def synthesize(
     try:
         rate_list = tuple(int(r) for r in rates.split(","))
     except ValueError:
-        raise PunctkitError(f"--rates expects comma-separated integers, got '{rates}'") from None
+        raise typer.BadParameter(f"expected comma-separated integers, got '{rates}'", param_hint="'--rates'") from None
+    if min(rate_list) < 1:
+        raise typer.BadParameter(f"rates must be positive words per minute, got '{rates}'", param_hint="'--rates'")
     n, sec = synthesize_data_dir(src, out, wav_dir, seed, nj, tuple(voices.split(",")), rate_list)
     typer.echo(f"synthesize: {n} utterances, {sec / 3600:.3f} h -> {out}", err=True)
 
@@ -392,15 +440,15 @@ def punctuate(
     fmt: str = typer.Option("readable", "--format", help="readable | ctm | jsonl | text | kaldi_text | twocol | punctuator2 | datadir"),
     keep_input_marks: bool = typer.Option(False, help="keep the marks the input has; predict only the other slots"),
     capitalize: bool = typer.Option(True, "--capitalize/--no-capitalize", help="capitalise sentence starts and 'I' (models without case labels)"),
-    threads: int = typer.Option(0, help="CPU threads (0: the backend's default)"),
-    batch_size: Optional[int] = typer.Option(None, help="windows per batch (default: max(config's, 64))"),
-    beam: Optional[int] = typer.Option(None, help="beam size for encoder-decoders (default: the config's)"),
-    chunk_words: int = typer.Option(10000, help="words decoded at once (bounds memory)"),
-    step: Optional[int] = typer.Option(None, help="words between windows (default: the packed config's; "
+    threads: int = typer.Option(0, min=0, help="CPU threads (0: the backend's default)"),
+    batch_size: Optional[int] = typer.Option(None, min=1, help="windows per batch (default: max(config's, 64))"),
+    beam: Optional[int] = typer.Option(None, min=1, help="beam size for encoder-decoders (default: the config's)"),
+    chunk_words: int = typer.Option(10000, min=1, help="words decoded at once (bounds memory)"),
+    step: Optional[int] = typer.Option(None, min=1, help="words between windows (default: the packed config's; "
                                                   "up to the window: fewer windows, faster)"),
     quantize: bool = typer.Option(False, help="int8 weights for Linear/GRU/LSTM layers (CPU): faster, "
                                               "labels may differ slightly"),
-    ngpu: int = typer.Option(0, help="0: CPU, 1: the first CUDA device"),
+    ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
     backend: str = typer.Option("auto", help="torch | onnx (models packed with --onnx) | auto: onnx when "
                                              "the model has it and onnxruntime is installed"),
 ) -> None:
@@ -413,25 +461,115 @@ def punctuate(
 
 
 
-def main() -> None:
-    """Entry point: run the app, turning PunctkitError into a one-line message."""
-    try:
-        app(standalone_mode=False)
-    except PunctkitError as e:
-        typer.echo(f"punctkit: error: {e}", err=True)
-        sys.exit(1)
-    except (typer.Abort, KeyboardInterrupt):
-        typer.echo("punctkit: aborted", err=True)
-        sys.exit(130)
-    except Exception as e:  # click usage errors come here in non-standalone mode
-        import click
+def _debug() -> bool:
+    """Whether tracebacks are wanted (PUNCTKIT_DEBUG=1 or the global --debug option)."""
+    return os.environ.get("PUNCTKIT_DEBUG", "") not in ("", "0")
 
-        if isinstance(e, click.exceptions.Exit):
-            sys.exit(e.exit_code)
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
-        raise
+
+def _fail(message: str, code: int) -> NoReturn:
+    """Print `punctkit: MESSAGE` as one line on stderr (after the traceback in debug mode) and exit."""
+    if _debug() and sys.exc_info()[0] is not None:
+        traceback.print_exc()
+    one_line = " ".join(str(message).split())
+    try:
+        sys.stderr.write(f"punctkit: {one_line}\n")
+        sys.stderr.flush()
+    except OSError:
+        pass
+    sys.exit(code)
+
+
+def _file_written(e: OSError) -> Optional[str]:
+    """The name of the file being written where `e` was raised, for errors that carry no
+    file name (a write or close failing, e.g. on /dev/full): the open file in write mode
+    among the local variables of the innermost frame."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return None
+    for v in tb.tb_frame.f_locals.values():
+        if v is sys.stdout or v is getattr(sys.stdout, "buffer", None):
+            return "standard output"
+        if isinstance(v, io.IOBase) and any(c in getattr(v, "mode", "") for c in "wax+"):
+            name = getattr(v, "name", None)
+            if isinstance(name, str):
+                return name
+    return None
+
+
+def _os_message(e: OSError, name: Optional[str]) -> str:
+    """`NAME: strerror` (`NAME -> FILENAME2: strerror` for two paths) for any OSError."""
+    what = e.strerror or str(e) or type(e).__name__
+    if isinstance(e, FileExistsError) and name is not None and Path(name).is_file():
+        what = "is a file, not a directory"  # mkdir of an output's parent that is a regular file
+    if name is None:
+        return what
+    if e.filename2 is not None:  # a rename or link: the destination (an output) is what the user named
+        return f"{name} -> {e.filename2}: {what}" if e.errno == errno.ENOENT else f"{e.filename2}: {what}"
+    return f"{name}: {what}"
+
+
+def _usage_message(e: Exception) -> str:
+    """A click usage error as one line naming the command and where its help is."""
+    msg = e.format_message()  # type: ignore[attr-defined]
+    ctx = getattr(e, "ctx", None)
+    cmd = getattr(ctx, "command_path", None) or "punctkit"
+    sub = cmd.partition(" ")[2]
+    return f"{sub + ': ' if sub else ''}{msg} (see '{cmd} --help')"
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so that Python's exit-time flush cannot fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Entry point: every error the user can cause is one line on stderr, never a traceback.
+
+    Exit status 2 for usage errors (click's convention), 1 for everything else,
+    130 when interrupted. Typer bundles its own copy of click, so its exceptions are
+    recognised by what they carry (`exit_code`, `format_message`), not by class.
+    """
+    try:
+        rv = app(args=argv, prog_name="punctkit", standalone_mode=False)
+        try:
+            sys.stdout.flush()
+        except OSError as e:
+            e.filename = "standard output"
+            raise
+    except PunctkitError as e:
+        _fail(f"error: {e}", 1)
+    except KeyboardInterrupt:
+        _fail("aborted", 130)
+    except OSError as e:
+        if e.errno == errno.EPIPE:  # `punctkit ... | head`: the reader has gone, nothing to report
+            _quiet_stdout()
+            sys.exit(1)
+        name = e.filename if e.filename is not None else _file_written(e)
+        if name == "standard output":
+            _quiet_stdout()  # what is still buffered would fail again at exit
+        _fail(f"error: {_os_message(e, None if name is None else str(name))}", 1)
+    except Exception as e:
+        code = getattr(e, "exit_code", None)
+        if isinstance(code, int) and callable(getattr(e, "format_message", None)):
+            if type(e).__name__ == "NoArgsIsHelpError":  # `punctkit` alone: the help, not an error
+                e.show()  # type: ignore[attr-defined]
+                sys.exit(code)
+            _fail(f"error: {_usage_message(e)}" if code == 2 else f"error: {e.format_message()}", code)
+        if isinstance(code, int):  # typer.Exit
+            sys.exit(code)
+        if type(e).__name__ == "Abort":  # typer.Abort (also raised for EOF at a prompt)
+            _fail("aborted", 1)
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        _fail(f"internal error: {type(e).__name__}: {first} -- this is a bug; rerun with "
+              f"PUNCTKIT_DEBUG=1 and report the traceback", 1)
+    if rv == 130:  # typer turns Ctrl-C into Exit(130), which non-standalone mode returns
+        _fail("aborted", 130)
+    if isinstance(rv, int) and rv:  # non-standalone click returns Exit's status
+        sys.exit(rv)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,13 @@ def _f(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
+def _ser(score: dict[str, Any]) -> str:
+    """SER for the table: `n/a` when score.json says it is undefined (null: a reference without marks)."""
+    if "SER" not in score:
+        return "-"
+    return "n/a" if score["SER"] is None else _f(score["SER"])
+
+
 def markdown(rows: list[ResultRow]) -> str:
     """One Markdown table: per-class and overall P/R/F1, SER, and the training run's length."""
     if not rows:
@@ -85,7 +92,7 @@ def markdown(rows: list[ResultRow]) -> str:
             m = pc.get(c)
             cells.append("/".join(_f(m[k]) for k in ("precision", "recall", "f1")) if m else "-")
         best = r.best
-        cells += [_f(o["precision"]), _f(o["recall"]), f"**{_f(o['f1'])}**", _f(r.score["SER"]),
+        cells += [_f(o["precision"]), _f(o["recall"]), f"**{_f(o['f1'])}**", _ser(r.score),
                   _f(r.train_minutes), str(len(r.history)) if r.history else "-",
                   f"{best[0]} ({best[1]:.1f})" if best else "-"]
         lines.append("| " + " | ".join(cells) + " |")

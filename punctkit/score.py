@@ -10,17 +10,22 @@ another mark was due, D = O where a mark was due, I = a mark where O was due.
 - SER = (S+D+I)/(C+S+D), CER = (S+D+I)/slots;
 - the confusion matrix covers O and every class (rows ref, columns hyp).
 
-Percentages are numbers in [0, 100]; a ratio whose denominator is 0 is reported
-as 0.0. Case-aware labels (`U_COMMA`) are scored on their mark; when both sides
-are case-aware the case (U = capitalised, L = lower-case) gets its own P/R/F1.
+Percentages are numbers in [0, 100]; P, R or F1 whose denominator is 0 is
+reported as 0.0, but SER with no reference mark (and CER with no slot) is
+undefined: None (`null` in JSON, `n/a` in the report), not a perfect 0.
+Case-aware labels (`U_COMMA`) are scored on their mark; when both sides are
+case-aware the case (U = capitalised, L = lower-case) gets its own P/R/F1.
 
 Word sequences must be equal (compared case-insensitively) unless `align=True`:
 then the two sequences are aligned by minimum word edit distance (Hirschberg's
 linear-memory divide and conquer, each DP row vectorised with numpy: about a
 second for two 12.6k-word streams; inputs keyed by the same utterance ids, such
 as two data directories, are aligned utterance by utterance) and
-punctuation is scored on aligned word pairs (matched or substituted words);
-marks on deleted or inserted words are counted but not scored.
+punctuation is scored on aligned word pairs (matched or substituted words),
+and every unaligned word is a slot too: a reference mark on a word the
+hypothesis lacks is a deletion (recall drops), a hypothesis mark on an inserted
+word an insertion (precision drops). The report says how many words and marks
+were unaligned; the bootstrap counts the same way.
 
 Paired bootstrap (Koehn 2004) resamples reference utterances with replacement
 (correlated slots stay together); a reference with fewer than
@@ -235,11 +240,22 @@ def align_words(ref: Sequence[str], hyp: Sequence[str]) -> list[tuple[int | None
 
 @dataclass
 class Pairs:
-    """The slots scored: reference and hypothesis indices, plus alignment counts when aligned."""
+    """The slots scored: reference and hypothesis indices (-1: the word is missing on
+    that side, its label counts as O), plus alignment counts when aligned."""
 
     ref_idx: np.ndarray
     hyp_idx: np.ndarray
     alignment: dict | None = None
+
+    def both(self) -> np.ndarray:
+        """Mask of the slots with a word on both sides."""
+        return (self.ref_idx >= 0) & (self.hyp_idx >= 0)
+
+    def ref_pos(self) -> np.ndarray:
+        """Each slot's reference position: an inserted word takes the previous reference word's
+        (the first one's at the start), so the bootstrap resamples it with its neighbours."""
+        pos = np.maximum.accumulate(np.maximum(self.ref_idx, 0)) if len(self.ref_idx) else self.ref_idx
+        return pos.astype(np.int64)
 
 
 def pair_slots(ref: Transcript, hyp: Transcript, align: bool = False) -> Pairs:
@@ -257,8 +273,8 @@ def pair_slots(ref: Transcript, hyp: Transcript, align: bool = False) -> Pairs:
     else:
         pairs = align_words(ref.words, hyp.words)
     both = [(i, j) for i, j in pairs if i is not None and j is not None]
-    ri = np.array([i for i, _ in both], dtype=np.int64)
-    hj = np.array([j for _, j in both], dtype=np.int64)
+    ri = np.array([-1 if i is None else i for i, _ in pairs], dtype=np.int64)
+    hj = np.array([-1 if j is None else j for _, j in pairs], dtype=np.int64)
     deleted = [i for i, j in pairs if j is None]
     inserted = [j for i, j in pairs if i is None]
     subst = sum(_norm(ref.words[i]) != _norm(hyp.words[j]) for i, j in both)
@@ -276,6 +292,11 @@ def pair_slots(ref: Transcript, hyp: Transcript, align: bool = False) -> Pairs:
 
 def _pct(num: float, den: float) -> float:
     return 100.0 * num / den if den else 0.0
+
+
+def _rate(num: float, den: float) -> float | None:
+    """An error rate in percent; None (undefined) when there is nothing to count against."""
+    return 100.0 * num / den if den else None
 
 
 def _prf(tp: int, predicted: int, support: int) -> dict:
@@ -310,8 +331,8 @@ def metrics(conf: np.ndarray, labels: Sequence[str]) -> dict:
                       for k, lab in enumerate(labels) if k},
         "overall": _prf(c, c + s + i, c + s + d),
         "C": c, "S": s, "D": d, "I": i,
-        "SER": _pct(s + d + i, c + s + d),
-        "CER": _pct(s + d + i, slots),
+        "SER": _rate(s + d + i, c + s + d),
+        "CER": _rate(s + d + i, slots),
         "slots": slots,
     }
 
@@ -339,7 +360,8 @@ def case_metrics(ref_labels: Sequence[str], hyp_labels: Sequence[str]) -> dict |
 
 
 def _marks(t: Transcript, idx: np.ndarray, mapping: dict[str, str]) -> list[str]:
-    return [mapping.get(m, m) for m in (mark_of(t.labels[i]) for i in idx)]
+    """The (merged) mark of every slot; O where the word is missing on this side (index -1)."""
+    return [mapping.get(m, m) for m in (mark_of(t.labels[i]) if i >= 0 else O for i in idx)]
 
 
 def _classes(sides: Iterable[Transcript], mapping: dict[str, str]) -> list[str]:
@@ -371,7 +393,8 @@ def score(ref: Transcript, hyp: Transcript, mapping: dict[str, str] | None = Non
             "ref_marks": m["overall"]["support"], "hyp_marks": m["overall"]["predicted"],
         },
         "alignment": pairs.alignment,
-        "case": case_metrics([ref.labels[i] for i in pairs.ref_idx], [hyp.labels[j] for j in pairs.hyp_idx]),
+        "case": case_metrics([ref.labels[i] for i in pairs.ref_idx[pairs.both()]],
+                             [hyp.labels[j] for j in pairs.hyp_idx[pairs.both()]]),
         "bootstrap": None,
     }
     return result
@@ -409,7 +432,7 @@ def bootstrap(ref: Transcript, hyp: Transcript, hyp2: Transcript, samples: int =
     for h in (hyp, hyp2):
         pairs = pair_slots(ref, h, align)
         per_unit.append(confusion(_marks(ref, pairs.ref_idx, mapping), _marks(h, pairs.hyp_idx, mapping),
-                                  labels, unit_of[pairs.ref_idx], n_units).reshape(n_units, -1))
+                                  labels, unit_of[pairs.ref_pos()], n_units).reshape(n_units, -1))
     both = np.concatenate(per_unit, axis=1)  # (units, 2*K*K)
     k = len(labels)
     rng = np.random.default_rng(seed)
@@ -456,6 +479,11 @@ def _prf_row(name: str, m: dict) -> list[str]:
             str(m["support"]), str(m["predicted"])]
 
 
+def _rate_text(x: float | None) -> str:
+    """An error rate for the report: `n/a` when undefined (e.g. SER of a reference without marks)."""
+    return "n/a" if x is None else f"{x:.1f}"
+
+
 def format_report(result: dict) -> str:
     """The human-readable report: P/R/F1 table, error rates, confusion matrix, counts."""
     out = [f"score: {result['hyp']} against {result['ref']}"]
@@ -467,7 +495,7 @@ def format_report(result: dict) -> str:
     out += [""] + _table(rows)
     out.append("")
     out.append(f"C {result['C']}  S {result['S']}  D {result['D']}  I {result['I']}  "
-               f"SER {result['SER']:.1f}  CER {result['CER']:.1f}")
+               f"SER {_rate_text(result['SER'])}  CER {_rate_text(result['CER'])}")
     labels, matrix = result["confusion"]["labels"], result["confusion"]["matrix"]
     rows = [["ref\\hyp"] + labels + ["sum"]]
     rows += [[lab] + [str(x) for x in row] + [str(sum(row))] for lab, row in zip(labels, matrix)]
@@ -484,7 +512,8 @@ def format_report(result: dict) -> str:
     if al:
         out.append(f"aligned {al['aligned']} word pairs ({al['matched']} matched, {al['substituted']} substituted); "
                    f"unaligned: {al['ref_unaligned']} ref words ({al['ref_marks_unaligned']} marks), "
-                   f"{al['hyp_unaligned']} hyp words ({al['hyp_marks_unaligned']} marks), not scored")
+                   f"{al['hyp_unaligned']} hyp words ({al['hyp_marks_unaligned']} marks), "
+                   f"their marks counted as deletions and insertions")
     bs = result["bootstrap"]
     if bs:
         out.append(f"bootstrap ({bs['samples']} samples, seed {bs['seed']}, unit {bs['unit']} x {bs['units']}): "

@@ -125,3 +125,32 @@ def test_bad_config_line_is_named(tmp_path, monkeypatch):
     req = mod.parse_args(["--config", "bad.conf", "--mem", "1G", "log/x.log", "true"])
     with pytest.raises(mod.LaunchError, match=r"bad.conf:2: expected"):
         mod.submit_command("slurm", req)
+
+
+@pytest.mark.parametrize("rng, why", [("JOB=3:1", "empty job range 'JOB=3:1'"),
+                                      ("JOB=a:b", "bad job range 'JOB=a:b'"),
+                                      ("JOB=0:2", "jobs are numbered from 1"),
+                                      ("JOB=", "bad job range 'JOB='")])
+def test_bad_job_range_is_one_line(tmp_path, rng, why):
+    r = launch(tmp_path, rng, "log/x.JOB.log", "touch", "ran.JOB")
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and r.stderr.startswith("run.sh: error: ")
+    assert why in r.stderr and "Traceback" not in r.stderr
+    assert not list(tmp_path.iterdir())  # no job ran, no log, no file named after the range
+
+
+@pytest.mark.parametrize("log", ["afile/x.JOB.log", "/proc/punctkit-no-such/x.JOB.log"])
+def test_log_that_cannot_be_created_is_one_line(tmp_path, log):
+    (tmp_path / "afile").write_text("a regular file\n")
+    r = launch(tmp_path, "JOB=1:2", log, "touch", "ran.JOB")
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr
+    assert r.stderr.startswith(f"run.sh: error: cannot create the log {log.replace('JOB', '1')}")
+    assert not (tmp_path / "ran.1").exists()  # checked before any job starts
+
+
+def test_launcher_keeps_shell_meaning_only_of_operators_and_redirections():
+    """What the README says: these keep their shell meaning, everything else is one literal word."""
+    shell_join = load_launcher().shell_join
+    kept = ["|", "|&", "||", "&&", ";", "&", "<", ">", ">>", "2>&1", ">out.txt", "2>>err.log", "&>all.log", "<in"]
+    assert shell_join(kept) == " ".join(kept)
+    for literal in ["a b", "$HOME", "*", "~/x", "(", ")", ">$out", "> out", "`id`", "<<", "x|y", "JOB;"]:
+        assert shell_join([literal]) != literal

@@ -209,9 +209,10 @@ def test_align_scores_aligned_words(tmp_path: Path) -> None:
         "ref_words": 9, "hyp_words": 9, "aligned": 8, "matched": 7, "substituted": 1,
         "ref_unaligned": 1, "hyp_unaligned": 1, "ref_marks_unaligned": 1, "hyp_marks_unaligned": 1,
     }
-    # scored pairs: think C, go C, then/than I, left QUESTION->PERIOD S
-    assert (res["C"], res["S"], res["D"], res["I"]) == (2, 1, 0, 1)
-    assert res["counts"]["slots"] == 8
+    # aligned pairs: think C, go C, then/than I, left QUESTION->PERIOD S; unaligned: "that ," a
+    # deletion (the hypothesis lacks the word), "uh ," an insertion
+    assert (res["C"], res["S"], res["D"], res["I"]) == (2, 1, 1, 2)
+    assert res["counts"]["slots"] == 10
     assert "unaligned: 1 ref words" in format_report(res)
     r = CliRunner().invoke(app, ["score", str(ref), str(hyp), "--align"])
     assert r.exit_code == 0 and "8 word pairs (7 matched, 1 substituted)" in r.output
@@ -313,7 +314,7 @@ def test_test2011_align_against_edited_copy(tmp_path: Path) -> None:
     assert res["alignment"]["ref_unaligned"] == n // 2
     assert res["alignment"]["substituted"] == 0
     deleted_marks = res["alignment"]["ref_marks_unaligned"]
-    assert res["D"] == 0 and res["I"] == 0 and res["S"] == 0
+    assert res["D"] == deleted_marks > 0 and res["I"] == 0 and res["S"] == 0
     assert res["C"] == 830 + 807 + 46 - deleted_marks
     bs = bootstrap(ref, ref, read_transcript(hyp), samples=20, seed=1, align=True)
     assert bs["unit"] == "block of 100 words" and bs["units"] == 127
@@ -336,10 +337,75 @@ def test_align_data_dirs_utterance_by_utterance(tmp_path: Path) -> None:
     res = score_files(tmp_path / "ref", tmp_path / "hyp", align=True)
     al = res["alignment"]
     assert (al["aligned"], al["ref_unaligned"], al["hyp_unaligned"], al["hyp_marks_unaligned"]) == (5, 1, 1, 1)
-    assert (res["C"], res["S"], res["D"], res["I"]) == (1, 0, 1, 1)  # friend C, you D, hello I
+    # friend C, you D, hello I; the inserted "doing ?" is an insertion too
+    assert (res["C"], res["S"], res["D"], res["I"]) == (1, 0, 1, 2)
     # a word moved across an utterance boundary is unaligned in both (a whole-stream alignment would match it)
     moved = [Utterance("utt1", ["hello", "there"], ["O", "O"]),
              Utterance("utt2", ["friend", "how", "are", "you"], ["PERIOD", "O", "O", "QUESTION"])]
     write(moved, tmp_path / "moved", "datadir", inv)
     al = score_files(tmp_path / "ref", tmp_path / "moved", align=True)["alignment"]
     assert (al["ref_unaligned"], al["hyp_unaligned"], al["aligned"]) == (1, 1, 5)
+
+
+# ---------------------------------------------------------------- undefined figures, unaligned words
+
+BAD = Path(__file__).resolve().parent / "bad_inputs" / "errors"
+
+
+def test_ser_without_reference_marks_is_undefined(tmp_path: Path) -> None:
+    """A reference with no marks has no SER (0 would read as perfect): None, null in JSON, n/a in reports."""
+    from punctkit.report import collect, markdown
+
+    ref = BAD / "ref_no_marks.txt"
+    hyp = tmp_path / "hyp.txt"
+    hyp.write_text("so what do you think?\nI said no.\nwell that is fine with me\n")
+    res = score_files(ref, hyp)
+    assert (res["C"], res["S"], res["D"], res["I"]) == (0, 0, 0, 2)
+    assert res["SER"] is None and res["CER"] == pytest.approx(100 * 2 / 14)
+    assert "SER n/a  CER 14.3" in format_report(res)
+    out = tmp_path / "exp" / "decode_test"
+    write_score(res, out)
+    assert json.loads((out / "score.json").read_text())["SER"] is None
+    r = subprocess.run([sys.executable, "-m", "punctkit.cli", "score", str(ref), str(hyp), "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and '"SER": null' in r.stdout
+    row = markdown(collect([tmp_path / "exp"])).splitlines()[2]
+    assert [c.strip() for c in row.strip("|").split("|")][-4] == "n/a"
+    # the pack card quotes score.json as it is: undefined stays null, not 0
+    from punctkit.punctuator import make_card
+
+    conf = {"model": {"type": "ff2"}, "frontend": {}, "resolved": {"inventory": "4class"}, "decode": {}}
+    card = make_card(tmp_path / "exp", conf, Path("model.best.pt"), [out / "score.json"], "ted")
+    assert card["results"]["decode_test"]["SER"] is None and card["results"]["decode_test"]["f1"] == 0.0
+
+
+def _half_missing(tmp_path: Path) -> tuple[Path, Path, int]:
+    """A 400-word reference with a mark every 4th word, and a hypothesis that has only its first half."""
+    rng = random.Random(5)
+    words = [rng.choice(WORDS) for _ in range(400)]
+    labels = ["PERIOD" if i % 8 == 7 else "COMMA" if i % 4 == 3 else "O" for i in range(400)]
+    ref = write_twocol(tmp_path / "ref", words, labels, utt_len=None)
+    hyp = write_twocol(tmp_path / "hyp", words[:200], labels[:200], utt_len=None)
+    return ref, hyp, sum(lab != "O" for lab in labels[200:])
+
+
+def test_align_counts_marks_on_missing_words(tmp_path: Path) -> None:
+    """Half the hypothesis missing: the missing half's marks are deletions, so recall is ~50, not 100."""
+    ref, hyp, missing_marks = _half_missing(tmp_path)
+    res = score_files(ref, hyp, align=True)
+    assert res["alignment"]["ref_unaligned"] == 200 and res["alignment"]["ref_marks_unaligned"] == missing_marks
+    assert res["D"] == missing_marks == 50 and res["I"] == 0 and res["C"] == 50
+    assert res["overall"]["precision"] == 100.0 and res["overall"]["recall"] == 50.0
+    assert res["overall"]["f1"] == pytest.approx(200 / 3) and res["SER"] == 50.0
+    assert "200 ref words (50 marks)" in format_report(res)
+    # inserted words with marks are insertions: swap the sides
+    rev = score_files(hyp, ref, align=True)
+    assert (rev["I"], rev["D"]) == (50, 0) and rev["overall"]["precision"] == 50.0
+
+
+def test_bootstrap_counts_unaligned_words_as_score_does(tmp_path: Path) -> None:
+    ref, hyp, _ = _half_missing(tmp_path)
+    res = score_files(ref, hyp, align=True, hyp2_path=ref, samples=50, block_len=20)
+    bs = res["bootstrap"]
+    assert bs["f1"] == pytest.approx(res["overall"]["f1"]) and bs["f1"] < 70
+    assert bs["f1_hyp2"] == 100.0 and bs["p_better"] == 0.0

@@ -16,10 +16,17 @@ default conf/slurm.conf or conf/queue.conf in the current directory). Any other
 --name value is looked up in the config file. The local backend honours only
 --max-jobs-run and ignores the rest.
 
-The command is run by bash. Arguments that are shell operators (`|`, `||`, `&&`,
-`;`, `&`) or redirections (`>`, `>>`, `<`, `2>&1`, `>out.txt`) keep their shell
-meaning, so `$cmd log a \| b \> out` runs a pipeline; every other argument
-reaches the command as one word, unchanged (spaces, quotes, `$`, `*` included).
+The command is run by bash. An argument that is exactly a shell operator (`|`,
+`|&`, `||`, `&&`, `;`, `&`) or a redirection (`<`, `>`, `>>`, optionally after a
+file descriptor number or `&` and before `&` and a target of letters, digits and
+`_@%+=:,./-`: `2>&1`, `>out.txt`, `2>>err.log`, `&>all.log`) keeps its shell
+meaning (`shell_join`), so `$cmd log a \| b \> out` runs a pipeline; every other
+argument reaches the command as one word, unchanged (spaces, quotes, `$`, `*`,
+`~`, parentheses and a redirection whose target has other characters included).
+
+A job range is `VAR=FIRST:LAST` (or `VAR=N`) with 1 <= FIRST <= LAST; any other
+`VAR=VALUE` without a dot or slash where the range goes (`JOB=a:b`, `JOB=0:2`,
+`JOB=3:1`) is an error, as is a log path whose directory cannot be created.
 
 Every job writes its log: a header (command, host, start time), the command's
 output, and a footer (end time, elapsed seconds, exit status). If any job fails
@@ -116,6 +123,24 @@ def shell_join(args: list[str]) -> str:
     return " ".join(a if a in OPERATORS or REDIRECTION.fullmatch(a) else shlex.quote(a) for a in args)
 
 
+# `NAME=VALUE` without a dot or slash in VALUE is a job range, not a log file name.
+RANGE_LIKE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^/.]*")
+
+
+def parse_range(arg: str) -> tuple[str, int, int]:
+    """`JOB=1:4` -> ("JOB", 1, 4); `JOB=3` -> ("JOB", 3, 3). Jobs are numbered from 1."""
+    m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)=(\d+)(?::(\d+))?", arg)
+    if not m:
+        raise LaunchError(f"bad job range '{arg}' (expected VAR=FIRST:LAST, e.g. JOB=1:4, or VAR=N)")
+    first = int(m.group(2))
+    last = int(m.group(3)) if m.group(3) else first
+    if first < 1:
+        raise LaunchError(f"bad job range '{arg}': jobs are numbered from 1")
+    if last < first:
+        raise LaunchError(f"empty job range '{arg}' (LAST is below FIRST)")
+    return m.group(1), first, last
+
+
 def parse_args(argv: list[str]) -> Request:
     """Parse `[--opt value]... [VAR=a:b] LOG COMMAND...`."""
     req = Request()
@@ -129,12 +154,8 @@ def parse_args(argv: list[str]) -> Request:
             i += 1
         req.options[name.replace("_", "-")] = value
         i += 1
-    m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)=(\d+)(?::(\d+))?", argv[i]) if i < len(argv) else None
-    if m:
-        req.var, req.first = m.group(1), int(m.group(2))
-        req.last = int(m.group(3)) if m.group(3) else req.first
-        if req.last < req.first:
-            raise LaunchError(f"empty job range {argv[i]}")
+    if i < len(argv) and RANGE_LIKE.fullmatch(argv[i]):
+        req.var, req.first, req.last = parse_range(argv[i])
         i += 1
     width = req.options.get("max-jobs-run")
     if width is not None and not (width.isdigit() and int(width) > 0):
@@ -357,9 +378,25 @@ def report(backend: str, req: Request) -> int:
     return 1
 
 
+def make_log_dirs(req: Request) -> None:
+    """Create every job's log directory before any job starts; a path that cannot be one
+    (under a regular file, on a read-only filesystem) is a one-line error."""
+    for j in req.jobs():
+        log = req.log_of(j)
+        try:
+            log.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise LaunchError(f"cannot create the log {log}: a parent is a file, not a directory") from None
+        except OSError as e:
+            raise LaunchError(f"cannot create the log {log}: {e.strerror or e}") from None
+        if log.is_dir():
+            raise LaunchError(f"cannot write the log {log}: it is a directory")
+
+
 def launch(backend: str, argv: list[str]) -> int:
     """Parse, run on `backend`, and report."""
     req = parse_args(argv)
+    make_log_dirs(req)
     if backend == "local":
         run_local(req)
     else:
@@ -391,6 +428,11 @@ def main(argv: list[str]) -> int:
         prog = PROG.get(argv[0], "launch.py") if argv else "launch.py"
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # e.g. a log that cannot be written once jobs run: one line, not a traceback
+        prog = PROG.get(argv[0], "launch.py") if argv else "launch.py"
+        where = f"{e.filename}: " if e.filename is not None else ""
+        print(f"{prog}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

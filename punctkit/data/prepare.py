@@ -53,8 +53,15 @@ def rechunk(utts: list[Utterance], spec: str, seed: int, prefix: str) -> list[Ut
     return out
 
 
+def check_block_len(block_len: int | None) -> None:
+    """Raise a one-line error unless `block_len` is None (no blocks) or a positive word count."""
+    if block_len is not None and (isinstance(block_len, bool) or not isinstance(block_len, int) or block_len < 1):
+        raise PunctkitError(f"--block-len must be a positive number of words, got {block_len!r}")
+
+
 def blocks(utts: list[Utterance], block_len: int, prefix: str) -> list[Utterance]:
     """Cut each utterance (a word stream) into fixed-length blocks; ids keep the order."""
+    check_block_len(block_len)
     out = []
     for j, u in enumerate(utts, 1):
         tag = prefix if len(utts) == 1 else f"{prefix}-{j:05d}"
@@ -72,6 +79,9 @@ def prepare(inputs: list[Path], out: Path, fmt: str | None = None, inventory: st
     that ignore sentence ends; `utt2spk` maps the blocks to their document so
     models can window across them. Rechunked data: each chunk is its own unit.
     """
+    check_block_len(block_len)
+    if rechunk_spec is not None:
+        parse_chunk_spec(rechunk_spec)  # a bad spec fails before any input is read
     inv: LabelSet = get_inventory(inventory)
     subst = load_substitution(rules, inv) if rules else default_substitution(inv)
     report = Report(strict=strict)
@@ -81,7 +91,7 @@ def prepare(inputs: list[Path], out: Path, fmt: str | None = None, inventory: st
     for k, path in enumerate(inputs):
         got, _ = read(path, fmt, inv, subst, lowercase, report, lines)
         doc = name if len(inputs) == 1 else f"{name}-{k + 1:03d}"
-        if block_len:
+        if block_len is not None:
             got = blocks(got, block_len, doc)
             utt2spk.update({u.uttid: doc for u in got})
         else:
@@ -89,7 +99,7 @@ def prepare(inputs: list[Path], out: Path, fmt: str | None = None, inventory: st
                 u.uttid = f"{doc}-{u.uttid}"
                 utt2spk[u.uttid] = u.uttid
         utts += got
-    if rechunk_spec:
+    if rechunk_spec is not None:
         utts = rechunk(utts, rechunk_spec, seed, name)
         utt2spk = {u.uttid: u.uttid for u in utts}
     if not utts:

@@ -1,0 +1,209 @@
+"""Every user error is one line on stderr, never a traceback (issue #13 item 5).
+
+A subprocess per case, as a user runs the command: exit status 2 for usage errors
+(click's convention), 1 for files and data; exactly one stderr line; no traceback
+unless PUNCTKIT_DEBUG=1 (or --debug) asks for one. These machines run as root, so
+unwritable places are paths under a regular file, /proc and /dev/full.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BAD = Path(__file__).resolve().parent / "bad_inputs" / "errors"
+TEXT = BAD / "punctuated.txt"  # two punctuated lines: a valid input
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: object, debug: bool = False, stdout=subprocess.PIPE, code: str | None = None,
+        cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`punctkit ARGS...` (or `python -c CODE ARGS...` that ends in cli.main) with a time limit:
+    a command that never returns fails the test instead of hanging it."""
+    env = {k: v for k, v in os.environ.items() if k != "PUNCTKIT_DEBUG"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    if debug:
+        env["PUNCTKIT_DEBUG"] = "1"
+    head = [sys.executable, "-c", code] if code else [sys.executable, "-m", "punctkit.cli"]
+    return subprocess.run(head + [str(a) for a in args], stdout=stdout, stderr=subprocess.PIPE, text=True,
+                          env=env, timeout=60, cwd=cwd)
+
+
+def one_line(r: subprocess.CompletedProcess, status: int) -> str:
+    """The single stderr line of a failed command (checked: status, one line, no traceback)."""
+    assert "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("punctkit: "), r.stderr
+    assert r.returncode == status, r.stderr
+    return lines[0]
+
+
+# ---------------------------------------------------------------- usage errors (status 2)
+
+@pytest.mark.parametrize("args, says", [
+    (["prepare"], "prepare: Missing argument 'inputs'"),
+    (["score", "a"], "score: Missing argument 'hyp'"),
+    (["score", "a", "b", "--no-such-option"], "No such option: --no-such-option"),
+    (["score", "a", "b", "--samples", "many"], "Invalid value for '--samples'"),
+    (["no-such-command"], "No such command 'no-such-command'"),
+    (["--no-such-option"], "No such option: --no-such-option"),
+])
+def test_usage_errors_are_one_line(args: list[str], says: str) -> None:
+    line = one_line(run(*args), 2)
+    assert line.startswith("punctkit: error: ") and says in line and "--help" in line
+
+
+def test_version_and_bare_command() -> None:
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"punctkit {__import__('punctkit').__version__}"
+    r = run()  # no command: the help, not a traceback
+    assert "Traceback" not in r.stderr and "Usage: punctkit" in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("args, option", [
+    (["prepare", TEXT, "-o", "OUT", "--block-len", "-5"], "--block-len"),
+    (["prepare", TEXT, "-o", "OUT", "--block-len", "0"], "--block-len"),
+    (["prepare", TEXT, "-o", "OUT", "--rechunk", "50-25"], "--rechunk"),
+    (["prepare", TEXT, "-o", "OUT", "--rechunk", "0"], "--rechunk"),
+    (["prepare", TEXT, "-o", "OUT", "--rechunk", "25-50,x"], "--rechunk"),
+    (["prepare", TEXT, "-o", "OUT", "--lines", "5:2"], "--lines"),
+    (["prepare", TEXT, "-o", "OUT", "--lines", "a:b"], "--lines"),
+    (["score", TEXT, TEXT, "--bootstrap", TEXT, "--samples", "0"], "--samples"),
+    (["score", TEXT, TEXT, "--bootstrap", TEXT, "--block-len", "0"], "--block-len"),
+    (["decode", "EXP", "DATA", "OUT", "--beam", "0"], "--beam"),
+    (["decode", "EXP", "DATA", "OUT", "--nbest", "0"], "--nbest"),
+    (["decode", "EXP", "DATA", "OUT", "--batch-size", "0"], "--batch-size"),
+    (["decode", "EXP", "DATA", "OUT", "--window", "0"], "--window"),
+    (["decode", "EXP", "DATA", "OUT", "--step", "-1"], "--step"),
+    (["punctuate", TEXT, "-m", "M", "--threads", "-1"], "--threads"),
+    (["punctuate", TEXT, "-m", "M", "--chunk-words", "0"], "--chunk-words"),
+    (["punctuate", TEXT, "-m", "M", "--batch-size", "0"], "--batch-size"),
+    (["punctuate", TEXT, "-m", "M", "--ngpu", "-1"], "--ngpu"),
+    (["train", "--config", "C", "--train-dir", "D", "--exp", "E", "--nproc", "0"], "--nproc"),
+    (["average-checkpoints", "EXP", "--n", "0"], "--n"),
+    (["bpe", "train", "DATA", "OUT", "--merges", "0"], "--merges"),
+    (["bpe", "train", "DATA", "OUT", "--vocab-size", "0"], "--vocab-size"),
+    (["w2v-train", "DATA", "OUT", "--dim", "0"], "--dim"),
+    (["w2v-train", "DATA", "OUT", "--workers", "0"], "--workers"),
+    (["split-data", "DATA", "0"], "'n'"),
+    (["extract-feats", "DATA", "FEATS", "--nj", "0"], "--nj"),
+    (["extract-feats", "DATA", "FEATS", "--nj", "2", "--job", "3"], "--job"),
+    (["synthesize", "SRC", "OUT", "--rates", "0,150"], "--rates"),
+    (["synthesize", "SRC", "OUT", "--nj", "0"], "--nj"),
+])
+def test_bad_option_values_are_usage_errors_before_any_work(tmp_path: Path, args: list, option: str) -> None:
+    """Checked while the command line is parsed: nothing is read or written (OUT never appears)."""
+    r = run(*args, cwd=tmp_path)
+    line = one_line(r, 2)
+    assert f"Invalid value for {option if option.startswith(chr(39)) else repr(option)}" in line
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("block_len, rechunk", [(-5, None), (0, None), (None, "50-25"), (None, "")])
+def test_prepare_library_checks_its_options_first(tmp_path: Path, block_len, rechunk) -> None:
+    """The library function too: --block-len -5 used to loop forever, 0 was ignored."""
+    code = ("import sys; from punctkit.data.prepare import prepare; from punctkit.files import PunctkitError\n"
+            "try:\n"
+            f"    prepare([{str(TEXT)!r}], {str(tmp_path / 'out')!r}, block_len={block_len!r}, rechunk_spec={rechunk!r})\n"
+            "except PunctkitError as e:\n"
+            "    sys.exit(f'PunctkitError: {e}')\n")
+    r = run(code=code)
+    assert r.returncode == 1 and r.stderr.startswith("PunctkitError: "), r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------- files (status 1)
+
+def test_missing_input_and_input_under_a_file(tmp_path: Path) -> None:
+    line = one_line(run("prepare", tmp_path / "missing.txt", "-o", tmp_path / "d"), 1)
+    assert line == f"punctkit: error: file not found: {tmp_path / 'missing.txt'}"
+    line = one_line(run("score", TEXT / "x", TEXT), 1)
+    assert str(TEXT / "x") in line
+
+
+def test_a_directory_where_a_file_is_expected(tmp_path: Path) -> None:
+    line = one_line(run("prepare", TEXT, "-o", tmp_path / "d", "--rules", tmp_path), 1)
+    assert str(tmp_path) in line
+    line = one_line(run("punctuate", TEXT, "-m", tmp_path), 1)
+    assert str(tmp_path) in line
+    (tmp_path / "score.txt").mkdir()  # an output file's name taken by a directory
+    line = one_line(run("score", TEXT, TEXT, "-o", tmp_path), 1)
+    assert line == f"punctkit: error: {tmp_path / 'score.txt'}: Is a directory"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["score.txt"]
+
+
+def test_output_under_a_regular_file(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("mine\n")
+    line = one_line(run("prepare", TEXT, "-o", tmp_path / "afile" / "d"), 1)
+    assert line == f"punctkit: error: {tmp_path / 'afile'}: is a file, not a directory"
+    assert (tmp_path / "afile").read_text() == "mine\n"
+
+
+def test_output_under_proc(tmp_path: Path) -> None:
+    line = one_line(run("convert", TEXT, "/proc/punctkit-test/out.txt"), 1)
+    assert line.startswith("punctkit: error: /proc/")
+
+
+def test_full_disk(tmp_path: Path) -> None:
+    """`-o /dev/full` and a full standard output: the path (or stream) and the reason, one line."""
+    line = one_line(run("convert", TEXT, "/dev/full", "--to", "text"), 1)
+    assert line == "punctkit: error: /dev/full: No space left on device"
+    with open("/dev/full", "w") as full:
+        line = one_line(run("score", TEXT, TEXT, stdout=full), 1)
+    assert line == "punctkit: error: standard output: No space left on device"
+
+
+WRITE_FAILS = """
+import errno, os, sys
+from punctkit.cli import main
+
+def replace(src, dst, *a, **k):  # the rename that publishes an output
+    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(dst))
+
+os.replace = replace
+main()
+"""
+
+
+def test_permission_denied_at_the_write(tmp_path: Path) -> None:
+    """Root cannot be denied by chmod, so the OS call itself raises, as it would for a user."""
+    out = tmp_path / "out.txt"
+    line = one_line(run("convert", TEXT, out, "--to", "text", code=WRITE_FAILS), 1)
+    assert line == f"punctkit: error: {out}: Permission denied"
+    assert not out.exists() and not list(tmp_path.iterdir())  # the temporary file is gone too
+
+
+# ---------------------------------------------------------------- bugs and debugging
+
+BUG = """
+import json
+from punctkit.cli import main
+
+def dumps(*a, **k):
+    raise ZeroDivisionError("a stand-in for a bug")
+
+json.dumps = dumps
+main()
+"""
+
+
+def test_unexpected_exception_is_one_line_asking_for_a_report() -> None:
+    line = one_line(run("score", TEXT, TEXT, "--json", code=BUG), 1)
+    assert "ZeroDivisionError: a stand-in for a bug" in line and "PUNCTKIT_DEBUG=1" in line
+    r = run("score", TEXT, TEXT, "--json", code=BUG, debug=True)
+    assert r.returncode == 1 and "Traceback (most recent call last)" in r.stderr
+    assert r.stderr.splitlines()[-1] == line
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.txt"
+    quiet = one_line(run("prepare", missing, "-o", tmp_path / "d"), 1)
+    for r in (run("prepare", missing, "-o", tmp_path / "d", debug=True),
+              run("--debug", "prepare", missing, "-o", tmp_path / "d")):
+        assert r.returncode == 1 and "Traceback (most recent call last)" in r.stderr
+        assert r.stderr.splitlines()[-1] == quiet
+    r = run("score", "a", debug=True)
+    assert r.returncode == 2 and "Traceback" in r.stderr and "Missing argument" in r.stderr.splitlines()[-1]
