@@ -126,7 +126,7 @@ class OutputDir:
         if not _matches(name.split("/")[0], "/" in name, self.known):
             raise ValueError(f"{name}: not a file this output knows ({', '.join(self.known)})")
         self.written.add(name)
-        return self.path / name
+        return self.path / name  # atomic_write makes the directory with the first file
 
     def open(self, name: str, mode: str = "w") -> contextlib.AbstractContextManager[IO]:
         """`atomic_write` of file `name` (one of the known names) in this directory."""
@@ -186,7 +186,6 @@ def output_dir(path: str | os.PathLike, known: Sequence[str], *, overwrite: bool
     """
     p = Path(path)
     check_output_dir(p, known, overwrite=overwrite or add, inputs=inputs)
-    p.mkdir(parents=True, exist_ok=True)
     out = OutputDir(p, known)
     yield out
     for name in stale:

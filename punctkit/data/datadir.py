@@ -331,27 +331,33 @@ def combine_data_dirs(out: str | Path, dirs: list[str | Path], overwrite: bool =
     names = sorted({n for s in srcs for n in [*s.keyed, *s.whole]})
     utts = sorted({u for s in srcs for u in s.utts})
     utt2spk = {u: spk for s in srcs for u, spk in s.utt2spk.items()}
-    known = (*DATA_DIR_FILES, *names)  # the inputs' files are copied
-    with output_dir(out, known, overwrite=overwrite, inputs=dirs, stale=DATA_DIR_STALE) as tmp:
-        for name in names:
-            missing = [str(s.path) for s in srcs if name not in s.keyed and name not in s.whole]
-            if missing:
-                warnings.append(f"'{name}' left out: not in {', '.join(missing)}")
+    files: dict[str, list[str] | bytes] = {}  # all made before any is written: an error leaves `out` as it was
+    for name in names:
+        missing = [str(s.path) for s in srcs if name not in s.keyed and name not in s.whole]
+        if missing:
+            warnings.append(f"'{name}' left out: not in {', '.join(missing)}")
+            continue
+        if name in srcs[0].whole:
+            datas = [s.whole.get(name) for s in srcs]
+            if any(x != datas[0] for x in datas):
+                if name in MUST_AGREE:
+                    raise PunctkitError(f"combine-data: '{name}' differs between the input directories")
+                warnings.append(f"'{name}' left out: it differs between the inputs")
                 continue
-            if name in srcs[0].whole:
-                datas = [s.whole.get(name) for s in srcs]
-                if any(x != datas[0] for x in datas):
-                    if name in MUST_AGREE:
-                        raise PunctkitError(f"combine-data: '{name}' differs between the input directories")
-                    warnings.append(f"'{name}' left out: it differs between the inputs")
-                    continue
-                tmp.write_bytes(name, datas[0])  # type: ignore[arg-type]
-            elif srcs[0].keyed[name].kind == "spk2utt":
-                tmp.write_lines(name, _spk2utt_lines(utts, utt2spk))
+            files[name] = datas[0]  # type: ignore[assignment]
+        elif srcs[0].keyed[name].kind == "spk2utt":
+            files[name] = _spk2utt_lines(utts, utt2spk)
+        else:
+            kinds = {s.keyed[name].kind for s in srcs}
+            if len(kinds) > 1:
+                raise PunctkitError(f"combine-data: '{name}' is keyed by utterance in some inputs "
+                                    f"and by recording in others")
+            files[name] = _merge_keyed(name, [(s.path, s.keyed[name]) for s in srcs])
+    known = (*DATA_DIR_FILES, *names)  # the inputs' files are copied
+    with output_dir(out, known, overwrite=overwrite, inputs=dirs, stale=DATA_DIR_STALE) as o:
+        for name, data in files.items():
+            if isinstance(data, bytes):
+                o.write_bytes(name, data)
             else:
-                kinds = {s.keyed[name].kind for s in srcs}
-                if len(kinds) > 1:
-                    raise PunctkitError(f"combine-data: '{name}' is keyed by utterance in some inputs "
-                                        f"and by recording in others")
-                tmp.write_lines(name, _merge_keyed(name, [(s.path, s.keyed[name]) for s in srcs]))
+                o.write_lines(name, data)
     return warnings
