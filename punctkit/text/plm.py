@@ -212,7 +212,7 @@ class PlmFrontend(Frontend):
     def _write(self, out_dir: Path) -> None:
         target = Path(out_dir) / TOKENIZER_DIR
         target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f".{TOKENIZER_DIR}.", dir=target.parent) as tmp:
+        with tempfile.TemporaryDirectory(prefix=f".{TOKENIZER_DIR}.", suffix=".tmp", dir=target.parent) as tmp:
             self.tok.save_pretrained(tmp)
             src = self.source_dir
             if src is not None and (src / "config.json").is_file():
