@@ -44,6 +44,7 @@ import yaml
 import punctkit
 from punctkit.data.asr import (AsrUtterance, Line, detect_input_format, read_ctm, read_jsonl, read_kaldi_text,
                                read_text_lines, source_name, split_text)
+from punctkit.data.datadir import check_data_dir_output
 from punctkit.data.formats import FORMATS, Utterance, write
 from punctkit.data.labels import O, LabelSet, case_of, default_substitution, get_inventory
 from punctkit.data.tokenize import detokenize, display_words, ends_sentence
@@ -591,6 +592,8 @@ def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = 
     inputs = [] if str(src) == "-" else [src]
     if out is not None and str(out) != "-":
         check_not_input(out, inputs)
+        if fmt == "datadir":  # fail before punctuating, not after
+            check_data_dir_output(out, overwrite, inputs)
     if fmt == "ctm" and input_format not in ("ctm", "jsonl"):
         raise PunctkitError(f"--format ctm needs word times: input format ctm or jsonl, not {input_format}")
     inv = punct.inventory

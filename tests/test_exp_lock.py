@@ -105,11 +105,16 @@ def _conf_file(tmp_path: Path) -> Path:
     """TINY as a YAML file for the CLI, with a model the `punctkit` process knows."""
     import yaml
 
+    p = tmp_path / "train.yaml"
+    p.write_text(yaml.safe_dump(builtin_model()))
+    return p
+
+
+def builtin_model() -> dict:
+    """One epoch of a tiny model that processes other than pytest's know (test_tagger is registered here only)."""
     conf = one_epoch()
     conf["model"] = {"type": "transformer_tagger", "n_layers": 1, "d_model": 16, "n_heads": 2, "d_ff": 32}
-    p = tmp_path / "train.yaml"
-    p.write_text(yaml.safe_dump(conf))
-    return p
+    return conf
 
 
 def test_a_lock_left_by_a_dead_process_is_taken_over(dirs, tmp_path):
@@ -164,3 +169,17 @@ def test_dir_lock_in_one_process(tmp_path):
     (tmp_path / "x" / ".lock").write_text("host h\npid 1\n")  # someone else's now: release leaves it
     lock.release()
     assert (tmp_path / "x" / ".lock").read_text() == "host h\npid 1\n"
+
+
+def test_ddp_launcher_holds_the_lock_for_its_processes(dirs, tmp_path):
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    holder = _holder(exp)
+    try:
+        with pytest.raises(PunctkitError, match=f"pid {holder.pid}"):
+            train(one_epoch(), *dirs, exp, quiet=True, nproc=2)
+    finally:
+        holder.kill()
+        holder.wait()
+    st = train(builtin_model(), *dirs, tmp_path / "exp2", quiet=True, nproc=2)  # rank 0 does not lock again
+    assert st.epoch == 1 and not (tmp_path / "exp2" / ".lock").exists()
