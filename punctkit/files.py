@@ -231,6 +231,8 @@ class DirLock:
 
     def acquire(self) -> None:
         """Take the lock or raise PunctkitError."""
+        if self.dir.exists() and not self.dir.is_dir():
+            raise PunctkitError(f"{self.dir}: exists and is not a directory; choose a directory path")
         self.dir.mkdir(parents=True, exist_ok=True)
         self.text = (f"host {socket.gethostname()}\npid {os.getpid()}\n"
                      f"started {time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n")

@@ -169,6 +169,10 @@ def test_dir_lock_in_one_process(tmp_path):
     (tmp_path / "x" / ".lock").write_text("host h\npid 1\n")  # someone else's now: release leaves it
     lock.release()
     assert (tmp_path / "x" / ".lock").read_text() == "host h\npid 1\n"
+    shutil.copy(BAD / "notes.txt", tmp_path / "notes.txt")
+    with pytest.raises(PunctkitError, match="not a directory"):
+        DirLock(tmp_path / "notes.txt").acquire()
+    assert (tmp_path / "notes.txt").read_bytes() == (BAD / "notes.txt").read_bytes()
 
 
 def test_ddp_launcher_holds_the_lock_for_its_processes(dirs, tmp_path):
