@@ -77,6 +77,10 @@ def _chunk_spec_opt(spec: Optional[str]) -> Optional[str]:
 
 # ------------------------------------------------------------------ data preparation
 
+OWH = ("write into an output directory that holds files punctkit does not write "
+       "(they are kept: punctkit never deletes a file it did not write)")
+
+
 @app.command()
 def convert(
     src: Path = typer.Argument(..., help="input file or data directory"),
@@ -84,11 +88,12 @@ def convert(
     from_fmt: Optional[str] = typer.Option(None, "--from", help="twocol|punctuator2|text|kaldi_text|datadir (detected when omitted)"),
     to_fmt: Optional[str] = typer.Option(None, "--to", help="output format (default: text, or datadir for a dir/)"),
     inventory: Optional[str] = typer.Option(None, help="label inventory (default: inferred; 4class for text)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Convert punctuated data between formats."""
     from punctkit.data.formats import convert as do_convert
 
-    n, w = do_convert(src, dst, from_fmt, to_fmt, inventory)
+    n, w = do_convert(src, dst, from_fmt, to_fmt, inventory, overwrite=overwrite)
     typer.echo(f"convert: {n} utterances, {w} words -> {dst}", err=True)
 
 
@@ -107,12 +112,13 @@ def prepare(
     strict: bool = typer.Option(False, help="fail on the first repair instead of reporting it"),
     name: Optional[str] = typer.Option(None, help="utterance id prefix (default: the output dir name)"),
     lines: Optional[str] = typer.Option(None, callback=_lines_opt, help="only lines FIRST:LAST of each input"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Punctuated text -> data directory (text, labels, utt2spk), with a repair report."""
     from punctkit.data.prepare import prepare as do_prepare
 
     report = do_prepare(inputs, out, fmt, inventory, rules, lowercase, rechunk, block_len, seed,
-                        strict, name, lines)
+                        strict, name, lines, overwrite=overwrite)
     typer.echo("\n".join([f"prepare: {out}"] + report.lines()))
 
 
@@ -171,12 +177,14 @@ def prepare_inputs_cmd(
     out: Path = typer.Argument(..., help="directory for frontend/ (vocabulary, BPE, ...) and w2v.txt"),
     config: Path = typer.Option(..., "--config", help="training config (its frontend: and embeddings: sections)"),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="override, e.g. frontend.merges=5000"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Stage 3: build the vocabulary/BPE/sentencepiece model and, if asked, word2vec vectors."""
     from punctkit.train.config import load_config
     from punctkit.train.trainer import prepare_inputs
 
-    prepare_inputs(load_config(config, set_ or []), train_dir, out, log=lambda m: typer.echo(m, err=True))
+    prepare_inputs(load_config(config, set_ or []), train_dir, out, log=lambda m: typer.echo(m, err=True),
+                   overwrite=overwrite)
 
 
 @app.command()
@@ -191,11 +199,13 @@ def train(
                                           help="resume from exp's last checkpoint (default: when there is one)"),
     inputs: Optional[Path] = typer.Option(None, "--inputs", help="stage 3's output (frontend/, w2v.txt)"),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="config override, e.g. train.lr=0.001"),
+    force: bool = typer.Option(False, "--force", help="take --exp's lock even if another run (e.g. on "
+                                                     "another host) holds it"),
 ) -> None:
     """Train a model; writes config.yaml, checkpoints, model.best.pt and model.avg.pt into --exp."""
     from punctkit.train.trainer import train as do_train
 
-    st = do_train(config, train_dir, valid_dir, exp, ngpu, resume, set_ or [], inputs, nproc=nproc)
+    st = do_train(config, train_dir, valid_dir, exp, ngpu, resume, set_ or [], inputs, nproc=nproc, force=force)
     best = f"{st.best_score:.2f}" if st.best_score is not None else "-"
     typer.echo(f"train: {st.epoch} epochs, best dev F1 {best} (epoch {st.best_epoch}) -> {exp}")
 
@@ -214,6 +224,7 @@ def decode(
     step: Optional[int] = typer.Option(None, min=1, help="window step in words"),
     ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
     config: Optional[Path] = typer.Option(None, "--config", help="conf/decode.yaml: defaults for these options"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Predict one label per word of a data directory."""
     from punctkit.decode.decoder import decode_dir, read_decode_config
@@ -222,7 +233,7 @@ def decode(
              "batch_size": batch_size, "checkpoint": checkpoint, "window": window, "step": step}
     o = {**read_decode_config(config), **{k: v for k, v in given.items() if v is not None}}
     r = decode_dir(model_dir, data_dir, out, o.get("format", "datadir"), o.get("beam"), o.get("nbest", 1),
-                   o.get("batch_size"), o.get("checkpoint"), ngpu, o.get("window"), o.get("step"))
+                   o.get("batch_size"), o.get("checkpoint"), ngpu, o.get("window"), o.get("step"), overwrite=overwrite)
     typer.echo(f"decode: {r['utterances']} utterances, {r['words']} words -> {out}", err=True)
 
 
@@ -252,6 +263,7 @@ def bpe_train(
     merges: int = typer.Option(10000, min=1, help="subword_nmt: merge operations"),
     vocab_size: int = typer.Option(8000, min=1, help="sentencepiece: vocabulary size"),
     model_type: str = typer.Option("bpe", help="sentencepiece: bpe | unigram"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Learn BPE codes (subword-nmt) or a sentencepiece model from a data dir's text."""
     from punctkit.data.datadir import read_data_dir
@@ -261,7 +273,7 @@ def bpe_train(
     if kind not in opts:
         raise PunctkitError(f"--kind must be subword_nmt or sentencepiece, not '{kind}'")
     sents = [u.words for u in read_data_dir(data_dir, need_labels=False).utterances]
-    fe = train_frontend({"kind": kind, **opts[kind]}, sents, out)
+    fe = train_frontend({"kind": kind, **opts[kind]}, sents, out, overwrite=overwrite)
     typer.echo(f"bpe train: {kind}, {fe.vocab_size} tokens -> {out}", err=True)
 
 
@@ -272,9 +284,11 @@ def bpe_apply(
     out: Optional[Path] = typer.Argument(None, help="output file (default: standard output)"),
 ) -> None:
     """Print (or write) the pieces of every line."""
-    from punctkit.files import atomic_write
+    from punctkit.files import atomic_write, check_not_input
     from punctkit.text.frontend import load_frontend, piece_lines
 
+    if out is not None:
+        check_not_input(out, [src, model, *(f for d in (src, model) if d.is_dir() for f in d.glob("*"))])
     lines = piece_lines(load_frontend(model), src)
     if out is None:
         for ln in lines:
@@ -311,11 +325,12 @@ def split_data(
     data: Path = typer.Argument(..., help="data directory to split"),
     n: int = typer.Argument(..., min=1, help="number of parts"),
     per_spk: bool = typer.Option(False, "--per-spk", help="keep each speaker's utterances in one part"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Split a data directory into DATA/splitN/1..N (every per-utterance file kept consistent)."""
     from punctkit.data.datadir import split_data_dir
 
-    parts = split_data_dir(data, n, per_spk)
+    parts = split_data_dir(data, n, per_spk, overwrite=overwrite)
     typer.echo(f"split-data: {data} -> {parts[0].parent}/{{1..{n}}}", err=True)
 
 
@@ -323,11 +338,12 @@ def split_data(
 def combine_data(
     out: Path = typer.Argument(..., help="data directory to write"),
     dirs: List[Path] = typer.Argument(..., help="data directories to merge"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Merge data directories into OUT (sorted; spk2utt regenerated)."""
     from punctkit.data.datadir import combine_data_dirs
 
-    for w in combine_data_dirs(out, dirs):
+    for w in combine_data_dirs(out, dirs, overwrite=overwrite):
         typer.echo(f"combine-data: warning: {w}", err=True)
     typer.echo(f"combine-data: {len(dirs)} directories -> {out}", err=True)
 
@@ -359,6 +375,7 @@ def extract_feats_cmd(
     subsample: int = typer.Option(3, min=1, help="frame subsampling factor, stored in DATA/feats.info"),
     skip_bad: bool = typer.Option(False, help="log bad utterances and go on (default: stop)"),
     merge: bool = typer.Option(False, help="only merge the NJ parts into DATA/feats.scp"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Fbank + Kaldi pitch features (kaldi-native-fbank) into FEATDIR, DATA/feats.scp, utt2num_frames."""
     from punctkit.feats.fbank_pitch import extract_feats
@@ -366,7 +383,7 @@ def extract_feats_cmd(
     if job is not None and job > nj:
         raise typer.BadParameter(f"part {job} of --nj {nj} does not exist", param_hint="'--job'")
     s = extract_feats(data, featdir, fbank_conf, pitch_conf, kind=kind, nj=nj, job=job, subsample=subsample,
-                      skip_bad=skip_bad, merge_only=merge)
+                      skip_bad=skip_bad, merge_only=merge, overwrite=overwrite)
     if merge:
         typer.echo(f"extract-feats: merged {s.utterances} utterances into {data / 'feats.scp'}", err=True)
         return
@@ -395,6 +412,7 @@ def synthesize(
     nj: int = typer.Option(1, min=1, help="parallel synthesis processes"),
     voices: str = typer.Option(",".join(("en-us", "en", "en+f3", "en-us+m3", "en+f4")), help="espeak-ng voices"),
     rates: str = typer.Option("150,165,180,195", help="speaking rates (words per minute)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Speak punctuated text with espeak-ng: 16 kHz wavs, wav.scp and an exact word CTM."""
     from punctkit.feats.synth import synthesize_data_dir
@@ -405,7 +423,8 @@ def synthesize(
         raise typer.BadParameter(f"expected comma-separated integers, got '{rates}'", param_hint="'--rates'") from None
     if min(rate_list) < 1:
         raise typer.BadParameter(f"rates must be positive words per minute, got '{rates}'", param_hint="'--rates'")
-    n, sec = synthesize_data_dir(src, out, wav_dir, seed, nj, tuple(voices.split(",")), rate_list)
+    n, sec = synthesize_data_dir(src, out, wav_dir, seed, nj, tuple(voices.split(",")), rate_list,
+                                 overwrite=overwrite)
     typer.echo(f"synthesize: {n} utterances, {sec / 3600:.3f} h -> {out}", err=True)
 
 
@@ -451,12 +470,13 @@ def punctuate(
     ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
     backend: str = typer.Option("auto", help="torch | onnx (models packed with --onnx) | auto: onnx when "
                                              "the model has it and onnxruntime is installed"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Restore punctuation (and casing) in text, Kaldi text, CTM or JSON-lines ASR output."""
     from punctkit.punctuator import Punctuator, punctuate_file
 
     punct = Punctuator.load(model, ngpu, threads, batch_size, beam, chunk_words, step, quantize, backend)
-    stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, capitalize)
+    stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, capitalize, overwrite=overwrite)
     typer.echo(f"punctuate: {stats.summary()}", err=True)
 
 
@@ -501,13 +521,23 @@ def _file_written(e: OSError) -> Optional[str]:
 def _os_message(e: OSError, name: Optional[str]) -> str:
     """`NAME: strerror` (`NAME -> FILENAME2: strerror` for two paths) for any OSError."""
     what = e.strerror or str(e) or type(e).__name__
-    if isinstance(e, FileExistsError) and name is not None and Path(name).is_file():
-        what = "is a file, not a directory"  # mkdir of an output's parent that is a regular file
+    if isinstance(e, (FileExistsError, NotADirectoryError)) and name is not None:
+        blocking = _file_in_the_way(Path(name))
+        if blocking is not None:  # an output under (or in place of) a regular file
+            return f"{blocking}: is a file, not a directory"
     if name is None:
         return what
     if e.filename2 is not None:  # a rename or link: the destination (an output) is what the user named
         return f"{name} -> {e.filename2}: {what}" if e.errno == errno.ENOENT else f"{e.filename2}: {what}"
     return f"{name}: {what}"
+
+
+def _file_in_the_way(path: Path) -> Optional[Path]:
+    """The regular file that `path` or one of its parents is, where a directory was needed."""
+    for p in (path, *path.parents):
+        if p.is_file():
+            return p
+    return None
 
 
 def _usage_message(e: Exception) -> str:

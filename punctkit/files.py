@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
+import socket
+import fnmatch
 import tempfile
+import time
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Callable, Iterable, Iterator, Sequence
 
 
 def _umask() -> int:
@@ -79,22 +81,202 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         raise
 
 
-@contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary directory beside `path`; it replaces `path` only if the block succeeds."""
+def _resolved(path: str | os.PathLike) -> Path:
+    return Path(path).resolve()
+
+
+def check_not_input(out: str | os.PathLike, inputs: Iterable[str | os.PathLike]) -> None:
+    """Raise a one-line error when the output `out` is one of `inputs` (the same file or directory)."""
+    o = Path(out)
+    for i in inputs:
+        p = Path(i)
+        same = _resolved(p) == _resolved(o)
+        if not same and p.exists() and o.exists():
+            with contextlib.suppress(OSError):
+                same = os.path.samefile(p, o)  # hard links
+        if same:
+            raise PunctkitError(f"{o}: is also an input of this command ({p}); write the output elsewhere")
+
+
+def _matches(name: str, is_dir: bool, known: Sequence[str]) -> bool:
+    """Whether an entry is one punctkit knows: a pattern ending in `/` names directories."""
+    for pat in known:
+        if pat.endswith("/"):
+            if is_dir and fnmatch.fnmatchcase(name, pat[:-1]):
+                return True
+        elif not is_dir and fnmatch.fnmatchcase(name, pat):
+            return True
+    return False
+
+
+def _own_temporary(name: str) -> bool:
+    """A temporary file atomic_write leaves behind when its process is killed."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+class OutputDir:
+    """A directory output being written one file at a time (made by `output_dir`)."""
+
+    def __init__(self, path: Path, known: Sequence[str]):
+        self.path = path
+        self.known = known
+        self.written: set[str] = set()
+
+    def _target(self, name: str) -> Path:
+        if not _matches(name.split("/")[0], "/" in name, self.known):
+            raise ValueError(f"{name}: not a file this output knows ({', '.join(self.known)})")
+        self.written.add(name)
+        return self.path / name  # atomic_write makes the directory with the first file
+
+    def open(self, name: str, mode: str = "w") -> contextlib.AbstractContextManager[IO]:
+        """`atomic_write` of file `name` (one of the known names) in this directory."""
+        return atomic_write(self._target(name), mode)
+
+    def write_lines(self, name: str, lines: Iterable[str]) -> None:
+        """Write `name` as lines (each followed by a newline)."""
+        with self.open(name) as f:
+            for ln in lines:
+                f.write(ln + "\n")
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        """Write `name` with exactly these bytes."""
+        with self.open(name, "wb") as f:
+            f.write(data)
+
+
+def check_output_dir(path: str | os.PathLike, known: Sequence[str], *, overwrite: bool = False,
+                     inputs: Iterable[str | os.PathLike] = ()) -> None:
+    """The checks of `output_dir`, for a command to make before its long work."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent))
+    if p.exists() and not p.is_dir():
+        raise PunctkitError(f"{p}: exists and is not a directory; choose a directory path")
+    inputs = list(inputs)
+    check_not_input(p, inputs)
+    for i in inputs:
+        q = Path(i)
+        if _resolved(q.parent) == _resolved(p) and _matches(q.name, q.is_dir(), known):
+            raise PunctkitError(f"{q}: is an input and punctkit would write {p}/{q.name}; "
+                                f"write the output elsewhere")
+    if p.is_dir() and not overwrite:
+        unknown = sorted(e.name for e in p.iterdir()
+                         if not _own_temporary(e.name) and not _matches(e.name, e.is_dir(), known))
+        if unknown:
+            more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+            raise PunctkitError(f"{p}: holds files punctkit does not write ({', '.join(unknown[:3])}{more}); "
+                                f"choose a new or empty directory, or pass --overwrite "
+                                f"(files punctkit does not know are kept)")
+
+
+@contextlib.contextmanager
+def output_dir(path: str | os.PathLike, known: Sequence[str], *, overwrite: bool = False,
+               inputs: Iterable[str | os.PathLike] = (), stale: Sequence[str] = (),
+               add: bool = False) -> Iterator[OutputDir]:
+    """Write a directory output without deleting anything punctkit did not write.
+
+    `path` must be absent, empty, or hold only entries matching `known` (glob
+    patterns; `name/` for directories); anything else is a one-line error naming
+    it and `--overwrite`. With `overwrite` (or `add`, for stages that add their own
+    files to a directory in the Kaldi way, e.g. `feats.scp`) other entries are
+    allowed and always left alone. Each file is written to a temporary name and
+    renamed into place on its own; nothing is ever replaced as a whole directory.
+    No entry of `inputs` may be `path` itself or lie in it under a known name.
+    When the block succeeds, the files named in `stale` (a subset of `known`)
+    that it did not write are removed: the caller lists only files it writes
+    itself and that would contradict the new ones (e.g. an old `labels`).
+    """
+    p = Path(path)
+    check_output_dir(p, known, overwrite=overwrite or add, inputs=inputs)
+    out = OutputDir(p, known)
+    yield out
+    for name in stale:
+        if name not in out.written and (p / name).is_file() and _matches(name, False, known):
+            (p / name).unlink()
+
+
+LOCK_NAME = ".lock"
+
+
+def _pid_alive(pid: int) -> bool:
     try:
-        yield tmp
-        os.chmod(tmp, 0o777 & ~_umask())
-        if p.is_dir():
-            old = p.with_name(f".{p.name}.old.{os.getpid()}")
-            os.replace(p, old)
-            os.replace(tmp, p)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, p)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+class DirLock:
+    """`DIR/.lock` naming the host, pid and start time of the process that holds `DIR`.
+
+    The file is written complete under a temporary name and linked into place, which
+    fails when it exists (like O_EXCL, and no reader ever sees it half-written). A
+    lock whose process is gone (same host, pid not running) is taken over with a log
+    line; any other is a one-line error naming its holder, unless `force`.
+    """
+
+    def __init__(self, path: str | os.PathLike, force: bool = False, log: Callable[[str], None] | None = None,
+                 what: str = "punctkit"):
+        self.dir = Path(path)
+        self.file = self.dir / LOCK_NAME
+        self.force, self.log, self.what = force, log or (lambda m: None), what
+        self.text = ""
+
+    def _holder(self) -> tuple[dict[str, str], str]:
+        try:
+            text = self.file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}, ""
+        return dict(ln.split(" ", 1) for ln in text.splitlines() if " " in ln), text
+
+    def acquire(self) -> None:
+        """Take the lock or raise PunctkitError."""
+        if self.dir.exists() and not self.dir.is_dir():
+            raise PunctkitError(f"{self.dir}: exists and is not a directory; choose a directory path")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.text = (f"host {socket.gethostname()}\npid {os.getpid()}\n"
+                     f"started {time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n")
+        fd, tmp = tempfile.mkstemp(prefix=f"{LOCK_NAME}.", suffix=".tmp", dir=self.dir)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(self.text)
+            for _ in range(3):
+                try:
+                    os.link(tmp, self.file)
+                    return
+                except FileExistsError:
+                    self._take_over_or_fail()
+            raise PunctkitError(f"{self.file}: could not take the lock (other processes keep taking it)")
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def _take_over_or_fail(self) -> None:
+        """Remove a lock left by a dead process (or any, with force); else raise the holder's error."""
+        info, text = self._holder()
+        host, pid = info.get("host", "?"), info.get("pid", "?")
+        here = host == socket.gethostname()
+        dead = here and pid.isdigit() and not _pid_alive(int(pid))
+        if not (dead or self.force):
+            since = f", since {info['started']}" if "started" in info else ""
+            where_ = "running" if here else "on another host; if it is no longer running there, pass --force"
+            raise PunctkitError(f"{self.dir}: in use by another {self.what} (host {host}, pid {pid}{since}; "
+                                f"{where_}; lock file {self.file})")
+        why = "its process is not running" if dead else "--force"
+        self.log(f"taking over the lock {self.file} of host {host}, pid {pid} ({why})")
+        if self._holder()[1] == text:  # still the same holder's: remove it, then link ours
+            with contextlib.suppress(FileNotFoundError):
+                self.file.unlink()
+
+    def release(self) -> None:
+        """Remove the lock if it is still this process's."""
+        if self.text and self._holder()[1] == self.text:
+            self.file.unlink()
+        self.text = ""
+
+    def __enter__(self) -> "DirLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

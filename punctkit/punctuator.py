@@ -44,12 +44,13 @@ import yaml
 import punctkit
 from punctkit.data.asr import (AsrUtterance, Line, detect_input_format, read_ctm, read_jsonl, read_kaldi_text,
                                read_text_lines, source_name, split_text)
+from punctkit.data.datadir import check_data_dir_output
 from punctkit.data.formats import FORMATS, Utterance, write
 from punctkit.data.labels import O, LabelSet, case_of, default_substitution, get_inventory
 from punctkit.data.tokenize import detokenize, display_words, ends_sentence
 from punctkit.data.streams import IGNORE, Stream
 from punctkit.decode.windows import Predict, decode_windows
-from punctkit.files import PunctkitError, atomic_write, require_file, where
+from punctkit.files import PunctkitError, atomic_write, check_not_input, require_file, where
 from punctkit.score import read_score
 from punctkit.text.frontend import Frontend, load_frontend
 
@@ -571,8 +572,10 @@ def _open_out(out: str | Path | None) -> Any:
 
 def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = None,
                    input_format: str | None = None, fmt: str = "readable", keep_input_marks: bool = False,
-                   capitalize: bool = True) -> PunctuateStats:
+                   capitalize: bool = True, overwrite: bool = False) -> PunctuateStats:
     """Punctuate `src` (`-`: stdin) into `out` (None or `-`: stdout) in `fmt`.
+
+    `out` is never `src`; a `datadir` output is written by `write_data_dir` (`overwrite` there).
 
     Formats: `readable` (detokenized text; `uttid text` for inputs with ids),
     `ctm` (CTM/JSON inputs with times: each word cased, its mark appended),
@@ -586,6 +589,11 @@ def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = 
         raise PunctkitError(f"unknown output format '{fmt}' (known: {', '.join(OUTPUT_FORMATS)})")
     if fmt in FORMATS and (out is None or str(out) == "-"):
         raise PunctkitError(f"--format {fmt} writes through punctkit's format writers: give -o FILE")
+    inputs = [] if str(src) == "-" else [src]
+    if out is not None and str(out) != "-":
+        check_not_input(out, inputs)
+        if fmt == "datadir":  # fail before punctuating, not after
+            check_data_dir_output(out, overwrite, inputs)
     if fmt == "ctm" and input_format not in ("ctm", "jsonl"):
         raise PunctkitError(f"--format ctm needs word times: input format ctm or jsonl, not {input_format}")
     inv = punct.inventory
@@ -640,6 +648,6 @@ def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = 
     else:
         raise PunctkitError(f"unknown input format '{input_format}' (known: text, kaldi_text, ctm, jsonl)")
     if fmt in FORMATS:
-        write(collected, out, fmt, inv)  # type: ignore[arg-type]
+        write(collected, out, fmt, inv, overwrite, inputs)  # type: ignore[arg-type]
     stats.seconds = time.time() - t0
     return stats

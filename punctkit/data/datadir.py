@@ -17,10 +17,19 @@ from pathlib import Path
 
 from punctkit.data.formats import Utterance
 from punctkit.data.labels import LabelSet, get_inventory, inventory_for
-from punctkit.files import PunctkitError, atomic_dir, iter_lines, where
+from punctkit.files import OutputDir, PunctkitError, check_output_dir, iter_lines, output_dir, where
 
 # Files keyed by utterance id (split/combine keep them consistent).
 UTT_FILES = ("text", "labels", "utt2spk", "segments", "feats.scp", "utt2num_frames", "ctm", "utt2dur")
+
+# Every entry punctkit (or a Kaldi stage before it) writes into a data directory: a
+# directory holding only these may be written again (a recipe rerun over its data/).
+DATA_DIR_FILES = ("text", "labels", "utt2*", "spk2*", "reco2*", "inventory", "nbest", "segments", "wav.scp",
+                  "feats.scp", "feats.info", "cmvn.scp", "cmvn.ark", "ctm", "frame_shift", "*.log",
+                  "score.txt", "score.json", "split[0-9]*/", "log/", "feats/", "data/")
+# Files the data-directory writers themselves write and that contradict a new `text` when
+# left from an earlier run: a new output without labels (or n-best lists) removes the old ones.
+DATA_DIR_STALE = ("labels", "nbest")
 
 
 def read_table(path: str | Path, check_sorted: bool = True) -> "OrderedDict[str, str]":
@@ -95,33 +104,40 @@ def read_data_dir(path: str | Path, inventory: LabelSet | None = None, need_labe
     return DataDir(d, utts, inventory, utt2spk)
 
 
+def check_data_dir_output(path: str | Path, overwrite: bool = False, inputs: list[str | Path] | tuple = ()) -> None:
+    """Fail now, before a long computation, if `write_data_dir` would refuse `path`."""
+    check_output_dir(path, DATA_DIR_FILES, overwrite=overwrite, inputs=inputs)
+
+
 def write_data_dir(path: str | Path, utts: list[Utterance], inventory: LabelSet,
-                   utt2spk: dict[str, str] | None = None, extra: dict[str, list[str]] | None = None) -> None:
-    """Write a data directory atomically (sorted by utterance id); `extra`: other files' lines."""
+                   utt2spk: dict[str, str] | None = None, extra: dict[str, list[str]] | None = None,
+                   overwrite: bool = False, inputs: list[str | Path] | tuple = ()) -> None:
+    """Write a data directory (sorted by utterance id); `extra`: other files' lines.
+
+    Through `output_dir`: `path` may hold only data-directory files unless `overwrite`
+    (other files are kept either way), each file is replaced on its own, and an old
+    `labels` or `nbest` the new output lacks is removed (it would contradict `text`);
+    files other stages added (feats.scp, wav.scp, ...) are kept. `inputs`: the command's
+    input files and directories, which the output may not replace.
+    """
     utts = sorted(utts, key=lambda u: u.uttid)
     ids = [u.uttid for u in utts]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise PunctkitError(f"{path}: duplicate utterance id '{dup}'")
     spk = utt2spk or {u.uttid: u.uttid for u in utts}
-    with atomic_dir(path) as tmp:
-        _write_lines(tmp / "text", (f"{u.uttid} {' '.join(u.words)}" for u in utts))
+    with output_dir(path, DATA_DIR_FILES, overwrite=overwrite, inputs=inputs, stale=DATA_DIR_STALE) as out:
+        out.write_lines("text", (f"{u.uttid} {' '.join(u.words)}" for u in utts))
         if any(u.labels for u in utts):
-            _write_lines(tmp / "labels", (f"{u.uttid} {' '.join(u.labels)}" for u in utts))
-        _write_lines(tmp / "utt2spk", (f"{i} {spk[i]}" for i in ids))
+            out.write_lines("labels", (f"{u.uttid} {' '.join(u.labels)}" for u in utts))
+        out.write_lines("utt2spk", (f"{i} {spk[i]}" for i in ids))
         spk2utt: dict[str, list[str]] = {}
         for i in ids:
             spk2utt.setdefault(spk[i], []).append(i)
-        _write_lines(tmp / "spk2utt", (f"{s} {' '.join(us)}" for s, us in sorted(spk2utt.items())))
-        (tmp / "inventory").write_text(inventory.name + "\n")
+        out.write_lines("spk2utt", (f"{s} {' '.join(us)}" for s, us in sorted(spk2utt.items())))
+        out.write_lines("inventory", [inventory.name])
         for name, lines in (extra or {}).items():
-            _write_lines(tmp / name, lines)
-
-
-def _write_lines(path: Path, lines) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        for ln in lines:
-            f.write(ln + "\n")
+            out.write_lines(name, lines)
 
 
 # ------------------------------------------------------------------ split and combine
@@ -234,23 +250,25 @@ def _spk2utt_lines(utts: list[str], utt2spk: dict[str, str]) -> list[str]:
     return [f"{s} {' '.join(us)}" for s, us in sorted(spk2utt.items())]
 
 
-def _write_part(src: _Contents, utts: list[str], out: Path) -> None:
-    """Write the subset of `src` for `utts` (in src order) into directory `out`."""
-    out.mkdir(parents=True)
+def _write_part(src: _Contents, utts: list[str], out: OutputDir) -> None:
+    """Write the subset of `src` for `utts` (in src order) into the part `out`."""
     keep = {"utt": set(utts), "reco": {src.utt2reco[u] for u in utts},
             "spk": {src.utt2spk[u] for u in utts}}
     for name, tab in src.keyed.items():
         if tab.kind == "spk2utt":
-            _write_lines(out / name, _spk2utt_lines(utts, src.utt2spk))
+            out.write_lines(name, _spk2utt_lines(utts, src.utt2spk))
         else:
-            _write_lines(out / name, (ln for k, ln in tab.lines if k in keep[tab.kind]))
+            out.write_lines(name, (ln for k, ln in tab.lines if k in keep[tab.kind]))
     for name, data in src.whole.items():
-        (out / name).write_bytes(data)
+        out.write_bytes(name, data)
 
 
-def split_data_dir(data: str | Path, n: int, per_spk: bool = False) -> list[Path]:
+def split_data_dir(data: str | Path, n: int, per_spk: bool = False, overwrite: bool = False) -> list[Path]:
     """Split a data directory into `DATA/splitN/1..N` (contiguous parts, balanced by utterance
-    count); `per_spk` keeps each speaker's utterances in one part. Returns the part paths."""
+    count); `per_spk` keeps each speaker's utterances in one part. Returns the part paths.
+
+    A part is a copy of its share of DATA: a data-directory file an earlier split left
+    in it that DATA no longer has is removed; files punctkit does not know are kept."""
     src = _read_contents(data)
     if n < 1:
         raise PunctkitError(f"split-data: number of parts must be at least 1, got {n}")
@@ -266,10 +284,14 @@ def split_data_dir(data: str | Path, n: int, per_spk: bool = False) -> list[Path
         raise PunctkitError(f"{src.path}: cannot split {len(units)} {what} into {n} parts")
     groups = _balanced_groups([len(x) for x in units], n)
     out = src.path / f"split{n}"
-    with atomic_dir(out) as tmp:
+    names = [*src.keyed, *src.whole]
+    known = (*DATA_DIR_FILES, *names)  # DATA's own files are copied into every part
+    with output_dir(out, ("[0-9]*/",), overwrite=overwrite):
         for k, group in enumerate(groups, 1):
             chosen = {u for i in group for u in units[i]}
-            _write_part(src, [u for u in src.utts if u in chosen], tmp / str(k))
+            stale = [f.name for f in (out / str(k)).glob("*") if f.name not in names]
+            with output_dir(out / str(k), known, overwrite=overwrite, stale=stale) as part:
+                _write_part(src, [u for u in src.utts if u in chosen], part)
     return [out / str(k) for k in range(1, n + 1)]
 
 
@@ -298,9 +320,10 @@ def _merge_keyed(name: str, parts: list[tuple[Path, _Keyed]]) -> list[str]:
     return [ln for k in sorted(blocks) for ln in blocks[k][1]]
 
 
-def combine_data_dirs(out: str | Path, dirs: list[str | Path]) -> list[str]:
+def combine_data_dirs(out: str | Path, dirs: list[str | Path], overwrite: bool = False) -> list[str]:
     """Merge data directories into `out` (every file sorted by key; spk2utt regenerated).
-    Returns warnings about files left out because not every input has them (or agrees)."""
+    Returns warnings about files left out because not every input has them (or agrees).
+    `out` is written as by `write_data_dir` (it may not be one of `dirs`)."""
     if not dirs:
         raise PunctkitError("combine-data: no input directories")
     srcs = [_read_contents(d) for d in dirs]
@@ -308,26 +331,33 @@ def combine_data_dirs(out: str | Path, dirs: list[str | Path]) -> list[str]:
     names = sorted({n for s in srcs for n in [*s.keyed, *s.whole]})
     utts = sorted({u for s in srcs for u in s.utts})
     utt2spk = {u: spk for s in srcs for u, spk in s.utt2spk.items()}
-    with atomic_dir(out) as tmp:
-        for name in names:
-            missing = [str(s.path) for s in srcs if name not in s.keyed and name not in s.whole]
-            if missing:
-                warnings.append(f"'{name}' left out: not in {', '.join(missing)}")
+    files: dict[str, list[str] | bytes] = {}  # all made before any is written: an error leaves `out` as it was
+    for name in names:
+        missing = [str(s.path) for s in srcs if name not in s.keyed and name not in s.whole]
+        if missing:
+            warnings.append(f"'{name}' left out: not in {', '.join(missing)}")
+            continue
+        if name in srcs[0].whole:
+            datas = [s.whole.get(name) for s in srcs]
+            if any(x != datas[0] for x in datas):
+                if name in MUST_AGREE:
+                    raise PunctkitError(f"combine-data: '{name}' differs between the input directories")
+                warnings.append(f"'{name}' left out: it differs between the inputs")
                 continue
-            if name in srcs[0].whole:
-                datas = [s.whole.get(name) for s in srcs]
-                if any(x != datas[0] for x in datas):
-                    if name in MUST_AGREE:
-                        raise PunctkitError(f"combine-data: '{name}' differs between the input directories")
-                    warnings.append(f"'{name}' left out: it differs between the inputs")
-                    continue
-                (tmp / name).write_bytes(datas[0])  # type: ignore[arg-type]
-            elif srcs[0].keyed[name].kind == "spk2utt":
-                _write_lines(tmp / name, _spk2utt_lines(utts, utt2spk))
+            files[name] = datas[0]  # type: ignore[assignment]
+        elif srcs[0].keyed[name].kind == "spk2utt":
+            files[name] = _spk2utt_lines(utts, utt2spk)
+        else:
+            kinds = {s.keyed[name].kind for s in srcs}
+            if len(kinds) > 1:
+                raise PunctkitError(f"combine-data: '{name}' is keyed by utterance in some inputs "
+                                    f"and by recording in others")
+            files[name] = _merge_keyed(name, [(s.path, s.keyed[name]) for s in srcs])
+    known = (*DATA_DIR_FILES, *names)  # the inputs' files are copied
+    with output_dir(out, known, overwrite=overwrite, inputs=dirs, stale=DATA_DIR_STALE) as o:
+        for name, data in files.items():
+            if isinstance(data, bytes):
+                o.write_bytes(name, data)
             else:
-                kinds = {s.keyed[name].kind for s in srcs}
-                if len(kinds) > 1:
-                    raise PunctkitError(f"combine-data: '{name}' is keyed by utterance in some inputs "
-                                        f"and by recording in others")
-                _write_lines(tmp / name, _merge_keyed(name, [(s.path, s.keyed[name]) for s in srcs]))
+                o.write_lines(name, data)
     return warnings

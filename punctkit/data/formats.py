@@ -21,7 +21,7 @@ from punctkit.data.labels import (
     get_inventory, inventory_for, mark_of,
 )
 from punctkit.data.tokenize import join_marked, segment, tokens
-from punctkit.files import PunctkitError, atomic_write, iter_lines, where
+from punctkit.files import PunctkitError, atomic_write, check_not_input, iter_lines, where
 
 FORMATS = ("twocol", "punctuator2", "text", "kaldi_text", "datadir")
 KNOWN_LABELS = frozenset(lab for inv in INVENTORIES.values() for lab in inv.labels)
@@ -311,16 +311,22 @@ def _p2_line(words: list[str], labels: list[str]) -> str:
     return " ".join(out)
 
 
-def write(utts: list[Utterance], path: str | Path, fmt: str, inventory: LabelSet | None = None) -> None:
-    """Write utterances in `fmt`; the file appears only when complete."""
+def write(utts: list[Utterance], path: str | Path, fmt: str, inventory: LabelSet | None = None,
+          overwrite: bool = False, inputs: list[str | Path] | tuple = ()) -> None:
+    """Write utterances in `fmt`; the file appears only when complete.
+
+    A file output may replace an existing file (the user named it), never one of
+    `inputs`; a data directory is written by `write_data_dir` (`overwrite` there).
+    """
     if fmt == "datadir":
         from punctkit.data.datadir import write_data_dir
 
         inv = inventory or inventory_for({lab for u in utts for lab in u.labels} or {O})
-        write_data_dir(path, utts, inv)
+        write_data_dir(path, utts, inv, overwrite=overwrite, inputs=inputs)
         return
     if fmt not in FORMATS:
         raise PunctkitError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})")
+    check_not_input(path, inputs)
     with atomic_write(path) as f:
         for k, u in enumerate(utts):
             if fmt == "twocol":
@@ -336,12 +342,13 @@ def write(utts: list[Utterance], path: str | Path, fmt: str, inventory: LabelSet
 
 
 def convert(src: str | Path, dst: str | Path, src_fmt: str | None = None, dst_fmt: str | None = None,
-            inventory: str | None = None) -> tuple[int, int]:
-    """Convert between formats; returns (utterances, words) written."""
+            inventory: str | None = None, overwrite: bool = False) -> tuple[int, int]:
+    """Convert between formats; returns (utterances, words) written (`dst` never replaces `src`)."""
+    check_not_input(dst, [src])
     utts, inv = read(src, src_fmt, inventory)
     if dst_fmt is None:
         dst_fmt = "datadir" if Path(dst).is_dir() or str(dst).endswith("/") else "text"
-    write(utts, dst, dst_fmt, inv)
+    write(utts, dst, dst_fmt, inv, overwrite, inputs=[src])
     return len(utts), sum(len(u.words) for u in utts)
 
 

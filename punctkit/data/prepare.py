@@ -72,12 +72,14 @@ def blocks(utts: list[Utterance], block_len: int, prefix: str) -> list[Utterance
 def prepare(inputs: list[Path], out: Path, fmt: str | None = None, inventory: str = "4class",
             rules: Path | None = None, lowercase: bool = False, rechunk_spec: str | None = None,
             block_len: int | None = None, seed: int = 1, strict: bool = False,
-            name: str | None = None, lines: tuple[int, int] | None = None) -> Report:
+            name: str | None = None, lines: tuple[int, int] | None = None, overwrite: bool = False) -> Report:
     """Build the data directory `out` from punctuated text files; returns the repair report.
 
     Streams (`block_len`): each input is one document cut into consecutive blocks
     that ignore sentence ends; `utt2spk` maps the blocks to their document so
     models can window across them. Rechunked data: each chunk is its own unit.
+    `out` is written by `write_data_dir` (see there for `overwrite`); no input may be
+    one of its files.
     """
     check_block_len(block_len)
     if rechunk_spec is not None:
@@ -106,7 +108,8 @@ def prepare(inputs: list[Path], out: Path, fmt: str | None = None, inventory: st
         raise PunctkitError(f"no words found in {', '.join(map(str, inputs))}")
     log = [f"# punctkit prepare {' '.join(map(str, inputs))} -> {out}",
            f"utterances: {len(utts)}  words: {sum(len(u.words) for u in utts)}"] + report.lines()
-    write_data_dir(out, utts, inv, utt2spk, extra={"prepare.log": log})
+    write_data_dir(out, utts, inv, utt2spk, extra={"prepare.log": log}, overwrite=overwrite,
+                   inputs=[*inputs, *([rules] if rules else [])])
     return report
 
 

@@ -15,11 +15,11 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from punctkit.data.datadir import read_data_dir, write_data_dir
+from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
 from punctkit.data.formats import FORMATS, Utterance, write
 from punctkit.data.labels import LabelSet, get_inventory
 from punctkit.decode.windows import Hyps, decode_windows
-from punctkit.files import PunctkitError, atomic_write
+from punctkit.files import PunctkitError, atomic_write, check_not_input
 from punctkit.models.base import PunctModel
 from punctkit.models.registry import build_model
 from punctkit.text.frontend import Frontend, load_frontend
@@ -159,8 +159,13 @@ def read_decode_config(path: str | Path | None) -> dict[str, Any]:
 def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt: str = "datadir",
                beam: int | None = None, nbest: int = 1, batch_size: int | None = None,
                checkpoint: str | None = None, ngpu: int = 0, window: int | None = None,
-               step: int | None = None, log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Label every word of `data_dir` and write `out` in `fmt` (+ an `nbest` file when nbest > 1)."""
+               step: int | None = None, log: Callable[[str], None] | None = None,
+               overwrite: bool = False) -> dict[str, Any]:
+    """Label every word of `data_dir` and write `out` in `fmt` (+ an `nbest` file when nbest > 1).
+
+    A data-directory `out` is written by `write_data_dir` (`overwrite` there); no output
+    may be `data_dir`, one of its files or a file of `model_dir`.
+    """
     if fmt not in FORMATS:
         raise PunctkitError(f"unknown output format '{fmt}' (known: {', '.join(FORMATS)})")
     device = pick_device(ngpu)
@@ -171,6 +176,12 @@ def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt
     window, step = window or dconf["window"], step or dconf["step"]
     beam = beam if beam is not None else dconf["beam"]
     batch_size = batch_size or dconf["batch_size"]
+    inputs = [data_dir, model_dir, *(f for d in (data_dir, model_dir) for f in Path(d).glob("*") if f.is_file())]
+    check_not_input(out, inputs)
+    if fmt == "datadir":
+        check_data_dir_output(out, overwrite, inputs)
+    elif nbest > 1:
+        check_not_input(f"{out}.nbest", inputs)
     dd = read_data_dir(data_dir, need_labels=False)
     if any(u.labels for u in dd.utterances) and dd.inventory.name != inv.name:
         raise PunctkitError(f"{data_dir}: label inventory {dd.inventory.name} differs from the model's "
@@ -195,9 +206,10 @@ def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt
             nbest_lines += [f"{s.key} {r} {score:.4f} {' '.join(inv.labels[i] for i in ids)}"
                             for r, (ids, score) in enumerate(h, 1)]
     if fmt == "datadir":
-        write_data_dir(out, utts, inv, dd.utt2spk, extra={"nbest": nbest_lines} if nbest > 1 else None)
+        write_data_dir(out, utts, inv, dd.utt2spk, extra={"nbest": nbest_lines} if nbest > 1 else None,
+                       overwrite=overwrite, inputs=inputs)
     else:
-        write(sorted(utts, key=lambda u: u.uttid), out, fmt, inv)
+        write(sorted(utts, key=lambda u: u.uttid), out, fmt, inv, inputs=inputs)
         if nbest > 1:
             with atomic_write(f"{out}.nbest") as f:
                 f.writelines(ln + "\n" for ln in nbest_lines)

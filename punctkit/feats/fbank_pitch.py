@@ -22,11 +22,14 @@ import numpy as np
 from punctkit.data.datadir import read_table
 from punctkit.feats.ark import ArkWriter
 from punctkit.feats.wav import Segment, data_segments, iter_audio
-from punctkit.files import PunctkitError, atomic_write, iter_lines, where
+from punctkit.files import PunctkitError, atomic_write, check_output_dir, iter_lines, output_dir, where
 
 KINDS = ("fbank_pitch", "fbank", "pitch")
 # Kaldi's paste-feats --length-tolerance: fbank and pitch frame counts may differ this much.
 LENGTH_TOLERANCE = 2
+# What extract-feats writes: into FEATDIR (the archives, per-job lists, logs) and into DATA.
+FEATDIR_FILES = ("feats.ark", "feats.scp", "raw_*.ark", "raw_*.scp", "utt2num_frames*", "feats.info", "log/")
+DATA_OUTPUTS = ("feats.scp", "utt2num_frames", "feats.info")
 
 
 # ------------------------------------------------------------------ Kaldi-style conf files
@@ -325,22 +328,26 @@ def merge_jobs(data: str | Path, featdir: str | Path, nj: int) -> int:
         u2n += [f"{k} {v}" for k, v in read_table(n, check_sorted=False).items()]
     if not scp:
         raise PunctkitError(f"{fd}: no utterance has features (all skipped? see {fd / 'log'})")
-    _write_lines(d / "feats.scp", sorted(scp))
-    _write_lines(d / "utt2num_frames", sorted(u2n))
-    _write_lines(d / "feats.info", (fd / "feats.info").read_text(encoding="utf-8").splitlines())
+    info = (fd / "feats.info").read_text(encoding="utf-8").splitlines()
+    with output_dir(d, DATA_OUTPUTS, add=True) as out:  # the Kaldi way: DATA's other files stay
+        out.write_lines("feats.scp", sorted(scp))
+        out.write_lines("utt2num_frames", sorted(u2n))
+        out.write_lines("feats.info", info)
     return len(scp)
 
 
 def extract_feats(data: str | Path, featdir: str | Path, fbank_conf: str | Path | None = None,
                   pitch_conf: str | Path | None = None, kind: str = "fbank_pitch", nj: int = 1,
                   job: int | None = None, subsample: int = 3, skip_bad: bool = False,
-                  merge_only: bool = False, show_progress: bool = True) -> ExtractSummary:
+                  merge_only: bool = False, show_progress: bool = True, overwrite: bool = False) -> ExtractSummary:
     """Features of every utterance of `data` into `featdir` (Kaldi's make_fbank_pitch.sh).
 
     `job=J` computes only part J of `nj` (for a cluster launcher; merge with
     `merge_only=True` afterwards); otherwise all parts run here and DATA/feats.scp,
     DATA/utt2num_frames and DATA/feats.info are written at the end. A bad
     utterance stops everything unless `skip_bad`, which logs it and goes on.
+    DATA gains (or has replaced) only its feats.scp, utt2num_frames and feats.info;
+    FEATDIR may hold only feature files unless `overwrite` (other files are kept).
     """
     from punctkit.progress import progress
 
@@ -354,6 +361,8 @@ def extract_feats(data: str | Path, featdir: str | Path, fbank_conf: str | Path 
     if merge_only:
         return ExtractSummary(utterances=merge_jobs(d, fdir, nj))
     cfg = FeatureConfig.from_files(kind, fbank_conf, pitch_conf)
+    inputs = [f for f in d.glob("*") if f.is_file() and f.name not in DATA_OUTPUTS]
+    check_output_dir(fdir, FEATDIR_FILES, overwrite=overwrite, inputs=inputs)
 
     parts = split_parts([s.uttid for s in data_segments(d)], nj)
     jobs = [job] if job is not None else list(range(1, nj + 1))

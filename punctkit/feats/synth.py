@@ -28,12 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from punctkit.data.datadir import read_data_dir, write_data_dir
+from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
 from punctkit.data.tokenize import display_words
-from punctkit.files import PunctkitError
+from punctkit.files import PunctkitError, check_output_dir
 
 VOICES = ("en-us", "en", "en+f3", "en-us+m3", "en+f4")
 RATES = (150, 165, 180, 195)  # words per minute
+WAV_DIR_FILES = ("*.wav",)  # what synthesize writes into its wav directory
 
 _EVENT_WORD, _EVENT_PHONEME, _EVENT_END_LIST = 1, 7, 0
 _AUDIO_OUTPUT_SYNCHRONOUS, _INIT_PHONEME_EVENTS, _INIT_DONT_EXIT = 2, 0x1, 0x8000
@@ -222,16 +223,21 @@ def _run_fresh(job: SynthJob):
 
 def synthesize_data_dir(src: str | Path, out: str | Path, wav_dir: str | Path | None = None, seed: int = 1,
                         nj: int = 1, voices: tuple[str, ...] = VOICES, rates: tuple[int, ...] = RATES,
-                        sample_rate: int = 16000, show_progress: bool = True) -> tuple[int, float]:
+                        sample_rate: int = 16000, show_progress: bool = True,
+                        overwrite: bool = False) -> tuple[int, float]:
     """Audio data directory `out` (wav.scp, ctm, utt2dur, utt2voice + src's text/labels/speakers).
 
     Wavs go to `wav_dir` (default: `<out>_wav` beside it). Returns (utterances, seconds).
+    `out` is written by `write_data_dir` and `wav_dir` may hold only wavs, unless
+    `overwrite` (files punctkit does not write are kept either way).
     """
     from punctkit.progress import progress
 
     dd = read_data_dir(src)
     out = Path(out)
     wav_dir = Path(wav_dir) if wav_dir else out.with_name(out.name + "_wav")
+    check_data_dir_output(out, overwrite, [src])
+    check_output_dir(wav_dir, WAV_DIR_FILES, overwrite=overwrite, inputs=[src])
     jobs = []
     for u in dd.utterances:
         voice, wpm = voice_for(u.uttid, seed, voices, rates)
@@ -255,5 +261,5 @@ def synthesize_data_dir(src: str | Path, out: str | Path, wav_dir: str | Path | 
         log.append(f"{job.uttid} {job.voice} {job.wpm} {text}")
     write_data_dir(out, dd.utterances, dd.inventory, dd.utt2spk,
                    extra={"wav.scp": wav_scp, "ctm": ctm, "utt2dur": utt2dur, "utt2voice": utt2voice,
-                          "synthesize.log": log})
+                          "synthesize.log": log}, overwrite=overwrite, inputs=[src])
     return len(jobs), total

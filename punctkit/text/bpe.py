@@ -51,7 +51,7 @@ def train_sentencepiece(lines: Iterable[str], model: str | Path, vocab_size: int
         raise PunctkitError(f"sentencepiece model_type must be bpe or unigram, not '{model_type}'")
     model = Path(model)
     model.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=model.parent) as tmp:
+    with tempfile.TemporaryDirectory(prefix=".spm.", suffix=".tmp", dir=model.parent) as tmp:
         prefix = os.path.join(tmp, "spm")
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter([ln.strip() for ln in lines if ln.strip()]), model_prefix=prefix,

