@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import socket
 import fnmatch
@@ -68,17 +69,26 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
             yield f
         return
     p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    except OSError as e:
+        e.filename = str(p)  # the user named the output, not our temporary file
+        raise
     os.close(fd)
     try:
         with open(tmp, mode, encoding=None if "b" in mode else encoding) as f:
             yield f
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs are ordinary files
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and (e.filename == tmp or (e.filename is None and e.errno in _FULL)):
+            e.filename, e.filename2 = str(p), None
         raise
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # a write that failed for lack of room
 
 
 def _resolved(path: str | os.PathLike) -> Path:
