@@ -51,3 +51,12 @@ def write_corpus(path: Path, n_words: int, seed: int) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def prepare_data(d: Path) -> tuple[Path, Path]:
+    """d/train and d/valid: the data dirs the legacy models were trained on (make_legacy.py)."""
+    from punctkit.data.prepare import prepare
+
+    prepare([write_corpus(d / "train.twocol", 3000, seed=1)], d / "train", block_len=100)
+    prepare([write_corpus(d / "valid.twocol", 500, seed=3)], d / "valid", block_len=100)
+    return d / "train", d / "valid"

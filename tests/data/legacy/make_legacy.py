@@ -15,9 +15,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # tests/
 
-from legacy_util import write_corpus  # noqa: E402
+from legacy_util import prepare_data, write_corpus  # noqa: E402
 from punct_util import tiny_conf  # noqa: E402
-from punctkit.data.prepare import prepare  # noqa: E402
 from punctkit.punctuator import Punctuator, pack  # noqa: E402
 from punctkit.train.trainer import train  # noqa: E402
 
@@ -41,8 +40,7 @@ def tiny_bert(d: Path, words: list[str]) -> Path:
 
 def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="legacy-"))
-    prepare([write_corpus(tmp / "train.twocol", 3000, seed=1)], tmp / "train", block_len=100)
-    prepare([write_corpus(tmp / "valid.twocol", 500, seed=3)], tmp / "valid", block_len=100)
+    prepare_data(tmp)
     words = sorted({ln.split("\t")[0] for ln in (tmp / "train.twocol").read_text().splitlines()})
     frontends = {"word": {"kind": "word", "min_count": 1},
                  "subword_nmt": {"kind": "subword_nmt", "merges": 40, "min_frequency": 2},
