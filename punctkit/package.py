@@ -64,7 +64,7 @@ CHUNK = 4 * MiB
 
 # The files each frontend kind writes into its directory (punctkit/text/frontend.py, plm.py).
 PLM_FILES = ("config.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-             "merges.txt", "chat_template.jinja") + TOKENIZER_FILES
+             "merges.txt") + TOKENIZER_FILES
 FRONTEND_FILES: dict[str, tuple[str, ...]] = {
     "word": ("vocab.txt",),
     "subword_nmt": ("bpe.codes", "vocab.txt"),
@@ -72,6 +72,7 @@ FRONTEND_FILES: dict[str, tuple[str, ...]] = {
     "plm": tuple(f"{TOKENIZER_DIR}/{n}" for n in PLM_FILES),
 }
 DIRS = (FRONTEND, f"{FRONTEND}{TOKENIZER_DIR}/")  # directory entries a re-zipped package may have
+KNOWN = set(LIMITS) | {FRONTEND + n for files in FRONTEND_FILES.values() for n in files}  # of any kind
 
 
 # ------------------------------------------------------------------ pack
@@ -267,10 +268,8 @@ def check_entries(path: Path, infos: list[zipfile.ZipInfo]) -> None:
         why = unsafe_name(name) or _file_type(info)
         if why is None and name in seen:
             why = "a duplicate name"
-        if why is None and name not in LIMITS and not name.startswith(FRONTEND):
-            why = f"not a file of a punctkit package (known: {', '.join(LIMITS)}, {FRONTEND}...)"
-        if why is None and name.endswith("/") and name not in DIRS:
-            why = "not a directory of a punctkit package"
+        if why is None and name not in KNOWN and name not in DIRS:
+            why = f"not a file of a punctkit package (known: {', '.join(LIMITS)} and a frontend's files)"
         if why is None and info.file_size > limit_of(name):
             why = f"declares {info.file_size} bytes, over the limit of {limit_of(name)} for this member"
         if why is None and info.file_size > RATIO_FROM and info.file_size > MAX_RATIO * max(info.compress_size, 1):
@@ -327,7 +326,7 @@ def _yaml(path: Path, name: str, raw: bytes) -> Any:
         raise _bad(path, f"corrupt packed model ({name}: {type(e).__name__})") from None
 
 
-def _frontend(path: Path, z: zipfile.ZipFile, infos: dict[str, zipfile.ZipInfo], fe_conf: Any) -> Frontend:
+def _frontend(path: Path, members: dict[str, bytes], fe_conf: Any) -> Frontend:
     """The frontend, from its members written into a private temporary directory by validated names."""
     kind = fe_conf.get("kind", "word") if isinstance(fe_conf, dict) else None
     if not isinstance(kind, str):
@@ -336,18 +335,18 @@ def _frontend(path: Path, z: zipfile.ZipFile, infos: dict[str, zipfile.ZipInfo],
         allowed = set(allowed_members(kind))
     except PunctkitError as e:
         raise _bad(path, str(e)) from None
-    for name in infos:
-        if name not in allowed and name not in DIRS:
+    for name in members:
+        if name not in allowed:
             raise _refuse(path, name, f"not a file of a '{kind}' frontend (known: "
                                       f"{', '.join(FRONTEND_FILES[kind])})")
     tmp = Path(tempfile.mkdtemp(prefix="punctkit-package-"))
     try:
-        for name, info in infos.items():
-            if name.startswith(FRONTEND) and name not in DIRS:
+        for name, data in members.items():
+            if name.startswith(FRONTEND):
                 target = tmp.joinpath(*name.split("/"))
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with open(target, "xb") as f:
-                    f.write(read_member(path, z, info))
+                    f.write(data)
         return load_frontend(tmp / FRONTEND.rstrip("/"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -362,22 +361,19 @@ def read_package(path: str | Path) -> Package:
     try:
         with zipfile.ZipFile(p) as z:
             check_entries(p, z.infolist())
-            infos = {i.filename: i for i in z.infolist()}
-            if MANIFEST not in infos:
-                raise _bad(p, f"not a packed punctkit model (no {MANIFEST})")
-            manifest = _manifest(p, read_member(p, z, infos[MANIFEST]))
-            missing = [n for n in REQUIRED if n not in infos]
-            if missing:
-                raise _bad(p, f"incomplete packed model (missing {', '.join(missing)})")
-            fe_conf = _yaml(p, FRONTEND + CONF_FILE, read_member(p, z, infos[FRONTEND + CONF_FILE]))
-            frontend = _frontend(p, z, infos, fe_conf)
-            conf = _yaml(p, "config.yaml", read_member(p, z, infos["config.yaml"]))
-            weights = read_member(p, z, infos["model.pt"])
-            graph = read_member(p, z, infos["model.onnx"]) if "model.onnx" in infos else None
+            members = {i.filename: read_member(p, z, i) for i in z.infolist() if i.filename not in DIRS}
     except PunctkitError:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError, KeyError) as e:
         raise _bad(p, f"corrupt packed model ({type(e).__name__})") from None
+    if MANIFEST not in members:
+        raise _bad(p, f"not a packed punctkit model (no {MANIFEST})")
+    manifest = _manifest(p, members[MANIFEST])
+    missing = [n for n in REQUIRED if n not in members]
+    if missing:
+        raise _bad(p, f"incomplete packed model (missing {', '.join(missing)})")
+    frontend = _frontend(p, members, _yaml(p, FRONTEND + CONF_FILE, members[FRONTEND + CONF_FILE]))
+    conf = _yaml(p, "config.yaml", members["config.yaml"])
     if not isinstance(conf, dict) or "resolved" not in conf or "model" not in conf:
         raise _bad(p, "corrupt packed model (config.yaml has no model/resolved sections)")
-    return Package(p, manifest, conf, frontend, weights, graph)
+    return Package(p, manifest, conf, frontend, members["model.pt"], members.get("model.onnx"))

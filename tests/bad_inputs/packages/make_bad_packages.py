@@ -69,6 +69,7 @@ def main() -> None:
     write("symlink.pkt", [(i, d) for i, d in good if i.filename != "frontend/vocab.txt"] + [(link, b"/etc/passwd")])
     write("unknown_member.pkt", good + [("frontend/hook.py", b"import os\n")])
     write("unknown_top.pkt", good + [("setup.sh", b"#!/bin/sh\n")])
+    write("other_kind_member.pkt", good + [("frontend/spm.model", b"not for a word frontend")])
     import warnings
 
     with warnings.catch_warnings():  # zipfile warns of the duplicate it is asked to write
