@@ -249,7 +249,7 @@ def _file_type(info: zipfile.ZipInfo) -> str | None:
     kind = stat.S_IFMT(mode)
     if kind == stat.S_IFLNK:
         return "a symbolic link"
-    if kind not in (0, stat.S_IFREG, stat.S_IFDIR) or (kind == stat.S_IFDIR) != info.filename.endswith("/"):
+    if kind not in (0, stat.S_IFDIR if info.filename.endswith("/") else stat.S_IFREG):
         return "not a regular file"
     return None
 

@@ -42,12 +42,15 @@ def legacy_exp(d: Path) -> Path:
     return exp
 
 
-def test_code_checkpoint_is_refused_in_one_line(tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["code_checkpoint.pt", "code_checkpoint_raw.pt"])
+def test_code_checkpoint_is_refused_in_one_line(name, tmp_path, monkeypatch):
+    """torch's zip format or a raw pickle of protocol 4: refused, naming the global it would import."""
     monkeypatch.chdir(tmp_path)
+    path = CODE.with_name(name)
     with pytest.raises(PunctkitError) as e:
-        ckpt.load_checkpoint(CODE)
+        ckpt.load_checkpoint(path)
     msg = str(e.value)
-    assert "\n" not in msg and msg.startswith(f"{CODE}: not a plain-data checkpoint (needs GLOBAL ")
+    assert "\n" not in msg and msg.startswith(f"{path}: not a plain-data checkpoint (needs GLOBAL ")
     assert msg.endswith("punctkit loads no code") and "system" in msg
     assert not (tmp_path / MARKER).exists()
 
@@ -75,6 +78,12 @@ def test_code_checkpoint_is_refused_by_every_command(command, data, tmp_path):
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "out").exists() and not (tmp_path / "m.pkt").exists()
     assert not (exp / "model.avg.pt").exists() and not (exp / "checkpoints" / "epoch_3.pt").exists()
+
+
+def test_garbage_is_a_corrupt_checkpoint(tmp_path):
+    (tmp_path / "g.pt").write_bytes(b"garbage")
+    with pytest.raises(PunctkitError, match=r"g\.pt: corrupt or unreadable checkpoint"):
+        ckpt.load_checkpoint(tmp_path / "g.pt")
 
 
 def test_new_checkpoints_are_plain_data_and_restore_the_generators(tmp_path):

@@ -99,6 +99,18 @@ def test_weights_that_need_code_are_refused(sandbox):
     assert not (sandbox / "cwd" / "punctkit-pwned").exists()
 
 
+def test_onnx_graph_reading_files_outside_the_package_is_refused(tmp_path):
+    """model.onnx whose weights live in an external file (/etc/hostname): onnxruntime, given the graph as
+    bytes, reads no file; `punctuate --backend onnx` says so in one line."""
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    (tmp_path / "in.txt").write_text("the cat sees a dog\n")
+    r = subprocess.run([sys.executable, "-m", "punctkit.cli", "punctuate", "-m", BAD / "onnx_external_data.pkt",
+                        "--backend", "onnx", tmp_path / "in.txt"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert "(model.onnx): does not load in onnxruntime" in r.stderr
+
+
 @pytest.mark.parametrize("kind", ["word", "subword_nmt", "sentencepiece", "plm", "word_onnx"])
 def test_legacy_packages_load_and_punctuate_as_when_packed(kind):
     """Packages written by punctkit before issue #13 (tests/data/legacy/make_legacy.py) give the
@@ -130,6 +142,21 @@ def test_pack_writes_only_the_members_read_package_accepts(tmp_path):
         names = z.namelist()
     assert set(names) <= set(allowed_members("word")) and "frontend/vocab.txt" in names
     assert read_package(tmp_path / "m.pkt").frontend.vocab_size == 71
+
+
+def test_a_rezipped_package_still_loads(tmp_path):
+    """A package unzipped and zipped again (directory entries, every member deflated) is still accepted."""
+    from punctkit import Punctuator
+
+    src = tmp_path / "unpacked"
+    with zipfile.ZipFile(LEGACY / "word.pkt") as z:
+        z.extractall(src)  # trusted: our own legacy file
+    shutil.make_archive(str(tmp_path / "rezipped"), "zip", src)
+    with zipfile.ZipFile(tmp_path / "rezipped.zip") as z:
+        assert "frontend/" in z.namelist()
+    text = (LEGACY / "input.txt").read_text().strip()
+    got = Punctuator.load(tmp_path / "rezipped.zip", threads=1).punctuate(text)
+    assert got == (LEGACY / "word.expected.txt").read_text().rstrip("\n")
 
 
 def _info(name: str, size: int, compressed: int | None = None) -> zipfile.ZipInfo:

@@ -7,10 +7,13 @@ load through `LEGACY_GLOBALS`, the few numpy types that needs, and nothing else.
 """
 from __future__ import annotations
 
+import io
 import pickle
+import pickletools
 import random
 import re
 import warnings
+import zipfile
 from pathlib import Path
 from typing import IO, Any
 
@@ -49,10 +52,43 @@ def load_plain(src: str | Path | IO[bytes], name: str | Path, map_location: str 
         if "weights only load failed" not in str(e).lower():
             raise PunctkitError(f"{name}: corrupt or unreadable checkpoint (UnpicklingError)") from None
         m = re.search(r"GLOBAL (\S+?)\.?(?:\s|$)", str(e))
-        need = f"needs GLOBAL {m.group(1)}" if m else _weights_only_reason(str(e))
-        raise PunctkitError(f"{name}: not a plain-data checkpoint ({need}); punctkit loads no code") from None
+        why = f"needs GLOBAL {m.group(1)}" if m else _weights_only_reason(str(e))
+        if why.startswith("Unsupported operand"):  # not torch's pickle: garbage, or a raw pickle of another protocol
+            found = _pickle_globals(src)
+            if not found:
+                raise PunctkitError(f"{name}: corrupt or unreadable checkpoint ({why})") from None
+            why = f"needs GLOBAL {found[0]}"
+        raise PunctkitError(f"{name}: not a plain-data checkpoint ({why}); punctkit loads no code") from None
     except Exception as e:  # torch raises many types on corrupt files
         raise PunctkitError(f"{name}: corrupt or unreadable checkpoint ({type(e).__name__})") from None
+
+
+def _pickle_globals(src: str | Path | IO[bytes]) -> list[str]:
+    """The globals a raw pickle names, found by reading its opcodes (pickletools; nothing runs)."""
+    try:
+        if isinstance(src, (str, Path)):
+            data = Path(src).read_bytes()
+        else:
+            src.seek(0)
+            data = src.read()
+        if data[:2] == b"PK":  # torch's zip format: the pickle is <archive>/data.pkl
+            with zipfile.ZipFile(io.BytesIO(data)) as z:
+                data = z.read(next(n for n in z.namelist() if n.endswith("/data.pkl")))
+    except (OSError, zipfile.BadZipFile, StopIteration, ValueError):
+        return []
+    found: list[str] = []
+    strings: list[str] = []
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            if op.name in ("GLOBAL", "INST"):
+                found.append(str(arg).replace(" ", "."))
+            elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+                found.append(f"{strings[-2]}.{strings[-1]}")
+            elif isinstance(arg, str):
+                strings.append(arg)
+    except Exception:  # not a pickle, or cut: what was found so far is the answer
+        pass
+    return found
 
 
 def _weights_only_reason(msg: str) -> str:

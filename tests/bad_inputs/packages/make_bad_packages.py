@@ -59,6 +59,20 @@ def patch_sizes(path: Path, member: str, file_size: int | None = None, compress_
     path.write_bytes(bytes(data))
 
 
+def external_data_graph() -> bytes:
+    """An ONNX graph whose weight is to be read from a file outside the package (/etc/hostname)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1], data_location=TensorProto.EXTERNAL)
+    for k, v in (("location", "/etc/hostname"), ("offset", "0"), ("length", "4")):
+        w.external_data.add(key=k, value=v)
+    x = helper.make_tensor_value_info("tokens", TensorProto.FLOAT, [1])
+    y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1])
+    graph = helper.make_graph([helper.make_node("Add", ["tokens", "w"], ["logits"])], "g", [x], [y], [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
 def main() -> None:
     good = members()
     write("traversal.pkt", good + [("frontend/../../punctkit-escaped.txt", b"escaped\n")])
@@ -83,6 +97,7 @@ def main() -> None:
     total = write("total.pkt", good + [("model.onnx", b"graph")], zipfile.ZIP_STORED)
     for n in ("model.pt", "model.onnx"):
         patch_sizes(total, n, file_size=3 * 2 ** 29 - 1, compress_size=3 * 2 ** 29 - 1)
+    write("onnx_external_data.pkt", good + [("model.onnx", external_data_graph())], zipfile.ZIP_STORED)
     import torch
 
     evil = io.BytesIO()
@@ -92,6 +107,10 @@ def main() -> None:
 
     state = load_checkpoint(HERE.parents[1] / "data" / "legacy" / "exp" / "checkpoints" / "epoch_2.pt")
     torch.save(dict(state, note=Pwn()), HERE / "code_checkpoint.pt")
+    import pickle
+
+    with open(HERE / "code_checkpoint_raw.pt", "wb") as f:  # a plain pickle (protocol 4), not torch's zip
+        pickle.dump({"model": {}, "note": Pwn()}, f, protocol=4)
 
 
 if __name__ == "__main__":
