@@ -339,6 +339,9 @@ def _frontend(path: Path, members: dict[str, bytes], fe_conf: Any) -> Frontend:
         if name not in allowed:
             raise _refuse(path, name, f"not a file of a '{kind}' frontend (known: "
                                       f"{', '.join(FRONTEND_FILES[kind])})")
+    if kind == "plm" and not any(n.startswith(f"{FRONTEND}{TOKENIZER_DIR}/") for n in members):
+        # without them the frontend would load the tokenizer from the path in frontend.yaml, outside the package
+        raise _bad(path, f"incomplete packed model (no {FRONTEND}{TOKENIZER_DIR}/ tokenizer files)")
     tmp = Path(tempfile.mkdtemp(prefix="punctkit-package-"))
     try:
         for name, data in members.items():

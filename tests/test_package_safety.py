@@ -159,6 +159,16 @@ def test_a_rezipped_package_still_loads(tmp_path):
     assert got == (LEGACY / "word.expected.txt").read_text().rstrip("\n")
 
 
+def test_a_plm_package_without_its_tokenizer_does_not_reach_outside(tmp_path):
+    """A plm package stripped of frontend/plm/ would load the tokenizer named by its frontend.yaml path."""
+    with zipfile.ZipFile(LEGACY / "plm.pkt") as z, zipfile.ZipFile(tmp_path / "bare.pkt", "w") as out:
+        for i in z.infolist():
+            if not i.filename.startswith("frontend/plm/"):
+                out.writestr(i, z.read(i))
+    with pytest.raises(PunctkitError, match=r"bare\.pkt: incomplete packed model \(no frontend/plm/ tokenizer files\)"):
+        read_package(tmp_path / "bare.pkt")
+
+
 def _info(name: str, size: int, compressed: int | None = None) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(name)
     info.file_size, info.compress_size = size, size if compressed is None else compressed
