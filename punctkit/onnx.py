@@ -160,6 +160,7 @@ class OnnxTagger:
         if threads:
             opts.intra_op_num_threads = int(threads)
         opts.inter_op_num_threads = 1
+        opts.log_severity_level = 4  # a graph that fails is our one-line error, not also onnxruntime's log line
         try:
             self.session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
         except Exception as e:  # onnxruntime's own error types (InvalidGraph, Fail, ...)

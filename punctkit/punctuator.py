@@ -1,18 +1,5 @@
-"""Packed model files (`punctkit pack`) and the Python API behind `punctkit punctuate`.
-
-A packed model (`model.pkt`) is a zip archive that needs nothing else to run:
-
-- `punctkit.json`: format name and version, punctkit version, the card
-  (model type, frontend, inventory, checkpoint, training data, test figures);
-- `config.yaml`: the resolved training config; a pre-trained LM named by path
-  (`plm: auto` or a directory) is replaced by its `config.json` contents
-  (`plm: {config: {...}}`) so the model is rebuilt offline and the packed
-  weights fill it;
-- `frontend/`: the frontend directory (vocabulary, BPE codes, sentencepiece
-  model or PLM tokenizer files);
-- `model.pt`: the state dict of the chosen checkpoint;
-- `model.onnx` (optional, `punctkit pack --onnx`): the same tagger as an ONNX
-  graph, run by onnxruntime without importing torch (punctkit/onnx.py).
+"""The Python API behind `punctkit punctuate`, over packed model files (punctkit/package.py:
+`punctkit pack` writes them, `read_package` validates and reads them).
 
     >>> from punctkit import Punctuator
     >>> Punctuator.load("model.pkt").punctuate("so i 'm here do you know why")
@@ -28,20 +15,13 @@ import contextlib
 import io
 import json
 import math
-import re
 import sys
-import tempfile
 import time
-import zipfile
-import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-import yaml
-
-import punctkit
 from punctkit.data.asr import (AsrUtterance, Line, detect_input_format, read_ctm, read_jsonl, read_kaldi_text,
                                read_text_lines, source_name, split_text)
 from punctkit.data.datadir import check_data_dir_output
@@ -50,198 +30,22 @@ from punctkit.data.labels import O, LabelSet, case_of, default_substitution, get
 from punctkit.data.tokenize import detokenize, display_words, ends_sentence
 from punctkit.data.streams import IGNORE, Stream
 from punctkit.decode.windows import Predict, decode_windows
-from punctkit.files import PunctkitError, atomic_write, check_not_input, require_file, where
-from punctkit.score import read_score
-from punctkit.text.frontend import Frontend, load_frontend
+from punctkit.files import PunctkitError, atomic_write, check_not_input, where
+from punctkit.package import Package, pack, read_package  # noqa: F401 (pack: the API's, re-exported)
+from punctkit.text.frontend import Frontend
 
 if TYPE_CHECKING:  # torch is imported only by the torch backend, packing and quantization
     from punctkit.models.base import PunctModel
 
-FORMAT_NAME = "punctkit-model"
-FORMAT_VERSION = 1
-MANIFEST = "punctkit.json"
 TEXT_KEYS = {"tokens", "token_mask", "word_pos", "word_mask", "labels"}
 OUTPUT_FORMATS = ("readable", "ctm", "jsonl") + FORMATS
 BACKENDS = ("auto", "torch", "onnx")
-
-
-# ------------------------------------------------------------------ pack
-
-def _offline_model_conf(model_conf: dict[str, Any], frontend_dir: Path) -> dict[str, Any]:
-    """The model section with a PLM path replaced by its config.json (`plm: {config: ...}`)."""
-    conf = dict(model_conf)
-    spec = conf.get("plm")
-    if spec is None or (isinstance(spec, dict) and "config" in spec):
-        return conf
-    from punctkit.text.plm import TOKENIZER_DIR, read_plm_config, resolve_plm_dir
-
-    local = frontend_dir / TOKENIZER_DIR
-    if (local / "config.json").is_file():
-        plm_conf = read_plm_config(local)
-    else:
-        path = spec.get("path", "auto") if isinstance(spec, dict) else spec
-        plm_conf = read_plm_config(resolve_plm_dir(path))
-    conf["plm"] = {"config": plm_conf}
-    return conf
-
-
-def _train_data(exp: Path) -> str | None:
-    """`TRAIN (dev DEV)` from the first line of train.log that names them."""
-    log = exp / "train.log"
-    if not log.is_file():
-        return None
-    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-        m = re.search(r"punctkit train: (.+?) -> ", line)
-        if m:
-            return m.group(1)
-    return None
-
-
-def _results(path: Path) -> dict[str, Any]:
-    """Overall P/R/F1 (and SER) from a `score.json` written by `punctkit score -o`."""
-    res = read_score(path)
-    overall = res["overall"]
-    out = {k: overall[k] for k in ("precision", "recall", "f1") if k in overall}
-    if "SER" in res:
-        out["SER"] = res["SER"]
-    out["source"] = str(path)
-    return out
-
-
-def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: list[Path],
-              train_data: str | None) -> dict[str, Any]:
-    """The short description stored with a packed model."""
-    card: dict[str, Any] = {
-        "name": exp.resolve().name,
-        "model": conf["model"].get("type"),
-        "frontend": conf["frontend"].get("kind", "word"),
-        "inventory": conf["resolved"]["inventory"],
-        "checkpoint": checkpoint.name,
-        "training_data": train_data or _train_data(exp),
-        "decode": {k: conf["decode"][k] for k in ("window", "step", "beam") if k in conf["decode"]},
-    }
-    hist = exp / "history.json"
-    if hist.is_file():
-        try:
-            h = json.loads(hist.read_text(encoding="utf-8"))
-            card["epochs"] = len(h)
-            scores = [e["valid_f1"] for e in h if e.get("valid_f1") is not None]
-            card["best_dev_f1"] = max(scores) if scores else None
-        except (json.JSONDecodeError, TypeError, KeyError):
-            pass
-    card["results"] = {p.parent.name: _results(p) for p in card_results}
-    return card
-
-
-def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
-         card_results: Iterable[str | Path] = (), train_data: str | None = None,
-         onnx: bool = False, int8: bool = False) -> dict[str, Any]:
-    """Write the model of a trained model dir into one file; returns its manifest.
-
-    `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch;
-    `int8` stores that graph with int8 weights (faster on CPU; labels may differ slightly).
-    The file is checked by loading it back before it replaces `out`.
-    """
-    if int8 and not onnx:
-        raise PunctkitError("--int8 is the ONNX graph's weight type: add --onnx")
-    import torch
-
-    from punctkit.decode.decoder import find_checkpoint, load_model
-
-    exp = Path(exp_dir)
-    model, frontend, _, conf = load_model(exp, checkpoint)
-    ckpt = find_checkpoint(exp, checkpoint)  # its name goes on the card
-    fe_dir = exp / "frontend"
-    require_file(fe_dir / "frontend.yaml", "frontend description")
-    conf = dict(conf, model=_offline_model_conf(conf["model"], fe_dir))
-    manifest = {
-        "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "punctkit_version": punctkit.__version__,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "card": make_card(exp, conf, ckpt, [Path(p) for p in card_results], train_data),
-    }
-    graph = None
-    if onnx:
-        from punctkit.onnx import export_onnx, quantize_graph
-
-        graph = export_onnx(model, frontend.vocab_size, frontend.pad_id)
-        if int8:
-            graph = quantize_graph(graph)
-        manifest["card"]["onnx"] = "int8" if int8 else "float32"
-    weights = io.BytesIO()
-    torch.save(model.state_dict(), weights)
-    with atomic_write(out, "wb") as f:
-        with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr(MANIFEST, json.dumps(manifest, indent=1))
-            z.writestr("config.yaml", yaml.safe_dump(conf, sort_keys=False))
-            for p in sorted(fe_dir.rglob("*")):
-                if p.is_file() and not p.name.startswith("."):
-                    z.write(p, "frontend/" + p.relative_to(fe_dir).as_posix())
-            z.writestr(zipfile.ZipInfo("model.pt"), weights.getvalue(), zipfile.ZIP_STORED)
-            if graph is not None:
-                z.writestr(zipfile.ZipInfo("model.onnx"), graph, zipfile.ZIP_STORED)
-        f.flush()
-        for backend in ("torch", "onnx") if onnx else ("torch",):
-            Punctuator.load(f.name, backend=backend)  # the packed file rebuilds the model on its own
-    return manifest
 
 
 # ------------------------------------------------------------------ load
 
 def _bad(path: Path, why: str) -> PunctkitError:
     return PunctkitError(f"{path}: {why}")
-
-
-@dataclass
-class Package:
-    """The parts of a packed model file (weights still serialized: each backend reads its own)."""
-
-    path: Path
-    manifest: dict[str, Any]
-    conf: dict[str, Any]
-    frontend: Frontend
-    weights: bytes               # model.pt (torch state dict)
-    onnx: bytes | None = None    # model.onnx, when packed with --onnx
-
-
-def read_package(path: str | Path) -> Package:
-    """A packed model's manifest, config, frontend and weights; one-line errors for foreign,
-    truncated, corrupt or other-version files."""
-    p = require_file(path, "packed model")
-    if not zipfile.is_zipfile(p):
-        raise _bad(p, "not a packed punctkit model (truncated, or not written by `punctkit pack`)")
-    try:
-        with zipfile.ZipFile(p) as z:
-            names = set(z.namelist())
-            if MANIFEST not in names:
-                raise _bad(p, "not a packed punctkit model (no punctkit.json)")
-            manifest = json.loads(z.read(MANIFEST))
-            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
-                raise _bad(p, "not a packed punctkit model (unknown format)")
-            version = manifest.get("format_version")
-            if version != FORMAT_VERSION:
-                raise _bad(p, f"packed model format version {version}, this punctkit "
-                              f"({punctkit.__version__}) reads version {FORMAT_VERSION}: pack it again")
-            missing = [n for n in ("config.yaml", "model.pt", "frontend/frontend.yaml") if n not in names]
-            if missing:
-                raise _bad(p, f"incomplete packed model (missing {', '.join(missing)})")
-            conf = yaml.safe_load(z.read("config.yaml"))
-            weights = z.read("model.pt")
-            graph = z.read("model.onnx") if "model.onnx" in names else None
-            with tempfile.TemporaryDirectory(prefix="punctkit-frontend-") as tmp:
-                for n in names:
-                    if n.startswith("frontend/") and not n.endswith("/"):
-                        target = Path(tmp) / n
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        target.write_bytes(z.read(n))
-                frontend = load_frontend(Path(tmp) / "frontend")
-    except PunctkitError:
-        raise
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError, KeyError,
-            yaml.YAMLError, UnicodeDecodeError) as e:
-        raise _bad(p, f"corrupt packed model ({type(e).__name__})") from None
-    if not isinstance(conf, dict) or "resolved" not in conf or "model" not in conf:
-        raise _bad(p, "corrupt packed model (config.yaml has no model/resolved sections)")
-    return Package(p, manifest, conf, frontend, weights, graph)
 
 
 # ------------------------------------------------------------------ the API
@@ -275,10 +79,9 @@ def torch_model(pkg: Package, ngpu: int = 0, threads: int = 0, quantize: bool = 
 
     if threads:
         torch.set_num_threads(int(threads))
-    try:
-        state = torch.load(io.BytesIO(pkg.weights), map_location="cpu", weights_only=True)
-    except (EOFError, RuntimeError, ValueError, OSError, zipfile.BadZipFile) as e:
-        raise _bad(pkg.path, f"corrupt packed model (model.pt: {type(e).__name__})") from None
+    from punctkit.train.checkpoint import load_plain
+
+    state = load_plain(io.BytesIO(pkg.weights), f"{pkg.path} (model.pt)")
     model = build_model(pkg.conf["model"], **model_env(pkg.conf))
     try:
         model.load_state_dict(state)

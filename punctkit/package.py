@@ -1,0 +1,382 @@
+"""Packed model files (`punctkit pack`): writing them, and reading them without trusting them.
+
+A packed model (`model.pkt`) is a zip archive that needs nothing else to run:
+
+- `punctkit.json`: format name and version, punctkit version, the card
+  (model type, frontend, inventory, checkpoint, training data, test figures);
+- `config.yaml`: the resolved training config; a pre-trained LM named by path
+  (`plm: auto` or a directory) is replaced by its `config.json` contents
+  (`plm: {config: {...}}`) so the model is rebuilt offline and the packed
+  weights fill it;
+- `frontend/`: the frontend directory (vocabulary, BPE codes, sentencepiece
+  model or PLM tokenizer files);
+- `model.pt`: the state dict of the chosen checkpoint (tensors only: loaded with
+  `weights_only=True`);
+- `model.onnx` (optional, `punctkit pack --onnx`): the same tagger as an ONNX
+  graph, run by onnxruntime without importing torch (punctkit/onnx.py).
+
+A package is read, not trusted (`read_package`): only the member names a package
+of its frontend kind can hold are accepted (`allowed_members`); absolute names,
+`..`, backslashes, links, duplicates and unknown members are refused, and so are
+sizes over `LIMITS`/`TOTAL_LIMIT` or a compression ratio over `MAX_RATIO`, both as
+declared by the zip and as counted while reading. Frontend files are written only
+into a private temporary directory, by the validated names, and removed once read.
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import stat
+import tempfile
+import time
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+import punctkit
+from punctkit.files import PunctkitError, atomic_write, require_file
+from punctkit.score import read_score
+from punctkit.text.frontend import CONF_FILE, Frontend, load_frontend
+from punctkit.text.plm import TOKENIZER_DIR, TOKENIZER_FILES
+
+FORMAT_NAME = "punctkit-model"
+FORMAT_VERSION = 1
+MANIFEST = "punctkit.json"
+FRONTEND = "frontend/"
+
+MiB, GiB = 2 ** 20, 2 ** 30
+WEIGHTS_LIMIT = 3 * GiB // 2   # model.pt, model.onnx: MPNet-base and its ONNX copy are about 0.45 GB each
+META_LIMIT = 4 * MiB           # punctkit.json, config.yaml, frontend/frontend.yaml
+FRONTEND_LIMIT = 64 * MiB      # each vocabulary / BPE codes / sentencepiece / tokenizer file
+TOTAL_LIMIT = 3 * GiB          # all members together, uncompressed
+MAX_RATIO = 100                # uncompressed / compressed size of any member over RATIO_FROM bytes
+RATIO_FROM = 1024
+LIMITS = {MANIFEST: META_LIMIT, "config.yaml": META_LIMIT, FRONTEND + CONF_FILE: META_LIMIT,
+          "model.pt": WEIGHTS_LIMIT, "model.onnx": WEIGHTS_LIMIT}
+REQUIRED = (MANIFEST, "config.yaml", "model.pt", FRONTEND + CONF_FILE)
+CHUNK = 4 * MiB
+
+# The files each frontend kind writes into its directory (punctkit/text/frontend.py, plm.py).
+PLM_FILES = ("config.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+             "merges.txt") + TOKENIZER_FILES
+FRONTEND_FILES: dict[str, tuple[str, ...]] = {
+    "word": ("vocab.txt",),
+    "subword_nmt": ("bpe.codes", "vocab.txt"),
+    "sentencepiece": ("spm.model",),
+    "plm": tuple(f"{TOKENIZER_DIR}/{n}" for n in PLM_FILES),
+}
+DIRS = (FRONTEND, f"{FRONTEND}{TOKENIZER_DIR}/")  # directory entries a re-zipped package may have
+KNOWN = set(LIMITS) | {FRONTEND + n for files in FRONTEND_FILES.values() for n in files}  # of any kind
+
+
+# ------------------------------------------------------------------ pack
+
+def _offline_model_conf(model_conf: dict[str, Any], frontend_dir: Path) -> dict[str, Any]:
+    """The model section with a PLM path replaced by its config.json (`plm: {config: ...}`)."""
+    conf = dict(model_conf)
+    spec = conf.get("plm")
+    if spec is None or (isinstance(spec, dict) and "config" in spec):
+        return conf
+    from punctkit.text.plm import read_plm_config, resolve_plm_dir
+
+    local = frontend_dir / TOKENIZER_DIR
+    if (local / "config.json").is_file():
+        plm_conf = read_plm_config(local)
+    else:
+        path = spec.get("path", "auto") if isinstance(spec, dict) else spec
+        plm_conf = read_plm_config(resolve_plm_dir(path))
+    conf["plm"] = {"config": plm_conf}
+    return conf
+
+
+def _train_data(exp: Path) -> str | None:
+    """`TRAIN (dev DEV)` from the first line of train.log that names them."""
+    log = exp / "train.log"
+    if not log.is_file():
+        return None
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        m = re.search(r"punctkit train: (.+?) -> ", line)
+        if m:
+            return m.group(1)
+    return None
+
+
+def _results(path: Path) -> dict[str, Any]:
+    """Overall P/R/F1 (and SER) from a `score.json` written by `punctkit score -o`."""
+    res = read_score(path)
+    overall = res["overall"]
+    out = {k: overall[k] for k in ("precision", "recall", "f1") if k in overall}
+    if "SER" in res:
+        out["SER"] = res["SER"]
+    out["source"] = str(path)
+    return out
+
+
+def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: list[Path],
+              train_data: str | None) -> dict[str, Any]:
+    """The short description stored with a packed model."""
+    card: dict[str, Any] = {
+        "name": exp.resolve().name,
+        "model": conf["model"].get("type"),
+        "frontend": conf["frontend"].get("kind", "word"),
+        "inventory": conf["resolved"]["inventory"],
+        "checkpoint": checkpoint.name,
+        "training_data": train_data or _train_data(exp),
+        "decode": {k: conf["decode"][k] for k in ("window", "step", "beam") if k in conf["decode"]},
+    }
+    hist = exp / "history.json"
+    if hist.is_file():
+        try:
+            h = json.loads(hist.read_text(encoding="utf-8"))
+            card["epochs"] = len(h)
+            scores = [e["valid_f1"] for e in h if e.get("valid_f1") is not None]
+            card["best_dev_f1"] = max(scores) if scores else None
+        except (json.JSONDecodeError, TypeError, KeyError):
+            pass
+    card["results"] = {p.parent.name: _results(p) for p in card_results}
+    return card
+
+
+def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
+         card_results: Iterable[str | Path] = (), train_data: str | None = None,
+         onnx: bool = False, int8: bool = False) -> dict[str, Any]:
+    """Write the model of a trained model dir into one file; returns its manifest.
+
+    `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch;
+    `int8` stores that graph with int8 weights (faster on CPU; labels may differ slightly).
+    The file is checked by loading it back before it replaces `out`.
+    """
+    if int8 and not onnx:
+        raise PunctkitError("--int8 is the ONNX graph's weight type: add --onnx")
+    import torch
+
+    from punctkit.decode.decoder import find_checkpoint, load_model
+    from punctkit.punctuator import Punctuator
+
+    exp = Path(exp_dir)
+    model, frontend, _, conf = load_model(exp, checkpoint)
+    ckpt = find_checkpoint(exp, checkpoint)  # its name goes on the card
+    fe_dir = exp / "frontend"
+    require_file(fe_dir / CONF_FILE, "frontend description")
+    conf = dict(conf, model=_offline_model_conf(conf["model"], fe_dir))
+    manifest = {
+        "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "punctkit_version": punctkit.__version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "card": make_card(exp, conf, ckpt, [Path(p) for p in card_results], train_data),
+    }
+    graph = None
+    if onnx:
+        from punctkit.onnx import export_onnx, quantize_graph
+
+        graph = export_onnx(model, frontend.vocab_size, frontend.pad_id)
+        if int8:
+            graph = quantize_graph(graph)
+        manifest["card"]["onnx"] = "int8" if int8 else "float32"
+    weights = io.BytesIO()
+    torch.save(model.state_dict(), weights)
+    allowed = set(allowed_members(frontend.kind))
+    with atomic_write(out, "wb") as f:
+        with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr(MANIFEST, json.dumps(manifest, indent=1))
+            z.writestr("config.yaml", yaml.safe_dump(conf, sort_keys=False))
+            for p in sorted(fe_dir.rglob("*")):
+                name = FRONTEND + p.relative_to(fe_dir).as_posix()
+                if p.is_file() and name in allowed:  # what read_package accepts (no editor backups, ...)
+                    z.write(p, name)
+            z.writestr(zipfile.ZipInfo("model.pt"), weights.getvalue(), zipfile.ZIP_STORED)
+            if graph is not None:
+                z.writestr(zipfile.ZipInfo("model.onnx"), graph, zipfile.ZIP_STORED)
+        f.flush()
+        for backend in ("torch", "onnx") if onnx else ("torch",):
+            Punctuator.load(f.name, backend=backend)  # the packed file rebuilds the model on its own
+    return manifest
+
+
+# ------------------------------------------------------------------ read and validate
+
+@dataclass
+class Package:
+    """The parts of a packed model file (weights still serialized: each backend reads its own)."""
+
+    path: Path
+    manifest: dict[str, Any]
+    conf: dict[str, Any]
+    frontend: Frontend
+    weights: bytes               # model.pt (torch state dict)
+    onnx: bytes | None = None    # model.onnx, when packed with --onnx
+
+
+def allowed_members(kind: str) -> tuple[str, ...]:
+    """Every member name a package whose frontend is of `kind` may hold."""
+    if kind not in FRONTEND_FILES:
+        raise PunctkitError(f"unknown frontend kind '{kind}' (known: {', '.join(sorted(FRONTEND_FILES))})")
+    return tuple(LIMITS) + tuple(FRONTEND + n for n in FRONTEND_FILES[kind])
+
+
+def _bad(path: Path, why: str) -> PunctkitError:
+    return PunctkitError(f"{path}: {why}")
+
+
+def _refuse(path: Path, name: str, why: str) -> PunctkitError:
+    """The one-line error for a member; the name is quoted with escapes (no newline can reach the terminal)."""
+    shown = repr(name if len(name) <= 200 else name[:200] + "...")
+    return PunctkitError(f"{path}: member {shown} refused: {why} (punctkit reads only what `punctkit pack` writes)")
+
+
+def unsafe_name(name: str) -> str | None:
+    """Why a member name cannot be a relative path inside a directory, or None."""
+    if "\\" in name:
+        return "a backslash in its name"
+    if name.startswith("/") or re.match(r"[A-Za-z]:", name):
+        return "an absolute path"
+    parts = name[:-1].split("/") if name.endswith("/") else name.split("/")
+    if ".." in parts:
+        return "'..' in its path"
+    if any(p in ("", ".") for p in parts) or any(ord(c) < 32 or c == "\x7f" for c in name):
+        return "an empty part, '.' or a control character in its path"
+    return None
+
+
+def _file_type(info: zipfile.ZipInfo) -> str | None:
+    """Why a member is not a plain file (or an allowed directory entry), or None."""
+    mode = info.external_attr >> 16
+    kind = stat.S_IFMT(mode)
+    if kind == stat.S_IFLNK:
+        return "a symbolic link"
+    if kind not in (0, stat.S_IFDIR if info.filename.endswith("/") else stat.S_IFREG):
+        return "not a regular file"
+    return None
+
+
+def limit_of(name: str) -> int:
+    """The largest uncompressed size accepted for member `name`."""
+    return LIMITS.get(name, FRONTEND_LIMIT)
+
+
+def check_entries(path: Path, infos: list[zipfile.ZipInfo]) -> None:
+    """Names, types, duplicates, declared sizes and compression ratios of every member (nothing read)."""
+    seen: set[str] = set()
+    total = 0
+    for info in infos:
+        name = info.filename
+        why = unsafe_name(name) or _file_type(info)
+        if why is None and name in seen:
+            why = "a duplicate name"
+        if why is None and name not in KNOWN and name not in DIRS:
+            why = f"not a file of a punctkit package (known: {', '.join(LIMITS)} and a frontend's files)"
+        if why is None and info.file_size > limit_of(name):
+            why = f"declares {info.file_size} bytes, over the limit of {limit_of(name)} for this member"
+        if why is None and info.file_size > RATIO_FROM and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+            why = (f"compression ratio {info.file_size / max(info.compress_size, 1):.0f} "
+                   f"over the limit of {MAX_RATIO} ({info.compress_size} -> {info.file_size} bytes)")
+        if why is not None:
+            raise _refuse(path, name, why)
+        seen.add(name)
+        total += info.file_size
+        if total > TOTAL_LIMIT:
+            raise _refuse(path, name, f"members total over {TOTAL_LIMIT} bytes uncompressed")
+
+
+def read_member(path: Path, z: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """The member's bytes, read in bounded chunks; its size must be the one its header declares."""
+    limit = min(info.file_size, limit_of(info.filename))
+    data = bytearray()
+    try:
+        with z.open(info) as f:
+            while True:
+                chunk = f.read(min(CHUNK, limit + 1 - len(data)))
+                if not chunk:
+                    break
+                data += chunk
+                if len(data) > limit:
+                    raise _refuse(path, info.filename, f"holds more than the {info.file_size} bytes its header declares")
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError, NotImplementedError) as e:
+        why = str(e).splitlines()[0][:100] if str(e) else type(e).__name__
+        raise _refuse(path, info.filename, f"its data does not match its header ({why})") from None
+    if len(data) != info.file_size:
+        raise _refuse(path, info.filename, f"holds {len(data)} bytes, not the {info.file_size} its header declares")
+    return bytes(data)
+
+
+def _manifest(path: Path, raw: bytes) -> dict[str, Any]:
+    """The checked punctkit.json."""
+    try:
+        manifest = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise _bad(path, f"corrupt packed model ({MANIFEST} is not JSON)") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        raise _bad(path, "not a packed punctkit model (unknown format)")
+    version = manifest.get("format_version")
+    if version != FORMAT_VERSION:
+        raise _bad(path, f"packed model format version {version}, this punctkit "
+                         f"({punctkit.__version__}) reads version {FORMAT_VERSION}: pack it again")
+    return manifest
+
+
+def _yaml(path: Path, name: str, raw: bytes) -> Any:
+    try:
+        return yaml.safe_load(raw.decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise _bad(path, f"corrupt packed model ({name}: {type(e).__name__})") from None
+
+
+def _frontend(path: Path, members: dict[str, bytes], fe_conf: Any) -> Frontend:
+    """The frontend, from its members written into a private temporary directory by validated names."""
+    kind = fe_conf.get("kind", "word") if isinstance(fe_conf, dict) else None
+    if not isinstance(kind, str):
+        raise _bad(path, f"corrupt packed model ({FRONTEND}{CONF_FILE} has no frontend kind)")
+    try:
+        allowed = set(allowed_members(kind))
+    except PunctkitError as e:
+        raise _bad(path, str(e)) from None
+    for name in members:
+        if name not in allowed:
+            raise _refuse(path, name, f"not a file of a '{kind}' frontend (known: "
+                                      f"{', '.join(FRONTEND_FILES[kind])})")
+    if kind == "plm" and not any(n.startswith(f"{FRONTEND}{TOKENIZER_DIR}/") for n in members):
+        # without them the frontend would load the tokenizer from the path in frontend.yaml, outside the package
+        raise _bad(path, f"incomplete packed model (no {FRONTEND}{TOKENIZER_DIR}/ tokenizer files)")
+    tmp = Path(tempfile.mkdtemp(prefix="punctkit-package-"))
+    try:
+        for name, data in members.items():
+            if name.startswith(FRONTEND):
+                target = tmp.joinpath(*name.split("/"))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with open(target, "xb") as f:
+                    f.write(data)
+        return load_frontend(tmp / FRONTEND.rstrip("/"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def read_package(path: str | Path) -> Package:
+    """A packed model's manifest, config, frontend and weights, every member validated first;
+    one-line errors for foreign, hostile, truncated, corrupt or other-version files."""
+    p = require_file(path, "packed model")
+    if not zipfile.is_zipfile(p):
+        raise _bad(p, "not a packed punctkit model (truncated, or not written by `punctkit pack`)")
+    try:
+        with zipfile.ZipFile(p) as z:
+            check_entries(p, z.infolist())
+            members = {i.filename: read_member(p, z, i) for i in z.infolist() if i.filename not in DIRS}
+    except PunctkitError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError, KeyError) as e:
+        raise _bad(p, f"corrupt packed model ({type(e).__name__})") from None
+    if MANIFEST not in members:
+        raise _bad(p, f"not a packed punctkit model (no {MANIFEST})")
+    manifest = _manifest(p, members[MANIFEST])
+    missing = [n for n in REQUIRED if n not in members]
+    if missing:
+        raise _bad(p, f"incomplete packed model (missing {', '.join(missing)})")
+    frontend = _frontend(p, members, _yaml(p, FRONTEND + CONF_FILE, members[FRONTEND + CONF_FILE]))
+    conf = _yaml(p, "config.yaml", members["config.yaml"])
+    if not isinstance(conf, dict) or "resolved" not in conf or "model" not in conf:
+        raise _bad(p, "corrupt packed model (config.yaml has no model/resolved sections)")
+    return Package(p, manifest, conf, frontend, members["model.pt"], members.get("model.onnx"))

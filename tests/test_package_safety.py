@@ -1,0 +1,216 @@
+"""Packages are read, not trusted (issue #13, item 2).
+
+Hostile zips (tests/bad_inputs/packages, written by make_bad_packages.py from a good
+package) are refused with a one-line error naming the package and the member, and
+nothing is written anywhere; packages written before the change still load and
+punctuate as they did; `pack` writes only what `read_package` accepts.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from legacy_util import LEGACY
+from punctkit.files import PunctkitError
+from punctkit.package import (FRONTEND_FILES, GiB, MiB, allowed_members, check_entries, read_package,
+                              unsafe_name)
+
+BAD = Path(__file__).resolve().parent / "bad_inputs" / "packages"
+ROOT = Path(__file__).resolve().parents[1]
+
+# file: (the member it must name, a phrase of the reason)
+HOSTILE = {
+    "traversal.pkt": ("frontend/../../punctkit-escaped.txt", "'..' in its path"),
+    "absolute.pkt": ("/tmp/punctkit-absolute.txt", "absolute path"),
+    "backslash.pkt": ("frontend\\..\\..\\punctkit-backslash.txt", "backslash"),
+    "symlink.pkt": ("frontend/vocab.txt", "symbolic link"),
+    "unknown_member.pkt": ("frontend/hook.py", "not a file of a punctkit package"),
+    "other_kind_member.pkt": ("frontend/spm.model", "not a file of a 'word' frontend"),
+    "unknown_top.pkt": ("setup.sh", "not a file of a punctkit package"),
+    "duplicate.pkt": ("frontend/vocab.txt", "duplicate name"),
+    "bomb.pkt": ("frontend/vocab.txt", "compression ratio"),
+    "oversized.pkt": ("frontend/vocab.txt", "declares 104857600 bytes, over the limit"),
+    "header_smaller.pkt": ("frontend/vocab.txt", "does not match its header"),
+    "header_larger.pkt": ("frontend/vocab.txt", "not the 5000 its header declares"),
+    "total.pkt": ("model.onnx", "total over"),
+}
+
+
+def files_under(d: Path) -> set[Path]:
+    return {p for p in d.rglob("*")}
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    """tmp_path/tmp as the temporary root and tmp_path/cwd as the working directory."""
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.chdir(tmp_path / "cwd")
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_package_is_refused_naming_the_member_and_writes_nothing(name, sandbox):
+    from punctkit import Punctuator
+
+    pkg = sandbox / "cwd" / "m" / name
+    pkg.parent.mkdir()
+    shutil.copyfile(BAD / name, pkg)
+    before = files_under(sandbox)
+    member, why = HOSTILE[name]
+    with pytest.raises(PunctkitError) as e:
+        Punctuator.load(pkg)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"{pkg}: ") and repr(member) in msg and why in msg
+    assert files_under(sandbox) == before  # nothing escaped, the private temporary directory is gone
+
+
+def test_hostile_package_via_the_command_is_one_line_and_writes_nothing(tmp_path):
+    """`punctkit punctuate -m traversal.pkt`: exit 1, one line, no output file, nothing beside the temp dir."""
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "in.txt").write_text("the cat sees a dog\n")
+    before = files_under(tmp_path)
+    env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"), PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "punctkit.cli", "punctuate", "-m", BAD / "traversal.pkt",
+                        tmp_path / "in.txt", "-o", tmp_path / "out.txt"], capture_output=True, text=True,
+                       env=env, cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("punctkit: error: ") and "'frontend/../../punctkit-escaped.txt'" in r.stderr
+    assert files_under(tmp_path) == before
+
+
+def test_weights_that_need_code_are_refused(sandbox):
+    """model.pt is unpickled with weights_only=True: a pickle calling os.system is a one-line error."""
+    from punctkit import Punctuator
+
+    with pytest.raises(PunctkitError, match=r"\(model\.pt\): not a plain-data checkpoint \(needs GLOBAL ") as e:
+        Punctuator.load(BAD / "code_weights.pkt", backend="torch")
+    assert "\n" not in str(e.value)
+    assert not (sandbox / "cwd" / "punctkit-pwned").exists()
+
+
+def test_onnx_graph_reading_files_outside_the_package_is_refused(tmp_path):
+    """model.onnx whose weights live in an external file (/etc/hostname): onnxruntime, given the graph as
+    bytes, reads no file; `punctuate --backend onnx` says so in one line."""
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    (tmp_path / "in.txt").write_text("the cat sees a dog\n")
+    r = subprocess.run([sys.executable, "-m", "punctkit.cli", "punctuate", "-m", BAD / "onnx_external_data.pkt",
+                        "--backend", "onnx", tmp_path / "in.txt"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert "(model.onnx): does not load in onnxruntime" in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["word", "subword_nmt", "sentencepiece", "plm", "word_onnx"])
+def test_legacy_packages_load_and_punctuate_as_when_packed(kind):
+    """Packages written by punctkit before issue #13 (tests/data/legacy/make_legacy.py) give the
+    text they gave then; the words pass through."""
+    from punctkit import Punctuator
+
+    backend = "onnx" if kind == "word_onnx" else "torch"
+    if kind == "plm":
+        pytest.importorskip("transformers", reason="the plm extra is not installed")
+    if backend == "onnx":
+        pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    text = (LEGACY / "input.txt").read_text().strip()
+    got = Punctuator.load(LEGACY / f"{kind}.pkt", backend=backend, threads=1).punctuate(text)
+    assert got == (LEGACY / f"{kind.removesuffix('_onnx')}.expected.txt").read_text().rstrip("\n")
+    assert [w.strip(",.?").lower() for w in got.split()] == text.split()
+
+
+def test_pack_writes_only_the_members_read_package_accepts(tmp_path):
+    """Stray files in a model's frontend dir (editor backups, notes) are not packed; the package loads."""
+    from punctkit.package import pack
+
+    exp = tmp_path / "exp"
+    shutil.copytree(LEGACY / "exp", exp)
+    (exp / "frontend" / "vocab.txt~").write_text("backup\n")
+    (exp / "frontend" / "notes").mkdir()
+    (exp / "frontend" / "notes" / "todo.md").write_text("x\n")
+    pack(exp, tmp_path / "m.pkt")
+    with zipfile.ZipFile(tmp_path / "m.pkt") as z:
+        names = z.namelist()
+    assert set(names) <= set(allowed_members("word")) and "frontend/vocab.txt" in names
+    assert read_package(tmp_path / "m.pkt").frontend.vocab_size == 71
+
+
+def test_a_rezipped_package_still_loads(tmp_path):
+    """A package unzipped and zipped again (directory entries, every member deflated) is still accepted."""
+    from punctkit import Punctuator
+
+    src = tmp_path / "unpacked"
+    with zipfile.ZipFile(LEGACY / "word.pkt") as z:
+        z.extractall(src)  # trusted: our own legacy file
+    shutil.make_archive(str(tmp_path / "rezipped"), "zip", src)
+    with zipfile.ZipFile(tmp_path / "rezipped.zip") as z:
+        assert "frontend/" in z.namelist()
+    text = (LEGACY / "input.txt").read_text().strip()
+    got = Punctuator.load(tmp_path / "rezipped.zip", threads=1).punctuate(text)
+    assert got == (LEGACY / "word.expected.txt").read_text().rstrip("\n")
+
+
+def test_a_plm_package_without_its_tokenizer_does_not_reach_outside(tmp_path):
+    """A plm package stripped of frontend/plm/ would load the tokenizer named by its frontend.yaml path."""
+    with zipfile.ZipFile(LEGACY / "plm.pkt") as z, zipfile.ZipFile(tmp_path / "bare.pkt", "w") as out:
+        for i in z.infolist():
+            if not i.filename.startswith("frontend/plm/"):
+                out.writestr(i, z.read(i))
+    with pytest.raises(PunctkitError, match=r"bare\.pkt: incomplete packed model \(no frontend/plm/ tokenizer files\)"):
+        read_package(tmp_path / "bare.pkt")
+
+
+def _info(name: str, size: int, compressed: int | None = None) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name)
+    info.file_size, info.compress_size = size, size if compressed is None else compressed
+    return info
+
+
+def test_limits_admit_the_largest_model_we_ship():
+    """MPNet-base with its ONNX copy (about 0.45 GB each) and a large tokenizer pass; the limits bite above."""
+    p = Path("mpnet.pkt")
+    ship = [_info("punctkit.json", 2000, 900), _info("config.yaml", 6000, 2000),
+            _info("frontend/frontend.yaml", 200, 150), _info("frontend/plm/tokenizer.json", 711_000, 180_000),
+            _info("frontend/plm/vocab.txt", 232_000, 108_000), _info("frontend/plm/config.json", 600, 350),
+            _info("model.pt", 1_300 * MiB), _info("model.onnx", 1_300 * MiB)]
+    check_entries(p, ship)
+    with pytest.raises(PunctkitError, match="'model.pt' refused: declares"):
+        check_entries(p, [_info("model.pt", 2 * GiB)])
+    with pytest.raises(PunctkitError, match="'frontend/vocab.txt' refused: compression ratio"):
+        check_entries(p, [_info("frontend/vocab.txt", 10 * MiB, 10 * MiB // 500)])
+
+
+def test_every_frontend_kind_has_an_allowlist():
+    """A frontend kind registered without its list of files would make its packages unreadable."""
+    import importlib
+
+    from punctkit.text.frontend import FRONTENDS
+
+    importlib.import_module("punctkit.text.plm")  # registers the kind living outside frontend.py
+    assert set(FRONTENDS) <= set(FRONTEND_FILES)
+    with pytest.raises(PunctkitError, match="unknown frontend kind 'nope'"):
+        allowed_members("nope")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["frontend", "plm", "..", ".", "", "a", "/", "\\", "C:", "\n", "vocab.txt"]),
+                min_size=1, max_size=6).map("/".join) | st.text(max_size=40))
+def test_accepted_names_stay_inside_the_directory_and_errors_are_one_line(name):
+    """Any name `unsafe_name` accepts joins under a directory without leaving it; any refusal is one line."""
+    if unsafe_name(name) is None:
+        base = "/base/dir"
+        joined = os.path.normpath(os.path.join(base, *name.rstrip("/").split("/")))
+        assert joined.startswith(base + "/")
+    try:
+        check_entries(Path("x.pkt"), [_info(name, 10)])
+    except PunctkitError as e:
+        assert "\n" not in str(e) and "\r" not in str(e)
