@@ -506,6 +506,7 @@ class _TextLines:
 
 
 def _kept(utt: AsrUtterance, keep: bool) -> list[str] | None:
+    """The input marks that were given to the model as fixed (--keep-input-marks), else None."""
     return utt.marks if keep else None
 
 
@@ -517,6 +518,9 @@ def _ctm_lines(utt: AsrUtterance, labels: list[str], capitalize: bool, src: str 
         if rec is None or rec.get("start_s") is None:
             raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} has no start time "
                                 f"(--format ctm needs word times)")
+        if len(w.split()) != 1:  # a JSON word with a space: a CTM field cannot hold it unchanged
+            raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} ({w!r}) contains a space, "
+                                f"which a CTM field cannot hold: use --format jsonl")
         if "channel" in rec:
             yield " ".join([utt.uttid, rec["channel"], rec["start"], rec["duration"], w, *rec["rest"]])
         else:

@@ -128,6 +128,8 @@ def test_acronyms_are_not_doubled_and_kept_marks_stay_as_written(pkg):
     assert '"hello,"' in quotes.lower() and '"yes."' in quotes.lower() and "(u.s.)" in quotes.lower()
     marks = run(pkg, "marks.txt", "--keep-input-marks")[0].lower()
     assert marks.startswith("wait; really: yes! is it? fine...")
+    # letters with inner periods keep their final one whatever the model predicts (`ph.d.`, never `ph.d,`)
+    assert any(t.lower().startswith("ph.d.") for t in run(pkg, "inner_marks.txt")[0].split())
 
 
 def test_split_contractions_stay_split(pkg):
@@ -164,6 +166,18 @@ def test_asr_inputs_keep_their_words(pkg, tmp_path):
     for ln, src in zip(kaldi, (CASES / "kaldi.text").read_text(encoding="utf-8").splitlines()):
         assert ln.split()[0] == src.split()[0]
         same_words(src.split(" ", 1)[1], ln.split(" ", 1)[1])
+
+
+def test_json_word_with_a_space_is_kept_or_refused(pkg, tmp_path):
+    """A JSON word may hold a space: jsonl output keeps it; a CTM field cannot, so that is a one-line error."""
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "u", "words": [{"word": "new york", "start": 0, "end": 1},
+                                                    {"word": "city", "start": 1, "end": 2}]}) + "\n")
+    obj = json.loads(punctuate("-m", pkg, src, "--format", "jsonl"))
+    assert [norm(w["punctuated"]) for w in obj["words"]] == ["new york", "city"]
+    r = cli("punctuate", "-m", pkg, src, "--format", "ctm", "-o", tmp_path / "out.ctm", ok=False)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "word 1 ('new york') contains a space" in r.stderr.lower()
+    assert not (tmp_path / "out.ctm").exists()
 
 
 def test_training_tokenization_is_unchanged():

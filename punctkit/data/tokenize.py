@@ -1,8 +1,12 @@
 """Punctuated text -> words and the mark after each word, and back.
 
-Marks are separated from words, but word-internal punctuation stays: `don't`,
-`u.s.`, `3.5`, `1,000`, `e-mail`, `dr.`. IWSLT-style split contractions
-(`do n't`, `i 'm`) are words too. Quotes, brackets and other symbols are dropped.
+Training data (`tokens`, `segment`): marks are separated from words, but
+word-internal punctuation stays: `don't`, `u.s.`, `3.5`, `1,000`, `e-mail`, `dr.`.
+IWSLT-style split contractions (`do n't`, `i 'm`) are words too. Quotes,
+brackets and other symbols are dropped.
+
+`punctkit punctuate` (`read_passage`, `show_tokens`) never changes a word: see
+"pass-through text" below.
 """
 from __future__ import annotations
 
