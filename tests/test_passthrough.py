@@ -140,12 +140,17 @@ def test_split_contractions_stay_split(pkg):
     assert ["do", "n't"] == toks[4:6] and "'s" in toks and "'re" in toks
 
 
-def test_case_changes_only_for_alphabetic_words(punct):
+def test_case_changes_only_for_alphabetic_words():
     """A sentence start capitalises `hello`, never a URL, an e-mail, a number or an emoji."""
     inv = get_inventory("4class")
     p = split_text("hello https://example.com/A x@y.org 3rd 😀 ça", inv, default_substitution(inv))
     out = punctuated_text(p.written, ["PERIOD"] * len(p.words))
     assert out == "Hello. https://example.com/A. x@y.org. 3rd. 😀. Ça."
+    # case-aware labels: U capitalises, L lower-cases, alphabetic words only
+    assert punctuated_text(p.written, ["U_COMMA", "U_O", "U_O", "U_O", "U_O", "L_O"]) == \
+        "Hello, https://example.com/A x@y.org 3rd 😀 ça"
+    q = split_text("NASA Https://X.org", inv, default_substitution(inv))
+    assert punctuated_text(q.written, ["L_O", "L_O"]) == "nasa Https://X.org"
     # the model reads the word `segment` finds in a token; several or none: the token, lower-cased
     assert p.words == ["hello", "https://example.com/a", "x@y.org", "3rd", "😀", "ça"]
 
