@@ -151,6 +151,9 @@ def test_case_changes_only_for_alphabetic_words():
         "Hello, https://example.com/A x@y.org 3rd 😀 ça"
     q = split_text("NASA Https://X.org", inv, default_substitution(inv))
     assert punctuated_text(q.written, ["L_O", "L_O"]) == "nasa Https://X.org"
+    # a case change that would make another word is not made (dotless `ı` upper-cased is `I`)
+    r = split_text("ı am", inv, default_substitution(inv))
+    assert punctuated_text(r.written, ["PERIOD", "PERIOD"]) == "ı. Am."
     # the model reads the word `segment` finds in a token; several or none: the token, lower-cased
     assert p.words == ["hello", "https://example.com/a", "x@y.org", "3rd", "😀", "ça"]
 
@@ -201,21 +204,38 @@ _token = st.one_of(
     _word,
     st.sampled_from(["https://example.com/a?b=1", "http://Ex.org/P_q/", "a.b@C.org", "1,000", "3.5", "10:30",
                      "$5", "€3", "😀", "👍🏽", "北京", "привет", "ΑΣ", "straße", "u.s.", "e.g.", "dr.", "n't", "'s",
-                     "e-mail", "don't", "İstanbul", "ǅ", "ﬁne", ",", ".", "...", "?", "!", "--", "—", ";", ":",
+                     "e-mail", "don't", "İstanbul", "ǅ", "ﬁne", "ı", "ß", ",", ".", "...", "?", "!", "--", "—", ";", ":",
                      '"', "(", ")", "«"]),
+    st.text(st.characters(blacklist_categories=("Cs", "Cc", "Co", "Cn", "Zs", "Zl", "Zp")), min_size=1, max_size=8),
     st.builds(lambda q, w, m: q[0] + w + q[1] + m, st.sampled_from([("", ""), ('"', '"'), ("(", ")"), ("'", "'")]),
               st.text(string.ascii_letters, min_size=1, max_size=6), st.sampled_from(["", ",", ".", "?!", "...", ":"])),
 )
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.lists(_token, max_size=12), min_size=1, max_size=3),
+@given(st.lists(st.lists(st.tuples(st.sampled_from([" ", "  ", "\t", " \t "]), _token), max_size=12),
+                min_size=1, max_size=3),
        st.booleans())
 def test_random_text_keeps_every_word(punct, lines, keep):
-    text = "\n".join(" ".join(toks) for toks in lines)
+    """Random lines of words, URLs, numbers, emoji, scripts, quotes and marks, any spacing."""
+    text = "\n".join("".join(sep + tok for sep, tok in toks) for toks in lines)
     out = punct.punctuate(text, keep_input_marks=keep)
     src = text.splitlines() or [""]  # punctuate keeps line breaks; no input gives one empty line
     out_lines = out.split("\n")
     assert len(out_lines) == len(src)
     for i, o in zip(src, out_lines):
         same_words(i, o)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([" ", "\t"]), _token), max_size=15), st.sampled_from(["4class", "case6"]),
+       st.randoms(use_true_random=False), st.booleans())
+def test_any_labels_keep_every_word(toks, inventory, rnd, keep):
+    """Whatever labels a model gives (case-aware ones too), the words come out (no model needed)."""
+    inv = get_inventory(inventory)
+    text = "".join(sep + tok for sep, tok in toks)
+    p = split_text(text, inv, default_substitution(inv))
+    labels = [rnd.choice(inv.labels) for _ in p.words]
+    if keep:  # as the model is told: input marks fixed
+        labels = [lab if m == "O" else inv.make(m, rnd.random() < 0.5) for m, lab in zip(p.marks, labels)]
+    same_words(text, punctuated_text(p.written, labels, kept=p.marks if keep else None))

@@ -346,6 +346,8 @@ def show_tokens(written_words: list[Written], labels: list[str], capitalize: boo
             low = core.replace("’", "'")
             if case == "U" or (case is None and capitalize and (start or low == "i" or low[:2] == "i'")):
                 core = _capitalise(core)
+            if core.casefold() != w.core.casefold():  # `ı` -> `I` would be another word
+                core = w.core
         keep = kept is not None and kept[k] != O and kept[k] == mk
         mark = _shown_mark(w, mk, keep)
         out.append(w.lead + core + w.close[:w.at] + mark + w.close[w.at:])
