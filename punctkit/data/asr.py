@@ -50,7 +50,7 @@ class Line:
     lineno: int
     words: list[str]
     marks: list[str]
-    written: list[Written] = field(default_factory=list)
+    written: list[Written]
 
 
 @dataclass

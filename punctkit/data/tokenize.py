@@ -209,9 +209,9 @@ def ends_sentence(labels: list[str], before: bool = True) -> bool:
 OPENERS = "\"'“‘„«‹([{¿¡"
 CLOSERS = "\"'”’»›)]}"
 TRAILING_MARKS = ",.?!;:…"
-# A word whose case punctuate may change: letters, with inner ' . - (`don't`, `u.s.`, `e-mail`, `'s`).
 # Letters with inner periods (`ph.d`, `u.s.a`): the period after them is theirs too.
 _DOTTED = re.compile(r"[^\W\d_]{1,3}(?:\.[^\W\d_]{1,3})+")
+# A word whose case punctuate may change: letters, with inner ' . - (`don't`, `u.s.`, `e-mail`, `'s`).
 _RECASABLE = re.compile(r"['’]?[^\W\d_]+(?:['’.\-][^\W\d_]+)*\.?")
 
 
@@ -336,6 +336,8 @@ def show_tokens(written_words: list[Written], labels: list[str], capitalize: boo
     sentence start and for the pronoun `I`. `kept`: the input marks given to the model as
     fixed (--keep-input-marks); a word whose kept mark was its own is shown with its own text.
     """
+    if len(written_words) != len(labels):  # a word without its label would vanish from the output
+        raise ValueError(f"{len(written_words)} words, {len(labels)} labels")
     out: list[str] = []
     start = sentence_start
     for k, (w, lab) in enumerate(zip(written_words, labels)):
