@@ -27,7 +27,7 @@ from punctkit.data.asr import (AsrUtterance, Line, detect_input_format, read_ctm
 from punctkit.data.datadir import check_data_dir_output
 from punctkit.data.formats import FORMATS, Utterance, write
 from punctkit.data.labels import O, LabelSet, case_of, default_substitution, get_inventory
-from punctkit.data.tokenize import detokenize, display_words, ends_sentence
+from punctkit.data.tokenize import ends_sentence, punctuated_text, show_tokens
 from punctkit.data.streams import IGNORE, Stream
 from punctkit.decode.windows import Predict, decode_windows
 from punctkit.files import PunctkitError, atomic_write, check_not_input, where
@@ -254,9 +254,12 @@ class Punctuator:
         return list(self.stream_labels(zip(words, fixed if fixed is not None else [None] * len(words))))
 
     def punctuate(self, text: str, keep_input_marks: bool = False, capitalize: bool = True) -> str:
-        """Punctuated, readable text (one stream; line breaks kept)."""
+        """Punctuated, readable text (one stream; line breaks kept): the input's words in order, as
+        written, one space apart, with marks predicted (or kept) and case changed only for alphabetic
+        words (punctkit.data.tokenize.show_tokens)."""
         rules = default_substitution(self.inventory)
-        lines = [Line(i, *split_text(t, self.inventory, rules)) for i, t in enumerate(text.splitlines(), 1)]
+        passages = (split_text(t, self.inventory, rules) for t in text.splitlines())
+        lines = [Line(i, p.words, p.marks, p.written) for i, p in enumerate(passages, 1)]
         out = _TextLines(self, keep_input_marks, capitalize)
         return "\n".join(s for _, s in out.run(iter(lines), lambda ln, labels: None))
 
@@ -292,7 +295,8 @@ class _TextLines:
                 ln = pending.popleft()
                 mine = [labels.popleft() for _ in ln.words]
                 on_line(ln, mine)
-                yield ln, detokenize(ln.words, mine, self.capitalize, start)
+                kept = ln.marks if self.keep_input_marks else None
+                yield ln, punctuated_text(ln.written, mine, self.capitalize, start, kept)
                 start = ends_sentence(mine, start)
             nxt = next(labelled, None)
             if nxt is None:
@@ -305,13 +309,22 @@ class _TextLines:
             yield ln, ""
 
 
-def _ctm_lines(utt: AsrUtterance, labels: list[str], capitalize: bool, src: str | Path) -> Iterator[str]:
-    """CTM lines with each word cased and its mark appended (`Hello,`); JSON words get channel 1."""
-    shown, _ = display_words(utt.words, labels, capitalize)
+def _kept(utt: AsrUtterance, keep: bool) -> list[str] | None:
+    """The input marks that were given to the model as fixed (--keep-input-marks), else None."""
+    return utt.marks if keep else None
+
+
+def _ctm_lines(utt: AsrUtterance, labels: list[str], capitalize: bool, src: str | Path,
+               keep: bool = False) -> Iterator[str]:
+    """CTM lines with each word as written, cased and its mark set (`Hello,`); JSON words get channel 1."""
+    shown = show_tokens(utt.written, labels, capitalize, kept=_kept(utt, keep))
     for k, (w, rec) in enumerate(zip(shown, utt.records), 1):
         if rec is None or rec.get("start_s") is None:
             raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} has no start time "
                                 f"(--format ctm needs word times)")
+        if len(w.split()) != 1:  # a JSON word with a space: a CTM field cannot hold it unchanged
+            raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} ({w!r}) contains a space, "
+                                f"which a CTM field cannot hold: use --format jsonl")
         if "channel" in rec:
             yield " ".join([utt.uttid, rec["channel"], rec["start"], rec["duration"], w, *rec["rest"]])
         else:
@@ -319,12 +332,12 @@ def _ctm_lines(utt: AsrUtterance, labels: list[str], capitalize: bool, src: str 
             yield f"{utt.uttid} 1 {rec['start_s']:.3f} {end - rec['start_s']:.3f} {w}"
 
 
-def _json_line(utt: AsrUtterance, labels: list[str], capitalize: bool) -> str:
+def _json_line(utt: AsrUtterance, labels: list[str], capitalize: bool, keep: bool = False) -> str:
     """The input object (or {"id"}) with `text` (punctuated) and, per word object, `punctuated` and `label`."""
     obj = dict(utt.source) if isinstance(utt.source, dict) else {"id": utt.uttid}
-    obj["text"] = detokenize(utt.words, labels, capitalize)
+    shown = show_tokens(utt.written, labels, capitalize, kept=_kept(utt, keep))
+    obj["text"] = " ".join(shown)
     obj["labels"] = labels
-    shown, _ = display_words(utt.words, labels, capitalize)
     items = obj.get("words")
     if isinstance(items, list):
         items = list(items)
@@ -380,7 +393,7 @@ def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = 
 
     `out` is never `src`; a `datadir` output is written by `write_data_dir` (`overwrite` there).
 
-    Formats: `readable` (detokenized text; `uttid text` for inputs with ids),
+    Formats: `readable` (the input words as written, marks and case set; `uttid text` for inputs with ids),
     `ctm` (CTM/JSON inputs with times: each word cased, its mark appended),
     `jsonl` (the input objects with `text`, `labels` and per-word `punctuated`),
     or a foundation format (text, kaldi_text, twocol, punctuator2, datadir; these
@@ -440,11 +453,12 @@ def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = 
                 u = seen.popleft()
                 stats.count(u.words, punct.frontend)
                 if fmt == "readable":
-                    f.write(f"{u.uttid} {detokenize(u.words, labels, capitalize)}".rstrip() + "\n")
+                    text = punctuated_text(u.written, labels, capitalize, kept=_kept(u, keep_input_marks))
+                    f.write(f"{u.uttid} {text}".rstrip() + "\n")
                 elif fmt == "ctm":
-                    f.writelines(line + "\n" for line in _ctm_lines(u, labels, capitalize, src))
+                    f.writelines(line + "\n" for line in _ctm_lines(u, labels, capitalize, src, keep_input_marks))
                 elif fmt == "jsonl":
-                    f.write(_json_line(u, labels, capitalize) + "\n")
+                    f.write(_json_line(u, labels, capitalize, keep_input_marks) + "\n")
                 elif u.words:
                     collected.append(Utterance(u.uttid, u.words, labels))
         stats.dropped_tokens = dropped[0]

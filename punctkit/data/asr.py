@@ -1,8 +1,10 @@
 """Inputs of `punctkit punctuate`: plain text, Kaldi `text`, CTM and JSON lines from ASR services.
 
-Every reader is a generator (inputs of any size are read lazily) and splits any
-marks the input already has from its words with punctkit.data.tokenize, so a
-word comes with the mark that followed it (O for none) and is lower-cased.
+Every reader is a generator (inputs of any size are read lazily). Words are the
+input's whitespace-separated tokens (a CTM/JSON word is one token), split by
+punctkit.data.tokenize.read_passage: each comes with the word the model reads
+(lower-cased), the mark that followed it (O for none) and how it was written,
+so that the output gives back every word as it came (only marks and case change).
 
 - text: one stream; yields one `Line` per input line.
 - kaldi_text: `uttid word word ...`, one `AsrUtterance` per line.
@@ -29,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from punctkit.data.labels import O, LabelSet, Substitution, mark_of
-from punctkit.data.tokenize import segment
+from punctkit.data.labels import O, LabelSet, Substitution
+from punctkit.data.tokenize import Passage, Written, is_mark_token, mark_after, read_passage
 from punctkit.files import PunctkitError, iter_lines, where
 
 INPUT_FORMATS = ("text", "kaldi_text", "ctm", "jsonl")
@@ -42,20 +44,24 @@ END_KEYS = ("end", "end_time")
 
 @dataclass
 class Line:
-    """One line of plain text: its words and the marks it already had."""
+    """One line of plain text: its words (as the model reads them), the marks it already had, and
+    each word as written."""
 
     lineno: int
     words: list[str]
     marks: list[str]
+    written: list[Written]
 
 
 @dataclass
 class AsrUtterance:
-    """One utterance: words, input marks, and per word the record it came from (CTM fields or JSON item)."""
+    """One utterance: words, input marks, words as written, and per word the record it came from
+    (CTM fields or JSON item)."""
 
     uttid: str
     words: list[str] = field(default_factory=list)
     marks: list[str] = field(default_factory=list)
+    written: list[Written] = field(default_factory=list)
     records: list[Any] = field(default_factory=list)
     source: Any = None  # the JSON object of a jsonl line
     lineno: int = 0     # the input line it starts on
@@ -87,45 +93,46 @@ def detect_input_format(src: str | Path) -> str:
     return "text"
 
 
-def split_text(text: str, inventory: LabelSet, rules: Substitution) -> tuple[list[str], list[str]]:
-    """Lower-cased words of `text` and the mark (label mark, O for none) after each."""
-    seg = segment(text, inventory, rules, lowercase=True)
-    return seg.words, [mark_of(lab) for lab in seg.marks]
+def split_text(text: str, inventory: LabelSet, rules: Substitution) -> Passage:
+    """The words of `text` (split on whitespace), the mark (label mark, O for none) after each,
+    and each as written."""
+    return read_passage(text.split(), inventory, rules)
 
 
 def read_text_lines(src: str | Path, inventory: LabelSet, rules: Substitution) -> Iterator[Line]:
     """Plain text, one `Line` per input line (lines without words give empty lines)."""
     for i, line in input_lines(src):
-        words, marks = split_text(line, inventory, rules)
-        yield Line(i, words, marks)
+        p = split_text(line, inventory, rules)
+        yield Line(i, p.words, p.marks, p.written)
 
 
 def read_kaldi_text(src: str | Path, inventory: LabelSet, rules: Substitution) -> Iterator[AsrUtterance]:
     """Kaldi `text`: `uttid words...` per line (an id without words gives an empty utterance)."""
     seen: set[str] = set()
     for i, line in input_lines(src):
-        uttid, _, rest = line.strip().partition(" ")
+        uttid, *rest = line.split() or [""]
         if not uttid:
             continue
         if uttid in seen:
             raise PunctkitError(f"{where(src, i)}: duplicate utterance id '{uttid}'")
         seen.add(uttid)
-        words, marks = split_text(rest, inventory, rules)
-        yield AsrUtterance(uttid, words, marks, [None] * len(words), lineno=i)
+        p = read_passage(rest, inventory, rules)
+        yield AsrUtterance(uttid, p.words, p.marks, p.written, [None] * len(p.words), lineno=i)
 
 
 def _add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, rules: Substitution) -> bool:
-    """Add one ASR token (a word, possibly with marks attached) to `utt`; False if it holds no word."""
-    words, marks = split_text(token, inventory, rules)
-    if not words:
-        _, mk = split_text("x " + token, inventory, rules)  # a bare mark: it belongs to the word before
-        if utt.words and mk and mk[0] != O and utt.marks[-1] == O:
-            utt.marks[-1] = mk[0]
+    """Add one ASR token (a word, possibly with marks attached) to `utt`; False if it holds no word
+    (a bare mark gives its mark to the word before, when that has none)."""
+    token = token.strip()
+    if not token or is_mark_token(token):
+        mk = mark_after(token, inventory, rules)
+        if utt.words and mk != O and utt.marks[-1] == O:
+            utt.marks[-1] = mk
         return False
-    if len(words) > 1:  # `well,so`: keep one output record per token
-        words = ["".join(ch for ch in token.lower() if ch.isalnum() or ch in "'-.")]
-    utt.words.append(words[0])
-    utt.marks.append(marks[-1])
+    p = read_passage([token], inventory, rules)  # one word, however many `segment` sees in it
+    utt.words.append(p.words[0])
+    utt.marks.append(p.marks[0])
+    utt.written.append(p.written[0])
     utt.records.append(record)
     return True
 

@@ -1,8 +1,12 @@
 """Punctuated text -> words and the mark after each word, and back.
 
-Marks are separated from words, but word-internal punctuation stays: `don't`,
-`u.s.`, `3.5`, `1,000`, `e-mail`, `dr.`. IWSLT-style split contractions
-(`do n't`, `i 'm`) are words too. Quotes, brackets and other symbols are dropped.
+Training data (`tokens`, `segment`): marks are separated from words, but
+word-internal punctuation stays: `don't`, `u.s.`, `3.5`, `1,000`, `e-mail`, `dr.`.
+IWSLT-style split contractions (`do n't`, `i 'm`) are words too. Quotes,
+brackets and other symbols are dropped.
+
+`punctkit punctuate` (`read_passage`, `show_tokens`) never changes a word: see
+"pass-through text" below.
 """
 from __future__ import annotations
 
@@ -189,3 +193,174 @@ def ends_sentence(labels: list[str], before: bool = True) -> bool:
     """Whether text ending with `labels` ends a sentence (`before`: the answer for no labels)."""
     return mark_of(labels[-1]) in SENTENCE_END if labels else before
 
+
+
+# ---------------------------------------------------------------- pass-through text (punctuate)
+#
+# `punctkit punctuate` writes back the words it was given. Its input is split on
+# whitespace; a token made of marks only (`,` `...` `--`) gives its mark to the
+# token before; any other token is a word, written back as it came: leading
+# quotes/brackets, the word itself, then closing quotes/brackets, with only the
+# marks at its end (`,.?!;:…`) replaced by the label's. The model reads one word
+# per token: the word `segment` finds in it (`hello,"` -> `hello`, `$5` -> `5`),
+# or, when it finds none or several (a URL, an e-mail address, an emoji), the
+# token itself lower-cased, which a word vocabulary reads as `<unk>`.
+
+OPENERS = "\"'“‘„«‹([{¿¡"
+CLOSERS = "\"'”’»›)]}"
+TRAILING_MARKS = ",.?!;:…"
+# Letters with inner periods (`ph.d`, `u.s.a`): the period after them is theirs too.
+_DOTTED = re.compile(r"[^\W\d_]{1,3}(?:\.[^\W\d_]{1,3})+")
+# A word whose case punctuate may change: letters, with inner ' . - (`don't`, `u.s.`, `e-mail`, `'s`).
+_RECASABLE = re.compile(r"['’]?[^\W\d_]+(?:['’.\-][^\W\d_]+)*\.?")
+
+
+@dataclass(frozen=True)
+class Written:
+    """One input word as written: `lead` + `core` + `close`; the output mark goes at `close[:at]`.
+
+    `marks` is the mark text the input had there (removed from `close`).
+    """
+
+    lead: str
+    core: str
+    close: str = ""
+    at: int = 0
+    marks: str = ""
+
+    @property
+    def recasable(self) -> bool:
+        """Whether the core is alphabetic words (its case may change); never URLs, numbers, symbols."""
+        return _RECASABLE.fullmatch(self.core) is not None
+
+
+def is_mark_token(token: str) -> bool:
+    """Whether a whitespace-free token is punctuation only (`,` `...` `?!` `--` `—`)."""
+    if any(c.isalnum() for c in token):
+        return False
+    toks = tokens(f" {token} ")
+    return bool(toks) and all(kind == "m" for kind, _ in toks)
+
+
+def model_word(token: str) -> str:
+    """The word the model reads for one input token: `segment`'s single word, lower-cased
+    (as in training data), or else the token lower-cased (unknown to a word vocabulary)."""
+    words = [w for kind, w in tokens(token) if kind == "w"]
+    return words[0].lower() if len(words) == 1 else token.lower().replace("’", "'")
+
+
+def written(token: str, word: str) -> Written:
+    """Split a word token into lead, core and close; trailing marks are taken out of close,
+    except a period that belongs to the word (`u.s.`, `dr.`: `word` ends with it; `ph.d.`)."""
+    end = len(token)
+    while end > 0 and (token[end - 1] in CLOSERS or token[end - 1] in TRAILING_MARKS):
+        end -= 1
+    start = 0
+    if not word.startswith("'"):  # `'s`, `'re`: the apostrophe is the word's
+        while start < end and token[start] in OPENERS:
+            start += 1
+    if start >= end:  # symbols only (`"`, `:)`): all of it is the word
+        return Written("", token)
+    tail = token[end:]
+    if tail.startswith(".") and (word.endswith(".") or _DOTTED.fullmatch(token[start:end])):
+        end, tail = end + 1, tail[1:]
+    kept = "".join(c for c in tail if c not in TRAILING_MARKS)
+    marks = "".join(c for c in tail if c in TRAILING_MARKS)
+    at = next((i for i, c in enumerate(tail) if c in TRAILING_MARKS), len(tail))
+    return Written(token[:start], token[start:end], kept, at, marks)
+
+
+@dataclass
+class Passage:
+    """Words of a text for the model, the input mark (label mark) after each, and how each was written."""
+
+    words: list[str]
+    marks: list[str]
+    written: list[Written]
+
+
+def mark_after(raw: str, inventory: LabelSet, rules: Substitution) -> str:
+    """The label mark (O for none) that the mark text `raw` gives the word before it."""
+    if not raw.strip():
+        return O
+    seg = segment("x " + raw, inventory, rules)
+    return mark_of(seg.marks[0]) if seg.marks else O
+
+
+def read_passage(toks: list[str], inventory: LabelSet, rules: Substitution) -> Passage:
+    """The words of whitespace-free tokens in order (mark-only tokens mark the word before;
+    before any word they are dropped)."""
+    out = Passage([], [], [])
+    raw: list[str] = []  # the mark text after the last word
+
+    def close() -> None:
+        if out.words:
+            out.marks[-1] = mark_after(" ".join(raw), inventory, rules)
+        raw.clear()
+
+    for tok in toks:
+        if not tok:
+            continue
+        if is_mark_token(tok):
+            raw.append(tok)
+            continue
+        close()
+        word = model_word(tok)
+        w = written(tok, word)
+        out.words.append(word)
+        out.marks.append(O)
+        out.written.append(w)
+        raw.append(w.marks)
+    close()
+    return out
+
+
+def _shown_mark(w: Written, mark: str, keep: bool) -> str:
+    """The text of the mark after `w`: the input's own when kept, never doubling a word's final period."""
+    if mark == O:
+        return ""
+    if keep and w.marks:
+        return w.marks
+    text = MARK_TEXT[mark]
+    if w.core.endswith(".") and not w.close[:w.at] and text.startswith("."):
+        return text[1:]  # `u.s.` + PERIOD -> `u.s.`; `(u.s.)` + PERIOD -> `(u.s.).`
+    return text
+
+
+def show_tokens(written_words: list[Written], labels: list[str], capitalize: bool = True,
+                sentence_start: bool = True, kept: list[str] | None = None) -> list[str]:
+    """Each word as written, with the label's mark in place of its input marks.
+
+    Case changes only for recasable words (`Written.recasable`), as in `display_words`:
+    lower-cased, then capitalised by a case-aware label's U, else (with `capitalize`) at a
+    sentence start and for the pronoun `I`. `kept`: the input marks given to the model as
+    fixed (--keep-input-marks); a word whose kept mark was its own is shown with its own text.
+    """
+    if len(written_words) != len(labels):  # a word without its label would vanish from the output
+        raise ValueError(f"{len(written_words)} words, {len(labels)} labels")
+    out: list[str] = []
+    start = sentence_start
+    for k, (w, lab) in enumerate(zip(written_words, labels)):
+        mk, case = mark_of(lab), case_of(lab)
+        core = w.core
+        if w.recasable:
+            core = core.lower()
+            low = core.replace("’", "'")
+            if case == "U" or (case is None and capitalize and (start or low == "i" or low[:2] == "i'")):
+                core = _capitalise(core)
+            if core.casefold() != w.core.casefold():  # `ı` -> `I` would be another word
+                core = w.core
+        keep = kept is not None and kept[k] != O and kept[k] == mk
+        mark = _shown_mark(w, mk, keep)
+        out.append(w.lead + core + w.close[:w.at] + mark + w.close[w.at:])
+        if mk != O:
+            start = mk in SENTENCE_END
+        elif any(c.isalnum() for c in w.core):  # a lone quote or emoji does not begin the sentence
+            start = False
+    return out
+
+
+def punctuated_text(written_words: list[Written], labels: list[str], capitalize: bool = True,
+                    sentence_start: bool = True, kept: list[str] | None = None) -> str:
+    """The words as written, each with its label's mark and case, one space apart (`show_tokens`)."""
+    return " ".join(show_tokens(written_words, labels, capitalize, sentence_start, kept))
