@@ -22,6 +22,9 @@ app = typer.Typer(
 )
 
 
+ENCODING = typer.Option(None, help="text encoding of the inputs, e.g. latin-1 (default: UTF-8, or UTF-16/32 by its BOM)")
+
+
 def _lines_opt(spec: Optional[str]) -> Optional[tuple[int, int]]:
     if not spec:
         return None
@@ -41,11 +44,12 @@ def convert(
     from_fmt: Optional[str] = typer.Option(None, "--from", help="twocol|punctuator2|text|kaldi_text|datadir (detected when omitted)"),
     to_fmt: Optional[str] = typer.Option(None, "--to", help="output format (default: text, or datadir for a dir/)"),
     inventory: Optional[str] = typer.Option(None, help="label inventory (default: inferred; 4class for text)"),
+    encoding: Optional[str] = ENCODING,
 ) -> None:
     """Convert punctuated data between formats."""
     from punctkit.data.formats import convert as do_convert
 
-    n, w = do_convert(src, dst, from_fmt, to_fmt, inventory)
+    n, w = do_convert(src, dst, from_fmt, to_fmt, inventory, encoding)
     typer.echo(f"convert: {n} utterances, {w} words -> {dst}", err=True)
 
 
@@ -63,21 +67,23 @@ def prepare(
     strict: bool = typer.Option(False, help="fail on the first repair instead of reporting it"),
     name: Optional[str] = typer.Option(None, help="utterance id prefix (default: the output dir name)"),
     lines: Optional[str] = typer.Option(None, help="only lines FIRST:LAST of each input"),
+    encoding: Optional[str] = ENCODING,
 ) -> None:
     """Punctuated text -> data directory (text, labels, utt2spk), with a repair report."""
     from punctkit.data.prepare import prepare as do_prepare
 
     report = do_prepare(inputs, out, fmt, inventory, rules, lowercase, rechunk, block_len, seed,
-                        strict, name, _lines_opt(lines))
+                        strict, name, _lines_opt(lines), encoding)
     typer.echo("\n".join([f"prepare: {out}"] + report.lines()))
 
 
 @app.command()
-def stats(data: Path = typer.Argument(..., help="data directory or labelled file")) -> None:
+def stats(data: Path = typer.Argument(..., help="data directory or labelled file"),
+          encoding: Optional[str] = ENCODING) -> None:
     """Print the label distribution (words, sentences, % per class)."""
     from punctkit.data.prepare import stats_table
 
-    typer.echo(stats_table(data))
+    typer.echo(stats_table(data, encoding))
 
 
 # ------------------------------------------------------------------ scoring
@@ -98,12 +104,13 @@ def score(
     hyp_format: Optional[str] = typer.Option(None, help="HYP (and HYP2) format (detected when omitted)"),
     inventory: Optional[str] = typer.Option(None, help="inventory for unlabelled text inputs (case4: score casing)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="also write score.txt and score.json here"),
+    encoding: Optional[str] = ENCODING,
 ) -> None:
     """Score HYP against REF: P/R/F1 per class and overall, SER, CER, confusion matrix."""
     from punctkit.score import format_report, score_files, to_json, write_score
 
     result = score_files(ref, hyp, ref_format, hyp_format, merge, align, hyp2, samples, seed,
-                         inventory, block_len)
+                         inventory, block_len, encoding)
     if out is not None:
         write_score(result, out)
     typer.echo(to_json(result) if json_out else format_report(result).rstrip("\n"))
@@ -388,7 +395,8 @@ def punctuate(
     src: str = typer.Argument("-", help="input file, or - for standard input"),
     model: Path = typer.Option(..., "--model", "-m", help="packed model (punctkit pack)"),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="output file (default: standard output)"),
-    input_format: Optional[str] = typer.Option(None, "--input-format", help="text | kaldi_text | ctm | jsonl (default: from the file name)"),
+    input_format: Optional[str] = typer.Option(None, "--input-format", help="text | kaldi_text | ctm | jsonl (default: detected from the content)"),
+    encoding: Optional[str] = ENCODING,
     fmt: str = typer.Option("readable", "--format", help="readable | ctm | jsonl | text | kaldi_text | twocol | punctuator2 | datadir"),
     keep_input_marks: bool = typer.Option(False, help="keep the marks the input has; predict only the other slots"),
     capitalize: bool = typer.Option(True, "--capitalize/--no-capitalize", help="capitalise sentence starts and 'I' (models without case labels)"),
@@ -408,7 +416,7 @@ def punctuate(
     from punctkit.punctuator import Punctuator, punctuate_file
 
     punct = Punctuator.load(model, ngpu, threads, batch_size, beam, chunk_words, step, quantize, backend)
-    stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, capitalize)
+    stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, capitalize, encoding)
     typer.echo(f"punctuate: {stats.summary()}", err=True)
 
 

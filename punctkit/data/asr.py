@@ -24,14 +24,14 @@ models, shares its line parser `ctm_fields` (data/ does not import feats/).
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from punctkit.data.formats import detect_format
 from punctkit.data.labels import O, LabelSet, Substitution, mark_of
 from punctkit.data.tokenize import segment
-from punctkit.files import PunctkitError, iter_lines, where
+from punctkit.files import PunctkitError, iter_lines, stdin_lines, where
 
 INPUT_FORMATS = ("text", "kaldi_text", "ctm", "jsonl")
 ID_KEYS = ("id", "uttid", "utt_id", "key")
@@ -61,13 +61,12 @@ class AsrUtterance:
     lineno: int = 0     # the input line it starts on
 
 
-def input_lines(src: str | Path) -> Iterator[tuple[int, str]]:
-    """(line number, line) of a file, or of standard input for `-`."""
+def input_lines(src: str | Path, encoding: str | None = None) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a file, or of standard input for `-` (its bytes, decoded as files are)."""
     if str(src) == "-":
-        for i, line in enumerate(sys.stdin, 1):
-            yield i, line.rstrip("\n").rstrip("\r")
+        yield from stdin_lines(encoding)
     else:
-        yield from iter_lines(src)
+        yield from iter_lines(src, None, encoding)
 
 
 def source_name(src: str | Path) -> str:
@@ -75,16 +74,14 @@ def source_name(src: str | Path) -> str:
     return "stdin" if str(src) == "-" else Path(src).name
 
 
-def detect_input_format(src: str | Path) -> str:
-    """Guess the input format from the file name: *.ctm, *.jsonl/*.json, Kaldi `text`, else plain text."""
-    name = source_name(src)
-    if name.endswith(".ctm"):
-        return "ctm"
-    if name.endswith((".jsonl", ".json")):
-        return "jsonl"
-    if name == "text" or name.endswith(".text"):
-        return "kaldi_text"
-    return "text"
+def detect_input_format(src: str | Path, encoding: str | None = None) -> str:
+    """The input format from the content (punctkit.data.formats.detect_format, the one detector);
+    an error for the formats `punctuate` does not read."""
+    fmt = detect_format(src, encoding)
+    if fmt not in INPUT_FORMATS:
+        raise PunctkitError(f"{src}: looks like {fmt}, which punctuate does not read (it reads "
+                            f"{', '.join(INPUT_FORMATS)}); give --input-format to read it as one of those")
+    return fmt
 
 
 def split_text(text: str, inventory: LabelSet, rules: Substitution) -> tuple[list[str], list[str]]:
@@ -93,17 +90,19 @@ def split_text(text: str, inventory: LabelSet, rules: Substitution) -> tuple[lis
     return seg.words, [mark_of(lab) for lab in seg.marks]
 
 
-def read_text_lines(src: str | Path, inventory: LabelSet, rules: Substitution) -> Iterator[Line]:
+def read_text_lines(src: str | Path, inventory: LabelSet, rules: Substitution,
+                    encoding: str | None = None) -> Iterator[Line]:
     """Plain text, one `Line` per input line (lines without words give empty lines)."""
-    for i, line in input_lines(src):
+    for i, line in input_lines(src, encoding):
         words, marks = split_text(line, inventory, rules)
         yield Line(i, words, marks)
 
 
-def read_kaldi_text(src: str | Path, inventory: LabelSet, rules: Substitution) -> Iterator[AsrUtterance]:
+def read_kaldi_text(src: str | Path, inventory: LabelSet, rules: Substitution,
+                    encoding: str | None = None) -> Iterator[AsrUtterance]:
     """Kaldi `text`: `uttid words...` per line (an id without words gives an empty utterance)."""
     seen: set[str] = set()
-    for i, line in input_lines(src):
+    for i, line in input_lines(src, encoding):
         uttid, _, rest = line.strip().partition(" ")
         if not uttid:
             continue
@@ -150,11 +149,11 @@ def ctm_fields(src: str | Path, i: int, line: str) -> tuple[list[str], float, fl
 
 
 def read_ctm(src: str | Path, inventory: LabelSet, rules: Substitution,
-             dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+             dropped: list[int] | None = None, encoding: str | None = None) -> Iterator[AsrUtterance]:
     """CTM lines grouped into utterances; `dropped[0]` counts tokens without a word."""
     cur: AsrUtterance | None = None
     done: set[str] = set()
-    for i, line in input_lines(src):
+    for i, line in input_lines(src, encoding):
         parsed = ctm_fields(src, i, line)
         if parsed is None:
             continue
@@ -190,10 +189,10 @@ def _times(item: dict[str, Any], loc: str) -> tuple[float | None, float | None]:
 
 
 def read_jsonl(src: str | Path, inventory: LabelSet, rules: Substitution,
-               dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+               dropped: list[int] | None = None, encoding: str | None = None) -> Iterator[AsrUtterance]:
     """JSON lines, one utterance each (accepted keys in the module docstring)."""
     name = source_name(src)
-    for i, line in input_lines(src):
+    for i, line in input_lines(src, encoding):
         if not line.strip():
             continue
         loc = where(src, i)
