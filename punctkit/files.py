@@ -18,8 +18,18 @@ def _umask() -> int:
     return mask
 
 
+# Characters that end a line for str.splitlines and terminals, shown escaped inside messages.
+_LINE_BREAKS = {c: ascii(chr(c))[1:-1] for c in (0x0a, 0x0b, 0x0c, 0x0d, 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029)}
+
+
 class PunctkitError(Exception):
-    """An error the user can fix; the CLI prints it as one line, without a traceback."""
+    """An error the user can fix; the CLI prints it as one line, without a traceback.
+
+    Line breaks inside the message (from quoted input) are escaped, so it stays one line.
+    """
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        super().__init__(str(message).translate(_LINE_BREAKS), *args)
 
 
 def where(path: str | os.PathLike, lineno: int | None = None, utt: str | None = None) -> str:

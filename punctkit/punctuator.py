@@ -232,11 +232,14 @@ def read_package(path: str | Path) -> Package:
                         target = Path(tmp) / n
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_bytes(z.read(n))
-                frontend = load_frontend(Path(tmp) / "frontend")
+                try:
+                    frontend = load_frontend(Path(tmp) / "frontend")
+                except PunctkitError as e:  # its message names the temporary copy: name the member
+                    raise _bad(p, f"corrupt packed model (frontend: {str(e).replace(tmp + '/', '')})") from None
     except PunctkitError:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError, KeyError,
-            yaml.YAMLError, UnicodeDecodeError) as e:
+            TypeError, yaml.YAMLError, UnicodeDecodeError) as e:
         raise _bad(p, f"corrupt packed model ({type(e).__name__})") from None
     if not isinstance(conf, dict) or "resolved" not in conf or "model" not in conf:
         raise _bad(p, "corrupt packed model (config.yaml has no model/resolved sections)")
