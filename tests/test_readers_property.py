@@ -37,9 +37,9 @@ INV = get_inventory("4class")
 RULES = default_substitution(INV)
 
 
-def expect(call: Callable[[], Any], path: Path, n_lines: int | None = None) -> Any:
+def expect(call: Callable[[], Any], path: Path, n_lines: int | None = None, need_line: bool = False) -> Any:
     """The result of `call`, or else check its PunctkitError: one line that starts with `path`
-    (`path:LINE` with LINE a line of the file when it names one)."""
+    (`path:LINE` with LINE a line of the file when it names one; `need_line`: it must)."""
     try:
         return call()
     except PunctkitError as e:
@@ -47,6 +47,7 @@ def expect(call: Callable[[], Any], path: Path, n_lines: int | None = None) -> A
         assert len(msg.splitlines()) == 1 and "\n" not in msg, msg
         assert msg.startswith(str(path)), msg
         m = re.match(re.escape(str(path)) + r":(\d+)", msg)
+        assert m or not need_line, msg
         if m and n_lines is not None:
             assert 1 <= int(m.group(1)) <= n_lines, msg
         return None
@@ -63,7 +64,7 @@ def lines_in(data: bytes) -> int:
 def test_read_any_format(tmp_path, data, fmt):
     p = tmp_path / "in.txt"
     p.write_bytes(data)
-    got = expect(lambda: read(p, fmt), p, lines_in(data))
+    got = expect(lambda: read(p, fmt), p, lines_in(data), need_line=fmt is not None)
     if got is not None:
         utts, inv = got
         assert all(len(u.words) == len(u.labels) and all(lab in inv for lab in u.labels) for u in utts)
@@ -129,15 +130,24 @@ def test_read_ctm_both_readers(tmp_path, data):
     p = tmp_path / "x.ctm"
     p.write_bytes(data)
     n = lines_in(data)
-    expect(lambda: list(asr.read_ctm(p, INV, RULES, [0])), p, n)
-    expect(lambda: feats_ctm.read_ctm(p), p, n)
+    expect(lambda: list(asr.read_ctm(p, INV, RULES, [0])), p, n, need_line=True)
+    expect(lambda: feats_ctm.read_ctm(p), p, n, need_line=True)
 
 
 JSON_VALUE = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
                           lambda c: st.lists(c, max_size=3) | st.dictionaries(
                               st.sampled_from(["id", "words", "text", "word", "start", "end", "duration",
                                                "token", "start_time"]), c, max_size=4), max_leaves=12)
-JSONL = st.one_of(st.lists(st.one_of(JSON_VALUE.map(json.dumps), LINE_TEXT), max_size=6)
+TIME = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=3), st.lists(st.integers()))
+WORD_ITEM = st.one_of(st.text(max_size=4), st.fixed_dictionaries({}, optional={
+    k: st.one_of(TIME, st.sampled_from(["so", ",", "well,so", ""])) for k in
+    ("word", "text", "token", "punctuated_word", "start", "end", "duration", "start_time", "end_time")}))
+TIMED_ITEM = st.fixed_dictionaries({"word": st.sampled_from(["so", "well", ","])},
+                                   optional={"start": TIME, "end": TIME, "duration": TIME})
+OBJ = st.fixed_dictionaries({}, optional={"id": TIME, "uttid": TIME, "words": st.one_of(
+    st.lists(st.one_of(WORD_ITEM, TIMED_ITEM), max_size=4),
+                                                                                     TIME), "text": TIME})
+JSONL = st.one_of(st.lists(st.one_of(JSON_VALUE.map(json.dumps), OBJ.map(json.dumps), LINE_TEXT), max_size=6)
                   .map(lambda ls: "\n".join(ls).encode()), CONTENT)
 
 
@@ -146,7 +156,7 @@ JSONL = st.one_of(st.lists(st.one_of(JSON_VALUE.map(json.dumps), LINE_TEXT), max
 def test_read_jsonl(tmp_path, data):
     p = tmp_path / "x.jsonl"
     p.write_bytes(data)
-    expect(lambda: list(asr.read_jsonl(p, INV, RULES, [0])), p, lines_in(data))
+    expect(lambda: list(asr.read_jsonl(p, INV, RULES, [0])), p, lines_in(data), need_line=True)
 
 
 @SETTINGS
@@ -155,8 +165,18 @@ def test_read_asr_text(tmp_path, data, fmt):
     p = tmp_path / "x"
     p.write_bytes(data)
     reader = asr.read_kaldi_text if fmt == "kaldi_text" else asr.read_text_lines
-    expect(lambda: list(reader(p, INV, RULES)), p, lines_in(data))
+    expect(lambda: list(reader(p, INV, RULES)), p, lines_in(data), need_line=True)
     expect(lambda: asr.detect_input_format(p), p)
+
+
+@SETTINGS
+@given(items=st.lists(TIMED_ITEM, min_size=1, max_size=4), uttid=TIME)
+def test_read_jsonl_word_times(tmp_path, items, uttid):
+    p = tmp_path / "x.jsonl"
+    p.write_text(json.dumps({"id": uttid, "words": items}) + "\n")
+    got = expect(lambda: list(asr.read_jsonl(p, INV, RULES, [0])), p, 1, need_line=True)
+    if got is not None:
+        assert got[0].uttid == ("x.jsonl-000001" if uttid is None or uttid == "" else str(uttid))
 
 
 # ------------------------------------------------------------------ Kaldi feature confs
@@ -177,9 +197,9 @@ def test_read_kaldi_confs(tmp_path, data):
     p = tmp_path / "x.conf"
     p.write_bytes(data)
     n = lines_in(data)
-    expect(lambda: read_conf(p), p, n)
-    expect(lambda: fbank_options(p), p, n)
-    expect(lambda: pitch_options(p), p, n)
+    expect(lambda: read_conf(p), p, n, need_line=True)
+    expect(lambda: fbank_options(p), p, n, need_line=True)
+    expect(lambda: pitch_options(p), p, n, need_line=True)
 
 
 # ------------------------------------------------------------------ packed models

@@ -180,12 +180,13 @@ def _first(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
 
 def _times(item: dict[str, Any], loc: str) -> tuple[float | None, float | None]:
     start, end = _first(item, START_KEYS), _first(item, END_KEYS)
-    if end is None and start is not None and "duration" in item:
-        end = float(start) + float(item["duration"])
     try:
+        if end is None and start is not None and "duration" in item:
+            end = float(start) + float(item["duration"])
         return (None if start is None else float(start)), (None if end is None else float(end))
-    except (TypeError, ValueError):
-        raise PunctkitError(f"{loc}: word times must be numbers, got {start!r} {end!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise PunctkitError(f"{loc}: word times must be numbers, got {start!r} "
+                            f"{item.get('duration') if end is None else end!r}") from None
 
 
 def read_jsonl(src: str | Path, inventory: LabelSet, rules: Substitution,
@@ -202,7 +203,8 @@ def read_jsonl(src: str | Path, inventory: LabelSet, rules: Substitution,
             raise PunctkitError(f"{loc}: not valid JSON ({e.msg})") from None
         if not isinstance(obj, dict):
             raise PunctkitError(f"{loc}: expected a JSON object per line")
-        uttid = str(_first(obj, ID_KEYS) or f"{name}-{i:06d}")
+        uttid = _first(obj, ID_KEYS)
+        uttid = f"{name}-{i:06d}" if uttid is None or uttid == "" else str(uttid)
         utt = AsrUtterance(uttid, source=obj, lineno=i)
         items = obj.get("words")
         if items is None:
