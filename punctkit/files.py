@@ -114,16 +114,15 @@ def decode_lines(stream: BinaryIO, name: str, encoding: str | None = None,
     if "\n".encode(codec) != b"\n":  # UTF-16/32: decode first, then split
         yield from _wide_lines(stream, name, codec, head, skip, first, last)
         return
-    offset = skip
+    offset, last = skip, 1 << 62 if last is None else last
     for i, raw in enumerate(_byte_lines(stream, head[skip:]), 1):
-        if last is not None and i > last:
-            return
         if i >= first:
+            if i > last:
+                return
             try:
-                text = raw.decode(codec)
+                yield i, raw.decode(codec).rstrip("\n").rstrip("\r")
             except UnicodeDecodeError as e:
                 raise _decode_error(name, i, offset + e.start, raw[e.start], codec) from None
-            yield i, _strip_eol(text)
         offset += len(raw)
 
 
