@@ -22,7 +22,8 @@ app = typer.Typer(
 )
 
 
-ENCODING = typer.Option(None, help="text encoding of the inputs, e.g. latin-1 (default: UTF-8, or UTF-16/32 by its BOM)")
+ENCODING = typer.Option(None, help="text encoding of the inputs, e.g. latin-1 "
+                                   "(default: UTF-8, or UTF-16/32 by its BOM)")
 
 
 def _lines_opt(spec: Optional[str]) -> Optional[tuple[int, int]]:

@@ -16,6 +16,12 @@ word comes with the mark that followed it (O for none) and is lower-cased.
   `text`, `token` or `punctuated_word`, and times in `start`/`start_time` and
   `end`/`end_time`, or `start` + `duration`), or else from a `text` string.
 
+The format is detected from the content (punctkit.data.formats.detect_format, the
+detector of every command; for stdin from its first 64 KiB, which are then read again)
+unless given. Input bytes are decoded as punctkit.files.decode_lines does for files:
+UTF-8 or UTF-16/32 by BOM, or the `encoding` given; bytes that do not decode are an
+error naming `stdin:LINE` and the byte offset.
+
 Word times are read and kept (for the CTM output); no model uses pauses yet.
 This reader streams (stdin, any size) and keeps every CTM column for the CTM
 output; punctkit.feats.ctm, which loads a data dir's whole CTM for the acoustic

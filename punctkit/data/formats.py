@@ -123,8 +123,8 @@ def detect_format(path: str | Path, encoding: str | None = None) -> str:
     two-column file with bad lines stays two-column and its reader names the bad lines),
     except that two-column-like lines whose first fields are all unique ids (see below)
     and whose second fields are no known label are Kaldi text (`utt1 YES`). When a kind
-    covers 20-50% of the lines with known labels or marks, the format is ambiguous: an
-    error asks for the format. Otherwise Kaldi text vs plain text: Kaldi text when, over
+    covers 20-50% of the lines (2 or more) with known labels or marks, the format is
+    ambiguous: an error asks for the format. Otherwise Kaldi text vs plain text: Kaldi text when, over
     2+ lines, at least 90% of the first tokens are ids (letters, digits, `_-.:/` with a
     digit, e.g. `utt1`, `1272-128104-0000`); else, only as a tie-breaker, when the file is
     named `text` or `*.text` and its first tokens are unique or mostly ids (a single line,
