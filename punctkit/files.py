@@ -94,9 +94,7 @@ def _byte_lines(stream: BinaryIO, head: bytes) -> Iterator[bytes]:
 
 
 def _strip_eol(text: str) -> str:
-    if text.endswith("\n"):
-        text = text[:-1]
-    return text[:-1] if text.endswith("\r") else text
+    return text.rstrip("\n").rstrip("\r")
 
 
 def decode_lines(stream: BinaryIO, name: str, encoding: str | None = None,
@@ -120,7 +118,7 @@ def decode_lines(stream: BinaryIO, name: str, encoding: str | None = None,
             if i > last:
                 return
             try:
-                yield i, raw.decode(codec).rstrip("\n").rstrip("\r")
+                yield i, _strip_eol(raw.decode(codec))
             except UnicodeDecodeError as e:
                 raise _decode_error(name, i, offset + e.start, raw[e.start], codec) from None
         offset += len(raw)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from punctkit.data import asr
@@ -24,7 +24,7 @@ from punctkit.data.formats import FORMATS, Utterance, detect_format, read, write
 from punctkit.data.labels import INVENTORIES, default_substitution, get_inventory
 from punctkit.feats import ctm as feats_ctm
 from punctkit.feats.fbank_pitch import fbank_options, pitch_options, read_conf
-from punctkit.files import PunctkitError
+from punctkit.files import PunctkitError, decode_lines, iter_lines
 
 # PK_EXAMPLES=1000 searches harder (minutes); the default keeps the file well under 30 s
 SETTINGS = settings(max_examples=int(os.environ.get("PK_EXAMPLES", 80)), deadline=None,
@@ -58,6 +58,35 @@ def expect(call: Callable[[], Any], path: Path, n_lines: int | None = None, need
 
 def lines_in(data: bytes) -> int:
     return max(data.count(b"\n"), data.count(b"\n\x00"), data.count(b"\n\x00\x00\x00")) + 1
+
+
+# ------------------------------------------------------------------ decoding
+
+@SETTINGS
+@given(text=st.text(st.characters(codec="utf-8"), max_size=60) | LINE_TEXT,
+       enc=st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-be", "utf-32", "latin-1"]),
+       cut=st.integers(0, 300), first=st.integers(1, 4))
+@example(text="\ufeffa\r\r\nb", enc="utf-16-be", cut=3, first=1)
+@example(text="\ufeffa\nb\n", enc="utf-8", cut=1, first=2)
+def test_lines_of_any_text_in_any_encoding(tmp_path, text, enc, cut, first):
+    """Files and streams (a head already read off, as stdin after detection) give the same lines."""
+    if enc == "latin-1":
+        text = text.encode("latin-1", "ignore").decode("latin-1")
+    data = text.encode(enc)
+    if enc == "utf-16-be":
+        data = b"\xfe\xff" + data
+    given = enc if enc == "latin-1" else None
+    assume(not (enc == "utf-16" and text.startswith("\x00")))  # FF FE 00 00 is UTF-32's BOM
+    if enc == "utf-8" and text.startswith("\ufeff"):
+        text = text[1:]  # a first U+FEFF is taken for a BOM
+    pieces = text.split("\n")
+    want = [(i, s.rstrip("\r")) for i, s in enumerate(pieces[:-1] if pieces[-1] == "" else pieces, 1)]
+    p = tmp_path / "f"
+    p.write_bytes(data)
+    assert list(iter_lines(p, encoding=given)) == want
+    stream = io.BytesIO(data[cut:])
+    assert list(decode_lines(stream, "stdin", given, head=data[:cut])) == want
+    assert list(iter_lines(p, (first, first + 1), given)) == [w for w in want if first <= w[0] <= first + 1]
 
 
 # ------------------------------------------------------------------ text formats
