@@ -144,6 +144,14 @@ def test_sample_reaches_beyond_the_head(tmp_path):
         read(p)
 
 
+def test_a_few_mark_tokens_in_text_are_not_read_as_words(tmp_path):
+    p = tmp_path / "p2.txt"
+    p.write_text("".join(f"line {k} without marks\n" for k in range(30)) + "so ,COMMA we\nthen .PERIOD\n")
+    with pytest.raises(PunctkitError, match=r"p2.txt: cannot tell its format: 2 of 32 sampled lines look like "
+                                            r"punctuator2"):
+        read(p)
+
+
 def test_plain_text_stays_plain_text(tmp_path):
     p = tmp_path / "talk.txt"
     p.write_text("Thank you. I AM here.\nSo, what YES?\nGood NIGHT\nAnd then we left.\nOK.\nFine, thanks.\n")

@@ -123,8 +123,9 @@ def detect_format(path: str | Path, encoding: str | None = None) -> str:
     two-column file with bad lines stays two-column and its reader names the bad lines),
     except that two-column-like lines whose first fields are all unique ids (see below)
     and whose second fields are no known label are Kaldi text (`utt1 YES`). When a kind
-    covers 20-50% of the lines (2 or more) with known labels or marks, the format is
-    ambiguous: an error asks for the format. Otherwise Kaldi text vs plain text: Kaldi text when, over
+    covers 5-50% of the lines (2 or more) with known labels, marks, numbers or JSON, the
+    format is ambiguous: an error asks for it (reading such a file as text would turn
+    `,COMMA` or `O` into words). Otherwise Kaldi text vs plain text: Kaldi text when, over
     2+ lines, at least 90% of the first tokens are ids (letters, digits, `_-.:/` with a
     digit, e.g. `utt1`, `1272-128104-0000`); else, only as a tie-breaker, when the file is
     named `text` or `*.text` and its first tokens are unique or mostly ids (a single line,
@@ -155,7 +156,7 @@ def classify_lines(lines: list[str], name: str, source: str) -> str:
             return best
         sure = Counter(k for k in kinds if k and not k.endswith("?"))
         for fmt, k in sure.items():
-            if 0.2 * n <= k < 0.5 * n and k >= 2:
+            if 0.05 * n <= k < 0.5 * n and k >= 2:
                 first = next(i for i, kd in enumerate(kinds) if kd == fmt)
                 other = next(i for i, kd in enumerate(kinds) if kd != fmt)
                 raise PunctkitError(
