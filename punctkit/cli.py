@@ -49,6 +49,10 @@ def _global_options(
         os.environ["PUNCTKIT_DEBUG"] = "1"
 
 
+ENCODING = typer.Option(None, help="text encoding of the inputs, e.g. latin-1 "
+                                   "(default: UTF-8, or UTF-16/32 by its BOM)")
+
+
 def _lines_opt(spec: Optional[str]) -> Optional[tuple[int, int]]:
     """--lines FIRST:LAST (either may be left out) -> (first, last), checked before any work."""
     if not spec:
@@ -89,11 +93,12 @@ def convert(
     to_fmt: Optional[str] = typer.Option(None, "--to", help="output format (default: text, or datadir for a dir/)"),
     inventory: Optional[str] = typer.Option(None, help="label inventory (default: inferred; 4class for text)"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    encoding: Optional[str] = ENCODING,
 ) -> None:
     """Convert punctuated data between formats."""
     from punctkit.data.formats import convert as do_convert
 
-    n, w = do_convert(src, dst, from_fmt, to_fmt, inventory, overwrite=overwrite)
+    n, w = do_convert(src, dst, from_fmt, to_fmt, inventory, overwrite=overwrite, encoding=encoding)
     typer.echo(f"convert: {n} utterances, {w} words -> {dst}", err=True)
 
 
@@ -113,21 +118,23 @@ def prepare(
     name: Optional[str] = typer.Option(None, help="utterance id prefix (default: the output dir name)"),
     lines: Optional[str] = typer.Option(None, callback=_lines_opt, help="only lines FIRST:LAST of each input"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    encoding: Optional[str] = ENCODING,
 ) -> None:
     """Punctuated text -> data directory (text, labels, utt2spk), with a repair report."""
     from punctkit.data.prepare import prepare as do_prepare
 
     report = do_prepare(inputs, out, fmt, inventory, rules, lowercase, rechunk, block_len, seed,
-                        strict, name, lines, overwrite=overwrite)
+                        strict, name, lines, overwrite=overwrite, encoding=encoding)
     typer.echo("\n".join([f"prepare: {out}"] + report.lines()))
 
 
 @app.command()
-def stats(data: Path = typer.Argument(..., help="data directory or labelled file")) -> None:
+def stats(data: Path = typer.Argument(..., help="data directory or labelled file"),
+          encoding: Optional[str] = ENCODING) -> None:
     """Print the label distribution (words, sentences, % per class)."""
     from punctkit.data.prepare import stats_table
 
-    typer.echo(stats_table(data))
+    typer.echo(stats_table(data, encoding))
 
 
 # ------------------------------------------------------------------ scoring
@@ -148,12 +155,13 @@ def score(
     hyp_format: Optional[str] = typer.Option(None, help="HYP (and HYP2) format (detected when omitted)"),
     inventory: Optional[str] = typer.Option(None, help="inventory for unlabelled text inputs (case4: score casing)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="also write score.txt and score.json here"),
+    encoding: Optional[str] = ENCODING,
 ) -> None:
     """Score HYP against REF: P/R/F1 per class and overall, SER, CER, confusion matrix."""
     from punctkit.score import format_report, score_files, to_json, write_score
 
     result = score_files(ref, hyp, ref_format, hyp_format, merge, align, hyp2, samples, seed,
-                         inventory, block_len)
+                         inventory, block_len, encoding)
     if out is not None:
         write_score(result, out)
     typer.echo(to_json(result) if json_out else format_report(result).rstrip("\n"))
@@ -455,7 +463,8 @@ def punctuate(
     src: str = typer.Argument("-", help="input file, or - for standard input"),
     model: Path = typer.Option(..., "--model", "-m", help="packed model (punctkit pack)"),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="output file (default: standard output)"),
-    input_format: Optional[str] = typer.Option(None, "--input-format", help="text | kaldi_text | ctm | jsonl (default: from the file name)"),
+    input_format: Optional[str] = typer.Option(None, "--input-format", help="text | kaldi_text | ctm | jsonl (default: detected from the content)"),
+    encoding: Optional[str] = ENCODING,
     fmt: str = typer.Option("readable", "--format", help="readable | ctm | jsonl | text | kaldi_text | twocol | punctuator2 | datadir"),
     keep_input_marks: bool = typer.Option(False, help="keep the marks the input has; predict only the other slots"),
     capitalize: bool = typer.Option(True, "--capitalize/--no-capitalize", help="capitalise sentence starts and 'I' (models without case labels)"),
@@ -476,7 +485,8 @@ def punctuate(
     from punctkit.punctuator import Punctuator, punctuate_file
 
     punct = Punctuator.load(model, ngpu, threads, batch_size, beam, chunk_words, step, quantize, backend)
-    stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, capitalize, overwrite=overwrite)
+    stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, capitalize,
+                           overwrite=overwrite, encoding=encoding)
     typer.echo(f"punctuate: {stats.summary()}", err=True)
 
 

@@ -1,15 +1,18 @@
 """File helpers shared by every stage: one-line errors and atomic outputs."""
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
+import fnmatch
+import itertools
 import os
 import socket
-import fnmatch
+import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, Callable, Iterable, Iterator, Sequence
+from typing import IO, BinaryIO, Callable, Iterable, Iterator, Sequence
 
 
 def _umask() -> int:
@@ -18,8 +21,18 @@ def _umask() -> int:
     return mask
 
 
+# Characters that end a line for str.splitlines and terminals, shown escaped inside messages.
+_LINE_BREAKS = {c: ascii(chr(c))[1:-1] for c in (0x0a, 0x0b, 0x0c, 0x0d, 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029)}
+
+
 class PunctkitError(Exception):
-    """An error the user can fix; the CLI prints it as one line, without a traceback."""
+    """An error the user can fix; the CLI prints it as one line, without a traceback.
+
+    Line breaks inside the message (from quoted input) are escaped, so it stays one line.
+    """
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        super().__init__(str(message).translate(_LINE_BREAKS), *args)
 
 
 def where(path: str | os.PathLike, lineno: int | None = None, utt: str | None = None) -> str:
@@ -40,20 +53,168 @@ def require_file(path: str | os.PathLike, what: str = "file") -> Path:
     return p
 
 
-def iter_lines(path: str | os.PathLike, lines: tuple[int, int] | None = None) -> Iterator[tuple[int, str]]:
-    """Yield (1-based line number, line without newline); undecodable bytes become U+FFFD.
+# ------------------------------------------------------------------ reading text
 
+# Byte-order marks, UTF-32 first (its little-endian BOM starts with UTF-16's).
+BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+_stdin_head = bytearray()  # bytes read ahead from stdin (format detection); the next reader gets them first
+
+
+def text_codec(head: bytes, encoding: str | None = None) -> tuple[str, int]:
+    """The codec for a stream that starts with `head`, and the length of the BOM to skip.
+
+    Without `encoding`: UTF-8, or UTF-16/32 when a BOM says so; a UTF-8 BOM is skipped.
+    """
+    if encoding:
+        try:
+            name = codecs.lookup(encoding).name
+        except LookupError:
+            raise PunctkitError(f"unknown encoding '{encoding}' (e.g. utf-8, latin-1, cp1252, utf-16)") from None
+        return name, 3 if name == "utf-8" and head.startswith(codecs.BOM_UTF8) else 0
+    for bom, name in BOMS:
+        if head.startswith(bom):
+            return name, len(bom)
+    return "utf-8", 0
+
+
+def _decode_error(name: str, lineno: int, offset: int, byte: int, codec: str) -> PunctkitError:
+    hint = "latin-1 (or the file's encoding)" if codec == "utf-8" else "with the file's encoding"
+    return PunctkitError(f"{name}:{lineno}: byte 0x{byte:02x} at offset {offset} is not "
+                         f"{'UTF-8' if codec == 'utf-8' else codec}; give --encoding {hint} or convert it to UTF-8")
+
+
+def _byte_lines(stream: BinaryIO, head: bytes) -> Iterator[bytes]:
+    """The lines of `head` followed by the rest of `stream`, each with its newline."""
+    buf = head
+    while b"\n" in buf:
+        line, _, buf = buf.partition(b"\n")
+        yield line + b"\n"
+    buf += stream.readline()
+    if buf:
+        yield buf
+    yield from stream
+
+
+def _strip_eol(text: str) -> str:
+    return text.rstrip("\n").rstrip("\r")
+
+
+def decode_lines(stream: BinaryIO, name: str, encoding: str | None = None,
+                 lines: tuple[int, int] | None = None, head: bytes = b"") -> Iterator[tuple[int, str]]:
+    """(1-based line number, line without its newline) of a byte stream, read line by line.
+
+    The codec comes from `text_codec` (BOM stripped); bytes that do not decode are a
+    one-line error naming `name`, the line and the byte offset. `head` holds bytes
+    already read from the stream. `lines=(first, last)` keeps that inclusive range.
+    """
+    if len(head) < 4:
+        head += stream.read(4 - len(head))
+    codec, skip = text_codec(head, encoding)
+    first, last = lines or (1, None)
+    if "\n".encode(codec) != b"\n":  # UTF-16/32: decode first, then split
+        yield from _wide_lines(stream, name, codec, head, skip, first, last)
+        return
+    offset, last = skip, 1 << 62 if last is None else last
+    for i, raw in enumerate(_byte_lines(stream, head[skip:]), 1):
+        if i >= first:
+            if i > last:
+                return
+            try:
+                yield i, _strip_eol(raw.decode(codec))
+            except UnicodeDecodeError as e:
+                raise _decode_error(name, i, offset + e.start, raw[e.start], codec) from None
+        offset += len(raw)
+
+
+def _wide_lines(stream: BinaryIO, name: str, codec: str, head: bytes, skip: int, first: int,
+                last: int | None) -> Iterator[tuple[int, str]]:
+    """`decode_lines` for codecs whose newline is not the byte 0x0a (UTF-16, UTF-32)."""
+    dec = codecs.getincrementaldecoder(codec)("strict")
+    i, buf, fed = 0, "", skip
+    chunks = itertools.chain([head[skip:]], iter(lambda: stream.read(1 << 16), b""), [b""])
+    for chunk in chunks:
+        pending = len(dec.getstate()[0])
+        try:
+            buf += dec.decode(chunk, final=not chunk)
+        except UnicodeDecodeError as e:
+            before = e.object[:e.start].decode(codec, "replace").count("\n")
+            raise _decode_error(name, i + buf.count("\n") + before + 1, fed - pending + e.start,
+                                e.object[e.start], codec) from None
+        fed += len(chunk)
+        *done, buf = buf.split("\n")
+        for text in done:
+            i += 1
+            if last is not None and i > last:
+                return
+            if i >= first:
+                yield i, _strip_eol(text)
+    if buf and i + 1 >= first and (last is None or i + 1 <= last):
+        yield i + 1, _strip_eol(buf)
+
+
+def iter_lines(path: str | os.PathLike, lines: tuple[int, int] | None = None,
+               encoding: str | None = None) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, line without newline) of a text file, streaming.
+
+    UTF-8 (BOM or not) or UTF-16/32 with a BOM unless `encoding` is given; bytes that do
+    not decode are an error naming file, line and byte offset (see `decode_lines`).
     `lines=(first, last)` keeps only that inclusive range of line numbers.
     """
     p = require_file(path)
-    first, last = lines or (1, None)
-    with open(p, encoding="utf-8", errors="replace") as f:
-        for i, line in enumerate(f, 1):
-            if i < first:
-                continue
-            if last is not None and i > last:
-                break
-            yield i, line.rstrip("\n").rstrip("\r")
+    with open(p, "rb") as f:
+        yield from decode_lines(f, str(p), encoding, lines)
+
+
+def stdin_lines(encoding: str | None = None) -> Iterator[tuple[int, str]]:
+    """`iter_lines` of standard input (its bytes, with the same decoder)."""
+    head = bytes(_stdin_head)
+    _stdin_head.clear()
+    yield from decode_lines(sys.stdin.buffer, "stdin", encoding, None, head)
+
+
+def peek_stdin(limit: int) -> bytes:
+    """Up to `limit` bytes from the start of standard input; `stdin_lines` reads them again."""
+    if len(_stdin_head) < limit:
+        _stdin_head.extend(sys.stdin.buffer.read(limit - len(_stdin_head)))
+    return bytes(_stdin_head[:limit])
+
+
+def sample_lines(path: str | os.PathLike, encoding: str | None = None, head_bytes: int = 1 << 16,
+                 windows: int = 8, window_bytes: int = 1 << 13) -> list[str]:
+    """Whole lines from a bounded sample of a text file (or of stdin, `-`), for format detection.
+
+    A file up to `head_bytes + windows * window_bytes` is read whole; a larger one gives its
+    first `head_bytes` and `windows` evenly spaced slices. Stdin gives only its head (kept
+    for its reader). Bytes that do not decode become U+FFFD here; the reader reports them.
+    """
+    if str(path) == "-":
+        data = peek_stdin(head_bytes)
+        return _slice_lines(data, encoding, True, len(data) < head_bytes)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size <= head_bytes + windows * window_bytes:
+            return _slice_lines(f.read(), encoding, True, True)
+        head = f.read(head_bytes)
+        out = _slice_lines(head, encoding, True, False)
+        codec, skip = text_codec(head, encoding)
+        unit = max(1, len("\n".encode(codec)))
+        for k in range(1, windows + 1):
+            start = k * size // (windows + 1)
+            f.seek(start - (start - skip) % unit)
+            out += _slice_lines(f.read(window_bytes), codec, False, False)
+    return out
+
+
+def _slice_lines(data: bytes, encoding: str | None, at_start: bool, at_end: bool) -> list[str]:
+    """The whole lines of a slice of a file (partial first/last lines dropped unless at its ends)."""
+    codec, bom = text_codec(data, encoding) if at_start else (encoding or "utf-8", 0)
+    pieces = data[bom:].decode(codec, "replace").split("\n")
+    if not at_end:
+        pieces = pieces[:-1]
+    if not at_start:
+        pieces = pieces[1:]
+    return [_strip_eol(x) for x in pieces]
 
 
 @contextlib.contextmanager

@@ -388,7 +388,7 @@ def _open_out(out: str | Path | None) -> Any:
 
 def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = None,
                    input_format: str | None = None, fmt: str = "readable", keep_input_marks: bool = False,
-                   capitalize: bool = True, overwrite: bool = False) -> PunctuateStats:
+                   capitalize: bool = True, overwrite: bool = False, encoding: str | None = None) -> PunctuateStats:
     """Punctuate `src` (`-`: stdin) into `out` (None or `-`: stdout) in `fmt`.
 
     `out` is never `src`; a `datadir` output is written by `write_data_dir` (`overwrite` there).
@@ -400,7 +400,7 @@ def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = 
     keep IWSLT tokens for scoring, are collected in memory and need `-o`).
     """
     t0 = time.time()
-    input_format = input_format or detect_input_format(src)
+    input_format = input_format or detect_input_format(src, encoding)
     if fmt not in OUTPUT_FORMATS:
         raise PunctkitError(f"unknown output format '{fmt}' (known: {', '.join(OUTPUT_FORMATS)})")
     if fmt in FORMATS and (out is None or str(out) == "-"):
@@ -427,7 +427,7 @@ def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = 
 
         with _open_out(None if fmt in FORMATS else out) as f:
             for ln, text in _TextLines(punct, keep_input_marks, capitalize).run(
-                    read_text_lines(src, inv, rules), on_line):
+                    read_text_lines(src, inv, rules, encoding), on_line):
                 stats.count(ln.words, punct.frontend)
                 if fmt == "readable":
                     f.write(text + "\n")
@@ -436,11 +436,11 @@ def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = 
     elif input_format in ("kaldi_text", "ctm", "jsonl"):
         dropped = [0]
         if input_format == "kaldi_text":
-            utts: Iterator[AsrUtterance] = read_kaldi_text(src, inv, rules)
+            utts: Iterator[AsrUtterance] = read_kaldi_text(src, inv, rules, encoding)
         elif input_format == "ctm":
-            utts = read_ctm(src, inv, rules, dropped)
+            utts = read_ctm(src, inv, rules, dropped, encoding)
         else:
-            utts = read_jsonl(src, inv, rules, dropped)
+            utts = read_jsonl(src, inv, rules, dropped, encoding)
         seen: deque[AsrUtterance] = deque()  # utterances waiting for their labels (at most one chunk)
 
         def feed() -> Iterator[tuple[list[str], Fixed | None]]:

@@ -86,11 +86,12 @@ class Transcript:
         return f"utterance {self.uttids[k]} word {pos - self.starts[k] + 1}"
 
 
-def read_transcript(path: str | Path, fmt: str | None = None, inventory: str | None = None) -> Transcript:
+def read_transcript(path: str | Path, fmt: str | None = None, inventory: str | None = None,
+                    encoding: str | None = None) -> Transcript:
     """Read any format; `inventory` applies to unlabelled text formats only (labelled ones carry theirs)."""
-    fmt = fmt or (detect_format(path) if Path(path).exists() else None)
+    fmt = fmt or (detect_format(path, encoding) if Path(path).exists() else None)
     inv = inventory if fmt in ("text", "kaldi_text", "punctuator2") else None
-    utts, found = read(path, fmt, inv)
+    utts, found = read(path, fmt, inv, encoding=encoding)
     return Transcript.from_utterances(utts, str(path), found.marks, keyed=fmt in ("datadir", "kaldi_text"))
 
 
@@ -455,15 +456,16 @@ def bootstrap(ref: Transcript, hyp: Transcript, hyp2: Transcript, samples: int =
 def score_files(ref_path: str | Path, hyp_path: str | Path, ref_format: str | None = None,
                 hyp_format: str | None = None, mapping: dict[str, str] | Iterable[str] | None = None,
                 align: bool = False, hyp2_path: str | Path | None = None, samples: int = 1000,
-                seed: int = 1, inventory: str | None = None, block_len: int | None = None) -> dict:
+                seed: int = 1, inventory: str | None = None, block_len: int | None = None,
+                encoding: str | None = None) -> dict:
     """Read REF and HYP (any format), score them, and optionally bootstrap against HYP2."""
     if mapping is not None and not isinstance(mapping, dict):
         mapping = parse_map(mapping)
-    ref = read_transcript(ref_path, ref_format, inventory)
-    hyp = read_transcript(hyp_path, hyp_format, inventory)
+    ref = read_transcript(ref_path, ref_format, inventory, encoding)
+    hyp = read_transcript(hyp_path, hyp_format, inventory, encoding)
     result = score(ref, hyp, mapping, align)
     if hyp2_path is not None:
-        hyp2 = read_transcript(hyp2_path, hyp_format, inventory)
+        hyp2 = read_transcript(hyp2_path, hyp_format, inventory, encoding)
         result["bootstrap"] = bootstrap(ref, hyp, hyp2, samples, seed, mapping, align, block_len)
     return result
 

@@ -161,6 +161,33 @@ def test_jsonl_and_kaldi_text(tiny, punct, tmp_path):
         punctuate_file(punct, tmp_path / "bad.jsonl", tmp_path / "o")
 
 
+def test_stdin_encoding_and_content_detection(tiny, tmp_path):
+    """`punctuate -` decodes stdin's bytes like a file: Latin-1 is a one-line error naming the
+    line and offset, read with --encoding; a CTM is detected by its content, whatever its name."""
+    import subprocess
+
+    from punct_util import PK
+
+    def run(*args, data: bytes | None) -> subprocess.CompletedProcess:
+        return subprocess.run(PK + ["punctuate", "-m", str(tiny / "tiny.pkt"), *map(str, args)], input=data,
+                              capture_output=True)
+
+    data = "so we went to the café and then we left\n".encode("latin-1")
+    r = run("-", data=data)
+    offset = data.index("é".encode("latin-1"))
+    assert r.returncode == 1 and r.stderr.decode().strip().splitlines() == [
+        f"punctkit: error: stdin:1: byte 0xe9 at offset {offset} is not UTF-8; give --encoding "
+        "latin-1 (or the file's encoding) or convert it to UTF-8"]
+    r = run("-", "--encoding", "latin-1", data=data)
+    assert r.returncode == 0 and "café" in r.stdout.decode("utf-8").lower()
+    ctm = "".join(f"u1 A {k * 0.3:.2f} 0.25 {w}\n" for k, w in enumerate("so we went home".split()))
+    (tmp_path / "asr.txt").write_text(ctm)
+    for args, data in (([tmp_path / "asr.txt"], None), (["-"], ctm.encode())):
+        r = run(*args, "--format", "ctm", data=data)
+        assert r.returncode == 0, r.stderr
+        assert [ln.split()[:4] for ln in r.stdout.decode().splitlines()] == [ln.split()[:4] for ln in ctm.splitlines()]
+
+
 def test_detokenize():
     assert detokenize("i 'm sure we do n't".split(), ["O", "O", "O", "O", "O", "PERIOD"]) == "I'm sure we don't."
     words = "so what is it it 's here yes , i know".split()

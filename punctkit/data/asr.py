@@ -18,6 +18,12 @@ so that the output gives back every word as it came (only marks and case change)
   `text`, `token` or `punctuated_word`, and times in `start`/`start_time` and
   `end`/`end_time`, or `start` + `duration`), or else from a `text` string.
 
+The format is detected from the content (punctkit.data.formats.detect_format, the
+detector of every command; for stdin from its first 64 KiB, which are then read again)
+unless given. Input bytes are decoded as punctkit.files.decode_lines does for files:
+UTF-8 or UTF-16/32 by BOM, or the `encoding` given; bytes that do not decode are an
+error naming `stdin:LINE` and the byte offset.
+
 Word times are read and kept (for the CTM output); no model uses pauses yet.
 This reader streams (stdin, any size) and keeps every CTM column for the CTM
 output; punctkit.feats.ctm, which loads a data dir's whole CTM for the acoustic
@@ -26,14 +32,14 @@ models, shares its line parser `ctm_fields` (data/ does not import feats/).
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from punctkit.data.formats import detect_format
 from punctkit.data.labels import O, LabelSet, Substitution
 from punctkit.data.tokenize import Passage, Written, is_mark_token, mark_after, read_passage
-from punctkit.files import PunctkitError, iter_lines, where
+from punctkit.files import PunctkitError, iter_lines, stdin_lines, where
 
 INPUT_FORMATS = ("text", "kaldi_text", "ctm", "jsonl")
 ID_KEYS = ("id", "uttid", "utt_id", "key")
@@ -67,13 +73,12 @@ class AsrUtterance:
     lineno: int = 0     # the input line it starts on
 
 
-def input_lines(src: str | Path) -> Iterator[tuple[int, str]]:
-    """(line number, line) of a file, or of standard input for `-`."""
+def input_lines(src: str | Path, encoding: str | None = None) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a file, or of standard input for `-` (its bytes, decoded as files are)."""
     if str(src) == "-":
-        for i, line in enumerate(sys.stdin, 1):
-            yield i, line.rstrip("\n").rstrip("\r")
+        yield from stdin_lines(encoding)
     else:
-        yield from iter_lines(src)
+        yield from iter_lines(src, None, encoding)
 
 
 def source_name(src: str | Path) -> str:
@@ -81,16 +86,14 @@ def source_name(src: str | Path) -> str:
     return "stdin" if str(src) == "-" else Path(src).name
 
 
-def detect_input_format(src: str | Path) -> str:
-    """Guess the input format from the file name: *.ctm, *.jsonl/*.json, Kaldi `text`, else plain text."""
-    name = source_name(src)
-    if name.endswith(".ctm"):
-        return "ctm"
-    if name.endswith((".jsonl", ".json")):
-        return "jsonl"
-    if name == "text" or name.endswith(".text"):
-        return "kaldi_text"
-    return "text"
+def detect_input_format(src: str | Path, encoding: str | None = None) -> str:
+    """The input format from the content (punctkit.data.formats.detect_format, the one detector);
+    an error for the formats `punctuate` does not read."""
+    fmt = detect_format(src, encoding)
+    if fmt not in INPUT_FORMATS:
+        raise PunctkitError(f"{src}: looks like {fmt}, which punctuate does not read (it reads "
+                            f"{', '.join(INPUT_FORMATS)}); give --input-format to read it as one of those")
+    return fmt
 
 
 def split_text(text: str, inventory: LabelSet, rules: Substitution) -> Passage:
@@ -99,17 +102,19 @@ def split_text(text: str, inventory: LabelSet, rules: Substitution) -> Passage:
     return read_passage(text.split(), inventory, rules)
 
 
-def read_text_lines(src: str | Path, inventory: LabelSet, rules: Substitution) -> Iterator[Line]:
+def read_text_lines(src: str | Path, inventory: LabelSet, rules: Substitution,
+                    encoding: str | None = None) -> Iterator[Line]:
     """Plain text, one `Line` per input line (lines without words give empty lines)."""
-    for i, line in input_lines(src):
+    for i, line in input_lines(src, encoding):
         p = split_text(line, inventory, rules)
         yield Line(i, p.words, p.marks, p.written)
 
 
-def read_kaldi_text(src: str | Path, inventory: LabelSet, rules: Substitution) -> Iterator[AsrUtterance]:
+def read_kaldi_text(src: str | Path, inventory: LabelSet, rules: Substitution,
+                    encoding: str | None = None) -> Iterator[AsrUtterance]:
     """Kaldi `text`: `uttid words...` per line (an id without words gives an empty utterance)."""
     seen: set[str] = set()
-    for i, line in input_lines(src):
+    for i, line in input_lines(src, encoding):
         uttid, *rest = line.split() or [""]
         if not uttid:
             continue
@@ -157,11 +162,11 @@ def ctm_fields(src: str | Path, i: int, line: str) -> tuple[list[str], float, fl
 
 
 def read_ctm(src: str | Path, inventory: LabelSet, rules: Substitution,
-             dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+             dropped: list[int] | None = None, encoding: str | None = None) -> Iterator[AsrUtterance]:
     """CTM lines grouped into utterances; `dropped[0]` counts tokens without a word."""
     cur: AsrUtterance | None = None
     done: set[str] = set()
-    for i, line in input_lines(src):
+    for i, line in input_lines(src, encoding):
         parsed = ctm_fields(src, i, line)
         if parsed is None:
             continue
@@ -188,19 +193,20 @@ def _first(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
 
 def _times(item: dict[str, Any], loc: str) -> tuple[float | None, float | None]:
     start, end = _first(item, START_KEYS), _first(item, END_KEYS)
-    if end is None and start is not None and "duration" in item:
-        end = float(start) + float(item["duration"])
     try:
+        if end is None and start is not None and "duration" in item:
+            end = float(start) + float(item["duration"])
         return (None if start is None else float(start)), (None if end is None else float(end))
-    except (TypeError, ValueError):
-        raise PunctkitError(f"{loc}: word times must be numbers, got {start!r} {end!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise PunctkitError(f"{loc}: word times must be numbers, got {start!r} "
+                            f"{item.get('duration') if end is None else end!r}") from None
 
 
 def read_jsonl(src: str | Path, inventory: LabelSet, rules: Substitution,
-               dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+               dropped: list[int] | None = None, encoding: str | None = None) -> Iterator[AsrUtterance]:
     """JSON lines, one utterance each (accepted keys in the module docstring)."""
     name = source_name(src)
-    for i, line in input_lines(src):
+    for i, line in input_lines(src, encoding):
         if not line.strip():
             continue
         loc = where(src, i)
@@ -210,7 +216,8 @@ def read_jsonl(src: str | Path, inventory: LabelSet, rules: Substitution,
             raise PunctkitError(f"{loc}: not valid JSON ({e.msg})") from None
         if not isinstance(obj, dict):
             raise PunctkitError(f"{loc}: expected a JSON object per line")
-        uttid = str(_first(obj, ID_KEYS) or f"{name}-{i:06d}")
+        uttid = _first(obj, ID_KEYS)
+        uttid = f"{name}-{i:06d}" if uttid is None or uttid == "" else str(uttid)
         utt = AsrUtterance(uttid, source=obj, lineno=i)
         items = obj.get("words")
         if items is None:

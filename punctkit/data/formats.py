@@ -11,6 +11,7 @@ Every reader returns a list of `Utterance` and records repairs in a `Report`.
 """
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from punctkit.data.labels import (
     get_inventory, inventory_for, mark_of,
 )
 from punctkit.data.tokenize import join_marked, segment, tokens
-from punctkit.files import PunctkitError, atomic_write, check_not_input, iter_lines, where
+from punctkit.files import PunctkitError, atomic_write, check_not_input, iter_lines, sample_lines, where
 
 FORMATS = ("twocol", "punctuator2", "text", "kaldi_text", "datadir")
 KNOWN_LABELS = frozenset(lab for inv in INVENTORIES.values() for lab in inv.labels)
@@ -108,32 +109,101 @@ def repair_word(word: str) -> str:
 
 # ---------------------------------------------------------------- readers
 
-def detect_format(path: str | Path) -> str:
-    """Guess a file's format from its first lines (a directory is a data dir)."""
-    p = Path(path)
-    if p.is_dir():
-        return "datadir"
-    lines = [ln for _, ln in _head(p, 50) if ln.strip()]
-    if lines and all(ln.count("\t") == 1 and _looks_label(ln.split("\t")[1]) for ln in lines):
-        return "twocol"
-    if any(_P2_TOKEN.match(t) and t in P2_TOKENS for ln in lines for t in ln.split()):
-        return "punctuator2"
-    if p.name == "text" or p.name.endswith(".text"):
+def detect_format(path: str | Path, encoding: str | None = None) -> str:
+    """The format of a file (or of stdin, `-`) from its content: the one detector of every command.
+
+    A directory is `datadir`. Otherwise a bounded sample of whole lines (the whole of a
+    small file; the head and evenly spaced slices of a large one; the head of stdin) is
+    classified, blank lines and CTM `;;` comments left out. Per line:
+    - jsonl: a JSON object; ctm: 5+ fields with numbers as fields 3 and 4;
+    - twocol: exactly two fields (split at the tab, else at spaces) whose second is a
+      known label, empty (tab form), or label-like (upper-case letters, digits, `_`);
+    - punctuator2: has a known mark token (`,COMMA`, `.PERIOD`, ...).
+    The kind with the most lines wins when it covers at least half of them (so a
+    two-column file with bad lines stays two-column and its reader names the bad lines),
+    except that two-column-like lines whose first fields are all unique ids (see below)
+    and whose second fields are no known label are Kaldi text (`utt1 YES`). When a kind
+    covers 5-50% of the lines (2 or more) with known labels, marks, numbers or JSON, the
+    format is ambiguous: an error asks for it (reading such a file as text would turn
+    `,COMMA` or `O` into words). Otherwise Kaldi text vs plain text: Kaldi text when, over
+    2+ lines, at least 90% of the first tokens are ids (letters, digits, `_-.:/` with a
+    digit, e.g. `utt1`, `1272-128104-0000`); else, only as a tie-breaker, when the file is
+    named `text` or `*.text` and its first tokens are unique or mostly ids (a single line,
+    ids without digits); else plain text.
+    """
+    if str(path) != "-":
+        p = Path(path)
+        if p.is_dir():
+            return "datadir"
+        if not p.exists():
+            raise PunctkitError(f"file not found: {p}")
+        if not p.is_file():
+            raise PunctkitError(f"{p}: not a regular file, so its format cannot be detected before it is read; "
+                                f"give the format (--from, --input-format, --ref-format/--hyp-format)")
+    lines = [ln for ln in sample_lines(path, encoding) if ln.strip() and not ln.startswith(";;")]
+    name = "stdin" if str(path) == "-" else Path(path).name
+    return classify_lines(lines, name, str(path))
+
+
+def classify_lines(lines: list[str], name: str, source: str) -> str:
+    """The format of sampled non-blank lines (rules in `detect_format`); `source` names the input in errors."""
+    kinds = [_line_kind(ln) for ln in lines]
+    counts = Counter(k.rstrip("?") for k in kinds if k)
+    n = len(lines)
+    if counts:
+        best, hits = counts.most_common(1)[0]
+        if hits >= 0.5 * n and not (best == "twocol" and "twocol" not in kinds and _ids_unique(lines)):
+            return best
+        sure = Counter(k for k in kinds if k and not k.endswith("?"))
+        for fmt, k in sure.items():
+            if 0.05 * n <= k < 0.5 * n and k >= 2:
+                first = next(i for i, kd in enumerate(kinds) if kd == fmt)
+                other = next(i for i, kd in enumerate(kinds) if kd != fmt)
+                raise PunctkitError(
+                    f"{source}: cannot tell its format: {k} of {n} sampled lines look like {fmt} "
+                    f"(e.g. {lines[first][:40]!r}), others not (e.g. {lines[other][:40]!r}); give the format "
+                    f"(--from, --input-format, --ref-format/--hyp-format)")
+    firsts = [ln.split()[0] for ln in lines]
+    ids = sum(1 for t in firsts if _ID.fullmatch(t))
+    if n >= 2 and ids >= 0.9 * n:
+        return "kaldi_text"
+    if (name == "text" or name.endswith(".text")) and (len(set(firsts)) == n or ids >= 0.5 * n):
         return "kaldi_text"
     return "text"
 
 
-def _head(p: Path, n: int) -> list[tuple[int, str]]:
-    out = []
-    for i, ln in iter_lines(p):
-        out.append((i, ln))
-        if i >= n:
-            break
-    return out
+_ID = re.compile(r"[\w.:/-]*\d[\w.:/-]*")
+_NUM = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_LABEL_LIKE = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)*")
 
 
-def _looks_label(s: str) -> bool:
-    return s == "" or s in KNOWN_LABELS
+def _line_kind(line: str) -> str:
+    """`jsonl`, `ctm`, `twocol`, `punctuator2`, `twocol?` (an unknown label-like second field) or ''."""
+    s = line.strip()
+    if s.startswith("{") and s.endswith("}"):
+        try:
+            if isinstance(json.loads(s), dict):
+                return "jsonl"
+        except ValueError:
+            pass
+    fields = s.split()
+    if len(fields) >= 5 and _NUM.fullmatch(fields[2]) and _NUM.fullmatch(fields[3]):
+        return "ctm"
+    parts = line.split("\t") if "\t" in line else fields
+    if len(parts) == 2 and parts[0].strip():
+        label = parts[1].strip()
+        if label in KNOWN_LABELS or not label:
+            return "twocol"
+        if _LABEL_LIKE.fullmatch(label):
+            return "twocol?"
+    if any(t in P2_TOKENS for t in fields):
+        return "punctuator2"
+    return ""
+
+
+def _ids_unique(lines: list[str]) -> bool:
+    firsts = [ln.split()[0] for ln in lines]
+    return len(set(firsts)) == len(firsts) and all(_ID.fullmatch(t) for t in firsts)
 
 
 def _check_label(label: str, inventory: LabelSet | None, loc: str) -> None:
@@ -144,7 +214,7 @@ def _check_label(label: str, inventory: LabelSet | None, loc: str) -> None:
 
 
 def read_twocol(path: str | Path, inventory: LabelSet | None, report: Report,
-                lines: tuple[int, int] | None = None) -> list[Utterance]:
+                lines: tuple[int, int] | None = None, encoding: str | None = None) -> list[Utterance]:
     """Read `word<TAB>LABEL` lines; blank lines end an utterance."""
     p = Path(path)
     utts: list[Utterance] = []
@@ -156,7 +226,7 @@ def read_twocol(path: str | Path, inventory: LabelSet | None, report: Report,
             utts.append(cur)
         cur = Utterance(f"{p.name}-{len(utts) + 1:06d}", [], [])
 
-    for i, line in iter_lines(p, lines):
+    for i, line in iter_lines(p, lines, encoding):
         if not line.strip():
             flush()
             continue
@@ -202,11 +272,12 @@ def _empty_token(cur: Utterance, label: str, report: Report, loc: str, word: str
 
 
 def read_punctuator2(path: str | Path, inventory: LabelSet, rules: Substitution, report: Report,
-                     lowercase: bool = False, lines: tuple[int, int] | None = None) -> list[Utterance]:
+                     lowercase: bool = False, lines: tuple[int, int] | None = None,
+                     encoding: str | None = None) -> list[Utterance]:
     """Read inline mark tokens (`word ,COMMA word`), one utterance a line."""
     p = Path(path)
     utts = []
-    for i, line in iter_lines(p, lines):
+    for i, line in iter_lines(p, lines, encoding):
         words: list[str] = []
         labels: list[str] = []
         pending: list[str] = []
@@ -236,12 +307,12 @@ def _close_marks(words: list[str], labels: list[str], pending: list[str], invent
 
 def read_text(path: str | Path, inventory: LabelSet, rules: Substitution, report: Report,
               lowercase: bool = False, with_ids: bool = False,
-              lines: tuple[int, int] | None = None) -> list[Utterance]:
+              lines: tuple[int, int] | None = None, encoding: str | None = None) -> list[Utterance]:
     """Read punctuated text, one utterance a line (`with_ids`: Kaldi `text`, id first)."""
     p = Path(path)
     utts = []
     seen: set[str] = set()
-    for i, line in iter_lines(p, lines):
+    for i, line in iter_lines(p, lines, encoding):
         if with_ids:
             uttid, _, line = line.strip().partition(" ")
             if not uttid:
@@ -264,22 +335,27 @@ def read_text(path: str | Path, inventory: LabelSet, rules: Substitution, report
 def read(path: str | Path, fmt: str | None = None, inventory: LabelSet | str | None = None,
          rules: Substitution | None = None, lowercase: bool = False,
          report: Report | None = None, lines: tuple[int, int] | None = None,
-         ) -> tuple[list[Utterance], LabelSet]:
+         encoding: str | None = None) -> tuple[list[Utterance], LabelSet]:
     """Read any format; returns the utterances and their label inventory.
 
     With no inventory, labelled formats infer the smallest one that fits and
-    text formats use 4-class. `lines=(first, last)` reads only those lines of a file.
+    text formats use 4-class. `lines=(first, last)` reads only those lines of a file;
+    `encoding` decodes a file that is not UTF-8 (or UTF-16/32 with a BOM).
     """
     p = Path(path)
     if not p.exists():
         raise PunctkitError(f"file not found: {p}")
-    fmt = fmt or detect_format(p)
+    if fmt is None:
+        fmt = detect_format(p, encoding)
+        if fmt not in FORMATS:
+            raise PunctkitError(f"{p}: looks like {fmt}, which this command does not read (it reads "
+                                f"{', '.join(FORMATS)}); give --from to read it as one of those")
     if fmt not in FORMATS:
         raise PunctkitError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})")
     inv = get_inventory(inventory) if isinstance(inventory, str) else inventory
     report = report or Report()
     if fmt == "twocol":
-        utts = read_twocol(p, inv, report, lines)
+        utts = read_twocol(p, inv, report, lines, encoding)
     elif fmt == "datadir":
         from punctkit.data.datadir import read_data_dir
 
@@ -289,9 +365,10 @@ def read(path: str | Path, fmt: str | None = None, inventory: LabelSet | str | N
         inv = inv or get_inventory("4class")
         rules = rules or default_substitution(inv)
         if fmt == "punctuator2":
-            utts = read_punctuator2(p, inv, rules, report, lowercase, lines)
+            utts = read_punctuator2(p, inv, rules, report, lowercase, lines, encoding)
         else:
-            utts = read_text(p, inv, rules, report, lowercase, with_ids=fmt == "kaldi_text", lines=lines)
+            utts = read_text(p, inv, rules, report, lowercase, with_ids=fmt == "kaldi_text", lines=lines,
+                             encoding=encoding)
     if inv is None:
         inv = inventory_for({lab for u in utts for lab in u.labels} or {O})
     if lowercase:
@@ -342,10 +419,11 @@ def write(utts: list[Utterance], path: str | Path, fmt: str, inventory: LabelSet
 
 
 def convert(src: str | Path, dst: str | Path, src_fmt: str | None = None, dst_fmt: str | None = None,
-            inventory: str | None = None, overwrite: bool = False) -> tuple[int, int]:
+            inventory: str | None = None, overwrite: bool = False,
+            encoding: str | None = None) -> tuple[int, int]:
     """Convert between formats; returns (utterances, words) written (`dst` never replaces `src`)."""
     check_not_input(dst, [src])
-    utts, inv = read(src, src_fmt, inventory)
+    utts, inv = read(src, src_fmt, inventory, encoding=encoding)
     if dst_fmt is None:
         dst_fmt = "datadir" if Path(dst).is_dir() or str(dst).endswith("/") else "text"
     write(utts, dst, dst_fmt, inv, overwrite, inputs=[src])

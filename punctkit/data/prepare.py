@@ -72,7 +72,8 @@ def blocks(utts: list[Utterance], block_len: int, prefix: str) -> list[Utterance
 def prepare(inputs: list[Path], out: Path, fmt: str | None = None, inventory: str = "4class",
             rules: Path | None = None, lowercase: bool = False, rechunk_spec: str | None = None,
             block_len: int | None = None, seed: int = 1, strict: bool = False,
-            name: str | None = None, lines: tuple[int, int] | None = None, overwrite: bool = False) -> Report:
+            name: str | None = None, lines: tuple[int, int] | None = None, overwrite: bool = False,
+            encoding: str | None = None) -> Report:
     """Build the data directory `out` from punctuated text files; returns the repair report.
 
     Streams (`block_len`): each input is one document cut into consecutive blocks
@@ -91,7 +92,7 @@ def prepare(inputs: list[Path], out: Path, fmt: str | None = None, inventory: st
     utts: list[Utterance] = []
     utt2spk: dict[str, str] = {}
     for k, path in enumerate(inputs):
-        got, _ = read(path, fmt, inv, subst, lowercase, report, lines)
+        got, _ = read(path, fmt, inv, subst, lowercase, report, lines, encoding)
         doc = name if len(inputs) == 1 else f"{name}-{k + 1:03d}"
         if block_len is not None:
             got = blocks(got, block_len, doc)
@@ -128,13 +129,13 @@ def stats(utts: list[Utterance], inventory: LabelSet) -> list[tuple[str, int, fl
     return rows
 
 
-def stats_table(path: Path) -> str:
+def stats_table(path: Path, encoding: str | None = None) -> str:
     """The label distribution table of a data directory (or any readable file)."""
     if Path(path).is_dir():
         dd = read_data_dir(path)
         utts, inv = dd.utterances, dd.inventory
     else:
-        utts, inv = read(path)
+        utts, inv = read(path, encoding=encoding)
     lines = [f"{'class':<12} {'count':>9} {'%':>7}"]
     lines += [f"{c:<12} {n:>9} {p:>7.2f}" for c, n, p in stats(utts, inv)]
     return "\n".join(lines)

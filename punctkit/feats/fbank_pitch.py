@@ -112,7 +112,10 @@ def _apply(conf_path, conf: dict[str, tuple[str, int]], targets: list[tuple[obje
         if not hit:
             raise PunctkitError(f"{loc}: unknown option --{name}")
         for obj, (dotted, kind) in hit:
-            _set(obj, dotted, _parse(value, kind, loc, name))
+            try:
+                _set(obj, dotted, _parse(value, kind, loc, name))
+            except (TypeError, OverflowError):  # the C++ option is narrower than Python's int
+                raise PunctkitError(f"{loc}: --{name}={value} is out of range") from None
 
 
 def fbank_options(conf_path: str | Path | None = None) -> knf.FbankOptions:
