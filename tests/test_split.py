@@ -148,3 +148,27 @@ def test_cli_split_and_combine(audio_dir, tmp_path):
     r = subprocess.run(pk + ["split-data", str(tmp_path / "nope"), "2"], capture_output=True, text=True)
     assert r.returncode == 1
     assert r.stderr.strip() == f"punctkit: error: data directory not found: {tmp_path / 'nope'}"
+
+
+def test_global_cmvn_is_copied_whole_into_every_part(audio_dir, tmp_path):
+    # compute-cmvn without --per-spk: one key, "global", that names no speaker
+    (audio_dir / "cmvn.scp").write_text("global /exp/data/cmvn.ark:7\n")
+    parts = split_data_dir(audio_dir, 3, per_spk=True)
+    for p in parts:
+        assert (p / "cmvn.scp").read_bytes() == (audio_dir / "cmvn.scp").read_bytes()
+    combine_data_dirs(tmp_path / "back", parts)
+    same_tree(audio_dir, tmp_path / "back")
+    # a speaker named "global" keeps the file keyed by speaker
+    (audio_dir / "utt2spk").write_text((audio_dir / "utt2spk").read_text().replace("spkA", "global"))
+    (audio_dir / "spk2utt").write_text("".join(sorted((audio_dir / "spk2utt").read_text()
+                                                      .replace("spkA", "global").splitlines(True))))
+    parts = split_data_dir(audio_dir, 3, per_spk=True)
+    assert [keys(p / "cmvn.scp") for p in parts] == [["global"], [], []]
+
+
+def test_combine_leaves_out_cmvn_global_in_some_per_speaker_in_others(audio_dir, tmp_path):
+    parts = split_data_dir(audio_dir, 2, per_spk=True)
+    (parts[0] / "cmvn.scp").write_text("global /exp/data/cmvn.ark:7\n")
+    warnings = combine_data_dirs(tmp_path / "mixed", parts)
+    assert warnings == ["'cmvn.scp' left out: global in some inputs, keyed by speaker in others"]
+    assert not (tmp_path / "mixed" / "cmvn.scp").exists()

@@ -1,4 +1,4 @@
-"""espeak-ng synthesis: valid wavs, an exact word CTM, determinism, and the tiny TTS recipe (stages 1-3)."""
+"""espeak-ng synthesis: valid wavs, an exact word CTM, determinism, and the tiny TTS recipe (stages 1-2)."""
 from __future__ import annotations
 
 import os
@@ -71,18 +71,26 @@ def test_synthesis_wav_ctm_exact_and_deterministic(text_dir: Path, tmp_path: Pat
         assert Path(f"{tmp_path}/again_wav/{u}.wav").read_bytes() == Path(wavs[u]).read_bytes()
 
 
-def test_tiny_recipe_stages_1_to_3(tmp_path: Path, iwslt: Path) -> None:
+def keys_of(path: Path) -> list[str]:
+    return [line.split()[0] for line in path.read_text().splitlines()]
+
+
+def test_tiny_recipe_stages_1_and_2(tmp_path: Path, iwslt: Path) -> None:
+    """Stage 1 (local/data.sh: text and synthesis) and the template's stage 2 (features, CMVN, validation)."""
     recipe = ROOT / "recipes" / "tts_iwslt"
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    p = subprocess.run(["./run.sh", "--tiny", "true", "--nj", "2", "--data", str(tmp_path / "data")],
+    p = subprocess.run(["./run.sh", "--local-data-opts", "--tiny true", "--nj", "2", "--stop-stage", "2",
+                        "--data", str(tmp_path / "data")],
                        cwd=recipe, capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    assert "(punct.sh:" in p.stdout and "stage 2: test: fbank_pitch features (2 job(s))" in p.stdout
     for x in ("train", "valid", "test"):
         d = tmp_path / "data" / x
         assert validate_data_dir(d) == []
         n_utts = len((d / "text").read_text().splitlines())
         assert len((d / "feats.scp").read_text().splitlines()) == n_utts >= 5
-        assert "dim 43" in (d / "feats.info").read_text() and (d / "cmvn.scp").is_file()
+        assert "dim 43" in (d / "feats.info").read_text() and "subsample 3" in (d / "feats.info").read_text()
+        assert keys_of(d / "cmvn.scp") == ["global"]
         lens = [len(line.split()) - 1 for line in (d / "text").read_text().splitlines()]
         assert min(lens) >= 1 and max(lens) <= 60
     test_ids = (tmp_path / "data" / "test" / "text").read_text()

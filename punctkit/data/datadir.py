@@ -147,10 +147,13 @@ def write_data_dir(path: str | Path, utts: list[Utterance], inventory: LabelSet,
 #   recording: wav.scp and reco2* (utterances find theirs through `segments`;
 #              without `segments` the recording id is the utterance id)
 #   speaker:   cmvn.scp and spk2* (spk2utt itself is regenerated from utt2spk)
+# A cmvn.scp holding only the key CMVN_GLOBAL (global stats, `compute-cmvn` without
+# --per-spk) serves every utterance, so it is copied whole like the files below.
 # Any other file (inventory, prepare.log, ...) is copied whole into every part;
 # combining keeps it when all inputs agree (`inventory` must agree).
 
 MUST_AGREE = ("inventory", "frame_shift")
+CMVN_GLOBAL = "global"  # the one key of global cmvn stats (feats/cmvn.py writes and reads it)
 
 
 @dataclass
@@ -176,6 +179,11 @@ def _kind_of(name: str) -> str | None:
 def _keyed_lines(path: Path) -> list[tuple[str, str, int]]:
     """(key, line, line number) of each non-empty line, in file order."""
     return [(line.split(maxsplit=1)[0], line, i) for i, line in iter_lines(path) if line.strip()]
+
+
+def _is_global_cmvn(rows: list[tuple[str, str, int]], spks: set[str]) -> bool:
+    """Whether cmvn.scp's lines are global stats (one key, CMVN_GLOBAL, that names no speaker)."""
+    return [k for k, _, _ in rows] == [CMVN_GLOBAL] and CMVN_GLOBAL not in spks
 
 
 @dataclass
@@ -212,12 +220,12 @@ def _read_contents(path: str | Path) -> _Contents:
         if not f.is_file() or f.name.startswith("."):
             continue
         kind = _kind_of(f.name)
-        if kind is None:
+        if kind is not None and kind != "spk2utt" and f.name != "ctm":
+            read_table(f)  # sorted, no duplicate keys: errors name the line
+        rows = _keyed_lines(f) if kind is not None else []
+        if kind is None or (f.name == "cmvn.scp" and _is_global_cmvn(rows, spks)):
             whole[f.name] = f.read_bytes()
             continue
-        if kind != "spk2utt" and f.name != "ctm":
-            read_table(f)  # sorted, no duplicate keys: errors name the line
-        rows = _keyed_lines(f)
         if f.name == "ctm" and rows and not all(k in uset for k, _, _ in rows) and all(k in recos for k, _, _ in rows):
             kind = "reco"
         known = {"utt": uset, "reco": recos, "spk": spks, "spk2utt": spks}[kind]
@@ -336,6 +344,10 @@ def combine_data_dirs(out: str | Path, dirs: list[str | Path], overwrite: bool =
         missing = [str(s.path) for s in srcs if name not in s.keyed and name not in s.whole]
         if missing:
             warnings.append(f"'{name}' left out: not in {', '.join(missing)}")
+            continue
+        shapes = {name in s.whole for s in srcs}
+        if len(shapes) > 1:  # cmvn.scp: global stats in some inputs, per speaker in others
+            warnings.append(f"'{name}' left out: global in some inputs, keyed by speaker in others")
             continue
         if name in srcs[0].whole:
             datas = [s.whole.get(name) for s in srcs]

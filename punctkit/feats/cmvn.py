@@ -14,11 +14,11 @@ import kaldi_native_fbank as knf
 import kaldiio
 import numpy as np
 
-from punctkit.data.datadir import read_table
+from punctkit.data.datadir import CMVN_GLOBAL, read_table
 from punctkit.feats.ark import ArkWriter
 from punctkit.files import PunctkitError, where
 
-GLOBAL = "global"
+GLOBAL = CMVN_GLOBAL
 
 
 def compute_cmvn(data: str | Path, per_spk: bool = False) -> int:

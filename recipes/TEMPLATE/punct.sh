@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # The punctuation recipe template (ESPnet's TEMPLATE pattern): every stage once,
 # each a one-line `punctkit` call. A corpus's run.sh names its data and configs
-# and calls this script (through the symlink punct.sh in the recipe directory).
+# and calls this script (through the symlink punct.sh in the recipe directory);
+# every recipe has the same stage numbers.
 #
 #   0 download the corpus when db.sh points nowhere    (local/download.sh)
-#   1 data directories                                  (local/data.sh)
-#   2 fbank+pitch features        (only with --use-audio true)
+#   1 data directories (audio recipes: audio too)       (local/data.sh)
+#   2 features, CMVN and validation (only with --use-audio true)
 #   3 vocabulary / BPE / embeddings
 #   4 train                       (through $train_cmd or $cuda_cmd)
 #   5 decode each test set        (through $decode_cmd, --nj jobs)
 #   6 score                       (exp/<tag>/decode_<set>/score.{txt,json})
 #   7 pack                        (exp/<tag>/model.pkt, for punctkit punctuate; text-only models)
+#   8 demo: the packed model punctuates the first --demo-words words of the first
+#     test set, printed next to the reference (text-only models)
 set -euo pipefail
 # shellcheck disable=SC2086  # $train_args / $decode_args / $pack_args are option lists, split on purpose
 
@@ -28,9 +31,11 @@ help_message="Usage: $0 [options]
   --pack-args \"...\"           extra options for punctkit pack (e.g. \"--onnx\")
   --tag NAME                   experiment name (default: the train config's name)
   --local-data-opts \"...\"      options passed to local/data.sh
-  --use-audio true|false       extract fbank+pitch (stage 2)
+  --use-audio true|false       stage 2: features, CMVN, validation (audio recipes)
   --fbank-conf / --pitch-conf  Kaldi-style feature configs
-  --feats-kind fbank_pitch|fbank|pitch"
+  --feats-kind fbank_pitch|fbank|pitch
+  --subsample N                keep every Nth feature frame (default 3, as extract-feats)
+  --demo-words N               words of the first test set the stage-8 demo punctuates (default 60)"
 
 stage=0
 stop_stage=100
@@ -50,6 +55,8 @@ use_audio=false
 fbank_conf=conf/fbank.conf
 pitch_conf=conf/pitch.conf
 feats_kind=fbank_pitch
+subsample=3
+demo_words=60
 data=data
 expdir=exp
 
@@ -73,14 +80,20 @@ if [ "$stage" -le 1 ] && [ "$stop_stage" -ge 1 ]; then
   local/data.sh --data "$data" $local_data_opts
 fi
 
-if [ "$stage" -le 2 ] && [ "$stop_stage" -ge 2 ] && [ "$use_audio" = true ]; then
-  log "stage 2: $feats_kind features"
-  for x in $train_set $valid_set $test_sets; do
-    ${decode_cmd} JOB=1:"$nj" "$data/$x/log/feats.JOB.log" \
-      punctkit extract-feats "$data/$x" "$data/$x/feats" --kind "$feats_kind" \
-        --fbank-conf "$fbank_conf" --pitch-conf "$pitch_conf" --nj "$nj" --job JOB
-    punctkit extract-feats "$data/$x" "$data/$x/feats" --nj "$nj" --merge
-  done
+if [ "$stage" -le 2 ] && [ "$stop_stage" -ge 2 ]; then
+  if [ "$use_audio" = true ]; then
+    for x in $train_set $valid_set $test_sets; do
+      log "stage 2: $x: $feats_kind features ($nj job(s)), global CMVN, validation"
+      ${decode_cmd} JOB=1:"$nj" "$data/$x/log/feats.JOB.log" \
+        punctkit extract-feats "$data/$x" "$data/$x/feats" --kind "$feats_kind" --subsample "$subsample" \
+          --fbank-conf "$fbank_conf" --pitch-conf "$pitch_conf" --nj "$nj" --job JOB
+      punctkit extract-feats "$data/$x" "$data/$x/feats" --nj "$nj" --merge
+      punctkit compute-cmvn "$data/$x"
+      punctkit validate-data-dir "$data/$x"
+    done
+  else
+    log "stage 2: skipped (--use-audio false: no features for a text-only recipe)"
+  fi
 fi
 
 # (engine stages 3-6)
@@ -140,6 +153,28 @@ if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then
     done
     log "stage 7: pack $exp -> $exp/model.pkt"
     punctkit pack "$exp" -o "$exp/model.pkt" "${cards[@]}" $pack_args
+  fi
+fi
+
+if [ "$stage" -le 8 ] && [ "$stop_stage" -ge 8 ]; then
+  x=${test_sets%% *}
+  if [ "$use_audio" = true ]; then
+    log "stage 8: skipped (no package for audio models; their output is $exp/decode_$x/hyp)"
+  else
+    # What the toolkit did, for a newcomer: the reference and the model's output, word for word.
+    demo=$exp/demo_$x
+    mkdir -p "$demo"
+    first_words() {  # first_words N FILE [SKIP]: the first N words of FILE (after SKIP fields a line), one line
+      awk -v n="$1" -v skip="${3:-0}" '{for (i = skip + 1; i <= NF && c < n; i++) { printf "%s%s", (c ? " " : ""), $i; c++ }}
+        c >= n { exit } END { print "" }' "$2"
+    }
+    first_words "$demo_words" "$data/$x/text" 1 > "$demo/words.txt.tmp" && mv "$demo/words.txt.tmp" "$demo/words.txt"
+    punctkit convert "$data/$x" "$demo/ref_all.txt" --to text
+    first_words "$demo_words" "$demo/ref_all.txt" > "$demo/ref.txt.tmp" && mv "$demo/ref.txt.tmp" "$demo/ref.txt"
+    punctkit punctuate -m "$exp/model.pkt" "$demo/words.txt" -o "$demo/hyp.txt"
+    log "stage 8: demo: the first $demo_words words of $x, punctuated by $exp/model.pkt (files in $demo)"
+    echo "reference: $(cat "$demo/ref.txt")"
+    echo "punctkit:  $(cat "$demo/hyp.txt")"
   fi
 fi
 

@@ -52,3 +52,14 @@ def test_tiny_run_all_stages_writes_scores(iwslt, tmp_path):
                        input="so what do you think\n", capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert p.stdout.lower().replace(",", "").replace(".", "").replace("?", "").split() == "so what do you think".split()
+    # stage 8: the packed model punctuates the first 60 words of test_ref, printed next to the reference
+    first60 = " ".join(ref.split("\n", 1)[0].split()[1:61])
+    shown = dict(line.split(": ", 1) for line in r.stdout.splitlines()
+                 if line.startswith(("reference: ", "punctkit:  ")))
+    strip = lambda t: t.lower().replace(",", "").replace(".", "").replace("?", "").split()  # noqa: E731
+    assert strip(shown["reference"]) == strip(shown["punctkit"].strip()) == first60.split()
+    ref_labels = (tmp_path / "data" / "test_ref" / "labels").read_text().split("\n", 1)[0].split()[1:61]
+    assert sum(shown["reference"].count(m) for m in ",.?") == sum(lab != "O" for lab in ref_labels)
+    demo = exp / "demo_test_ref"
+    assert (demo / "hyp.txt").read_text().strip() == shown["punctkit"].strip()
+    assert (demo / "words.txt").read_text() == first60 + "\n"

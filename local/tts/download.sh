@@ -1,0 +1,1 @@
+../iwslt/download.sh
