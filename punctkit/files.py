@@ -91,6 +91,13 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # a write that failed for lack of room
 
 
+def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
+    """`atomic_write` `path` as lines, each followed by a newline."""
+    with atomic_write(path) as f:
+        for ln in lines:
+            f.write(ln + "\n")
+
+
 def _resolved(path: str | os.PathLike) -> Path:
     return Path(path).resolve()
 
@@ -144,9 +151,7 @@ class OutputDir:
 
     def write_lines(self, name: str, lines: Iterable[str]) -> None:
         """Write `name` as lines (each followed by a newline)."""
-        with self.open(name) as f:
-            for ln in lines:
-                f.write(ln + "\n")
+        write_lines(self._target(name), lines)
 
     def write_bytes(self, name: str, data: bytes) -> None:
         """Write `name` with exactly these bytes."""
