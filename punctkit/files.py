@@ -40,6 +40,25 @@ def require_file(path: str | os.PathLike, what: str = "file") -> Path:
     return p
 
 
+def read_yaml_mapping(path: str | os.PathLike, what: str, expect: str) -> dict:
+    """The mapping in YAML file `path` (an empty file is {}), read with `yaml.safe_load`.
+
+    Errors are one line: `what` not found, not valid YAML, or not `expect` (what the file should hold).
+    """
+    import yaml
+
+    p = require_file(path, what)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise PunctkitError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise PunctkitError(f"{p}: expected {expect}")
+    return data
+
+
 def iter_lines(path: str | os.PathLike, lines: tuple[int, int] | None = None) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, line without newline); undecodable bytes become U+FFFD.
 

@@ -115,3 +115,16 @@ def test_w2v_train_writes_word2vec_text(sentences, tmp_path):
     head = (tmp_path / "w2v.txt").read_text().splitlines()[0].split()
     assert head == [str(n), "8"]
     assert load_vectors(tmp_path / "w2v.txt").vector_size == 8
+
+
+@pytest.mark.parametrize("content, message", [
+    ("kind: [word\n", "not valid YAML"),
+    ("- word\n- vocab.txt\n", "expected a mapping with the frontend's kind"),
+])
+def test_a_broken_frontend_yaml_is_one_line_naming_the_file(tmp_path, content, message):
+    """frontend.yaml goes through the one YAML-mapping reader (punctkit.files.read_yaml_mapping)."""
+    (tmp_path / "frontend.yaml").write_text(content)
+    with pytest.raises(PunctkitError) as e:
+        load_frontend(tmp_path)
+    assert str(e.value).startswith(f"{tmp_path / 'frontend.yaml'}: ") and message in str(e.value)
+    assert "\n" not in str(e.value)
