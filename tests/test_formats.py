@@ -145,16 +145,3 @@ def test_reads_shared_iwslt_test(iwslt):
     labels = [lab for u in utts for lab in u.labels]
     assert inv.name == "4class" and words > 12000
     assert (labels.count("COMMA"), labels.count("PERIOD"), labels.count("QUESTION")) == (830, 807, 46)
-
-
-@pytest.mark.parametrize("content, message", [
-    ("'!': [PERIOD\n", "not valid YAML"),
-    ("- PERIOD\n", "expected a mapping of mark -> label"),
-])
-def test_broken_substitution_rules_are_one_line_naming_the_file(tmp_path, content, message):
-    from punctkit.data.labels import get_inventory, load_substitution
-
-    (tmp_path / "rules.yaml").write_text(content)
-    with pytest.raises(PunctkitError) as e:
-        load_substitution(tmp_path / "rules.yaml", get_inventory("4class"))
-    assert str(e.value).startswith(f"{tmp_path / 'rules.yaml'}: ") and message in str(e.value)
