@@ -53,6 +53,28 @@ def require_file(path: str | os.PathLike, what: str = "file") -> Path:
     return p
 
 
+def read_yaml_mapping(path: str | os.PathLike, what: str, expect: str) -> dict:
+    """The mapping in YAML file `path` (an empty file is {}), read with `yaml.safe_load`.
+
+    Errors are one line: `what` not found, not valid YAML, or not `expect` (what the file should hold).
+    """
+    import yaml
+
+    p = require_file(path, what)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise PunctkitError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
+    except UnicodeDecodeError as e:
+        raise PunctkitError(f"{p}: byte 0x{e.object[e.start]:02x} at offset {e.start} is not UTF-8") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise PunctkitError(f"{p}: expected {expect}")
+    return data
+
+
+
 # ------------------------------------------------------------------ reading text
 
 # Byte-order marks, UTF-32 first (its little-endian BOM starts with UTF-16's).
@@ -252,6 +274,13 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # a write that failed for lack of room
 
 
+def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
+    """`atomic_write` `path` as lines, each followed by a newline."""
+    with atomic_write(path) as f:
+        for ln in lines:
+            f.write(ln + "\n")
+
+
 def _resolved(path: str | os.PathLike) -> Path:
     return Path(path).resolve()
 
@@ -305,9 +334,7 @@ class OutputDir:
 
     def write_lines(self, name: str, lines: Iterable[str]) -> None:
         """Write `name` as lines (each followed by a newline)."""
-        with self.open(name) as f:
-            for ln in lines:
-                f.write(ln + "\n")
+        write_lines(self._target(name), lines)
 
     def write_bytes(self, name: str, data: bytes) -> None:
         """Write `name` with exactly these bytes."""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from punctkit.data.streams import WindowDataset, bucket_batches, pad_batch
-from punctkit.decode.windows import Hyps
+from punctkit.decode.windows import Hyps, tagger_hyps
 from punctkit.files import PunctkitError
 
 if TYPE_CHECKING:
@@ -179,10 +179,7 @@ class OnnxTagger:
         out: list[Hyps] = [[] for _ in range(len(dataset))]
         for idx in bucket_batches(lengths, batch_size, shuffle=False):
             batch = pad_batch([dataset[i] for i in idx], pad_id)
-            z = self.logits(batch).astype(np.float64)
-            logp = -np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1))  # log-softmax at the arg-max
-            ids = z.argmax(-1)
+            hyps = tagger_hyps(self.logits(batch), batch["word_mask"].sum(1).tolist())
             for b, i in enumerate(idx):
-                n = int(batch["word_mask"][b].sum())
-                out[i] = [(ids[b, :n].tolist(), float(logp[b, :n].sum()))]
+                out[i] = hyps[b]
         return out

@@ -1,6 +1,6 @@
 """Score punctuation (and casing) against a reference: P/R/F1, SER, CER, confusion, bootstrap.
 
-Definitions (SYSTEMS.md; Che 2016, Makhoul 1999, Faber 2020 §2.5). Every word is
+Definitions (Che 2016, Makhoul 1999, Faber 2020 §2.5). Every word is
 one slot; its label names the mark after it (O: none). Over the punctuation
 classes only (O excluded): C = slots with the right mark, S = a mark where
 another mark was due, D = O where a mark was due, I = a mark where O was due.

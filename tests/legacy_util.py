@@ -1,4 +1,4 @@
-"""The generated corpus behind tests/data/legacy (files written by punctkit before issue #13).
+"""The generated corpus behind tests/data/legacy (files written by an older punctkit).
 
 The text is made here from a tiny grammar (no third-party text is committed); the same
 seed gives the same words, so a test can rebuild the data a legacy model was trained on.

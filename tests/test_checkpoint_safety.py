@@ -1,4 +1,4 @@
-"""Checkpoints hold tensors and plain data only (issue #13, item 3).
+"""Checkpoints hold tensors and plain data only.
 
 Every checkpoint is loaded with `torch.load(weights_only=True)`: one whose pickle calls
 code (tests/bad_inputs/packages/code_checkpoint.pt: `os.system("touch punctkit-pwned")`)

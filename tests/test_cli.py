@@ -1,8 +1,11 @@
 """The CLI as a user meets it: subprocess calls of the installed `punctkit` script."""
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import typer
 
 PK = [sys.executable, "-m", "punctkit.cli"]
 
@@ -14,10 +17,42 @@ def run(*args, ok=True):
     return r
 
 
-def test_help_lists_every_stage():
-    out = run("--help").stdout
-    for cmd in ("convert", "prepare", "stats"):
-        assert cmd in out
+# The stage commands of README's Commands section: dropping or renaming one fails here.
+STAGES = (
+    "prepare", "convert", "stats", "score", "results", "prepare-inputs", "bpe", "w2v-train", "train",
+    "decode", "average-checkpoints", "split-data", "combine-data", "validate-data-dir", "extract-feats",
+    "compute-cmvn", "synthesize", "pack", "punctuate",
+)
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def listed_commands(help_text: str) -> set[str]:
+    """Command names in the Commands section of a `--help` page (rich box or plain layout)."""
+    section = help_text.split("Commands", 1)[1]
+    return set(re.findall(r"^[│|]?\s{1,3}([a-z][\w-]*)(?=\s{2,}|\s*[│|]?$)", section, re.M))
+
+
+def test_help_lists_every_registered_command():
+    """`punctkit --help` (and each command group's --help) names exactly the commands the app registers."""
+    from punctkit.cli import app
+
+    root = typer.main.get_command(app)
+    assert listed_commands(run("--help").stdout) == set(root.commands)
+    groups = {name: cmd for name, cmd in root.commands.items() if hasattr(cmd, "commands")}
+    assert groups, "bpe is a command group"
+    for name, group in groups.items():
+        assert listed_commands(run(name, "--help").stdout) == set(group.commands), name
+
+
+def test_every_stage_of_the_readme_is_a_command():
+    """The stage list above, README's Commands section and the app agree."""
+    from punctkit.cli import app
+
+    root = typer.main.get_command(app)
+    assert set(STAGES) <= listed_commands(run("--help").stdout)
+    section = README.read_text(encoding="utf-8").split("\n## Commands", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"`punctkit ([a-z][\w-]*)", section))
+    assert documented == set(STAGES) == set(root.commands)
 
 
 def test_prepare_stats_convert(tmp_path):

@@ -1,4 +1,4 @@
-"""Every user error is one line on stderr, never a traceback (issue #13 item 5).
+"""Every user error is one line on stderr, never a traceback.
 
 A subprocess per case, as a user runs the command: exit status 2 for usage errors
 (click's convention), 1 for files and data; exactly one stderr line; no traceback

@@ -1,5 +1,4 @@
-"""Experiment directories stay consistent: a refused resume writes nothing; `train` locks its --exp
-(issue #13, item 7)."""
+"""Experiment directories stay consistent: a refused resume writes nothing; `train` locks its --exp."""
 from __future__ import annotations
 
 import copy

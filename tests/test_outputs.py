@@ -1,4 +1,4 @@
-"""Outputs never delete what punctkit did not write; no output replaces an input (issue #13, item 1)."""
+"""Outputs never delete what punctkit did not write; no output replaces an input."""
 from __future__ import annotations
 
 import shutil

@@ -1,4 +1,4 @@
-"""Packages are read, not trusted (issue #13, item 2).
+"""Packages are read, not trusted.
 
 Hostile zips (tests/bad_inputs/packages, written by make_bad_packages.py from a good
 package) are refused with a one-line error naming the package and the member, and
@@ -113,7 +113,7 @@ def test_onnx_graph_reading_files_outside_the_package_is_refused(tmp_path):
 
 @pytest.mark.parametrize("kind", ["word", "subword_nmt", "sentencepiece", "plm", "word_onnx"])
 def test_legacy_packages_load_and_punctuate_as_when_packed(kind):
-    """Packages written by punctkit before issue #13 (tests/data/legacy/make_legacy.py) give the
+    """Packages written by an older punctkit (tests/data/legacy/make_legacy.py) give the
     text they gave then; the words pass through."""
     from punctkit import Punctuator
 

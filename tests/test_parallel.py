@@ -1,4 +1,4 @@
-"""Parallel stages of issue 4: DDP training on CPU processes (gloo) and `--nj` decoding
+"""Parallel stages: DDP training on CPU processes (gloo) and `--nj` decoding
 through the recipe's stage 5 (split by speaker, `$decode_cmd JOB=1:N`, combine)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`punctkit punctuate` never changes a word: only marks and case (issue #13, item 6).
+"""`punctkit punctuate` never changes a word: only marks and case.
 
 The contract, as tested here: the input is split on whitespace; tokens made only of
 marks are dropped (their mark goes to the word before); every other token comes out,

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
-from punctkit.data.datadir import combine_data_dirs, read_data_dir, read_table, split_data_dir
+from punctkit.data.datadir import combine_data_dirs, read_data_dir, read_table, split_balanced, split_data_dir
 from punctkit.data.prepare import prepare
 from punctkit.files import PunctkitError
 
@@ -24,6 +25,26 @@ def same_tree(a: Path, b: Path) -> None:
 
 def keys(path: Path) -> list[str]:
     return [ln.split()[0] for ln in path.read_text().splitlines()]
+
+
+@given(st.integers(0, 60), st.integers(1, 12))
+def test_split_balanced_unit_sizes_follow_kaldi_split_scp(n_items, n):
+    """One split for data dirs and feature jobs; with unit sizes, split_scp.pl's part sizes."""
+    groups = split_balanced([1] * n_items, n)
+    k, r = divmod(n_items, n)
+    assert [len(g) for g in groups] == [k + 1] * r + [k] * (n - r)
+    assert [i for g in groups for i in g] == list(range(n_items))
+
+
+@given(st.lists(st.integers(1, 20), min_size=1, max_size=30), st.data())
+def test_split_balanced_weighted_groups_are_contiguous_nonempty_and_near_even(sizes, data):
+    """Speaker units: no empty part, order kept, no part above its share by more than one unit."""
+    n = data.draw(st.integers(1, len(sizes)))
+    groups = split_balanced(sizes, n)
+    assert len(groups) == n and all(groups)
+    assert [i for g in groups for i in g] == list(range(len(sizes)))
+    for g in groups:
+        assert sum(sizes[i] for i in g) <= -(-sum(sizes) // n) + max(sizes)
 
 
 @pytest.fixture

@@ -115,3 +115,25 @@ def test_w2v_train_writes_word2vec_text(sentences, tmp_path):
     head = (tmp_path / "w2v.txt").read_text().splitlines()[0].split()
     assert head == [str(n), "8"]
     assert load_vectors(tmp_path / "w2v.txt").vector_size == 8
+
+
+
+def _substitution(path):
+    from punctkit.data.labels import get_inventory, load_substitution
+
+    return load_substitution(path / "frontend.yaml", get_inventory("4class"))
+
+
+@pytest.mark.parametrize("reader, expect", [
+    (load_frontend, "expected a mapping with the frontend's kind"),
+    (_substitution, "expected a mapping of mark -> label"),
+])
+@pytest.mark.parametrize("content", ["kind: [word\n", "- word\n- vocab.txt\n"])
+def test_a_broken_yaml_mapping_is_one_line_naming_the_file(tmp_path, reader, expect, content):
+    """frontend.yaml and substitution rules go through one reader (punctkit.files.read_yaml_mapping)."""
+    (tmp_path / "frontend.yaml").write_text(content)
+    with pytest.raises(PunctkitError) as e:
+        reader(tmp_path)
+    message = "not valid YAML" if content.startswith("kind") else expect
+    assert str(e.value).startswith(f"{tmp_path / 'frontend.yaml'}: ") and message in str(e.value)
+    assert "\n" not in str(e.value)

@@ -237,18 +237,24 @@ def _read_contents(path: str | Path) -> _Contents:
     return _Contents(d, utts, utt2spk, utt2reco, keyed, whole)
 
 
-def _balanced_groups(sizes: list[int], n: int) -> list[list[int]]:
-    """Cut items into n non-empty contiguous groups whose size sums are as even as possible."""
-    total, acc = sum(sizes), 0
+def split_balanced(sizes: list[int], n: int) -> list[list[int]]:
+    """Indices of `sizes` cut into `n` contiguous groups whose size sums are as even as possible.
+
+    Group j ends where the running sum is nearest j*k + min(j, r), with k, r = divmod(sum, n):
+    for unit sizes this is Kaldi's split_scp.pl (the first r groups one item longer). With
+    at least n items every group is non-empty; with fewer, the last groups are empty.
+    """
+    k, r = divmod(sum(sizes), n)
+    acc = 0
     groups: list[list[int]] = [[]]
     for i, s in enumerate(sizes):
         parts_left = n - len(groups)
-        if groups[-1] and parts_left > 0 and (
-                len(sizes) - i <= parts_left or acc + s / 2 > total * len(groups) / n):
+        end = len(groups) * k + min(len(groups), r)
+        if groups[-1] and parts_left > 0 and (len(sizes) - i <= parts_left or acc + s / 2 > end):
             groups.append([])
         groups[-1].append(i)
         acc += s
-    return groups
+    return groups + [[] for _ in range(n - len(groups))]
 
 
 def _spk2utt_lines(utts: list[str], utt2spk: dict[str, str]) -> list[str]:
@@ -290,7 +296,7 @@ def split_data_dir(data: str | Path, n: int, per_spk: bool = False, overwrite: b
     if n > len(units):
         what = "speakers" if per_spk else "utterances"
         raise PunctkitError(f"{src.path}: cannot split {len(units)} {what} into {n} parts")
-    groups = _balanced_groups([len(x) for x in units], n)
+    groups = split_balanced([len(x) for x in units], n)
     out = src.path / f"split{n}"
     names = [*src.keyed, *src.whole]
     known = (*DATA_DIR_FILES, *names)  # DATA's own files are copied into every part

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from punctkit.files import PunctkitError
+from punctkit.files import PunctkitError, read_yaml_mapping
 
 O = "O"
 # Every mark punctkit knows, label name -> the text it stands for.
@@ -135,20 +135,10 @@ def default_substitution(inventory: LabelSet) -> Substitution:
 
 def load_substitution(path: str | Path, inventory: LabelSet) -> Substitution:
     """Read rules from a YAML mapping `{"!": PERIOD, ";": PERIOD, "(": null}`."""
-    import yaml
-
-    p = Path(path)
-    if not p.is_file():
-        raise PunctkitError(f"substitution rules not found: {p}")
-    try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        raise PunctkitError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
-    if not isinstance(raw, dict):
-        raise PunctkitError(f"{p}: expected a mapping of mark -> label")
+    raw = read_yaml_mapping(path, "substitution rules", "a mapping of mark -> label")
     table: dict[str, str | None] = {}
     for k, v in raw.items():
         if v is not None and v not in inventory.marks:
-            raise PunctkitError(f"{p}: rule '{k}: {v}' names a label not in inventory {inventory.name}")
+            raise PunctkitError(f"{path}: rule '{k}: {v}' names a label not in inventory {inventory.name}")
         table[str(k)] = v
     return Substitution(table)

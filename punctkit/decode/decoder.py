@@ -18,7 +18,7 @@ import torch
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
 from punctkit.data.formats import FORMATS, Utterance, write
 from punctkit.data.labels import LabelSet, get_inventory
-from punctkit.decode.windows import Hyps, decode_windows
+from punctkit.decode.windows import Hyps, decode_windows, tagger_hyps
 from punctkit.files import PunctkitError, atomic_write, check_not_input
 from punctkit.models.base import PunctModel
 from punctkit.models.registry import build_model
@@ -103,8 +103,7 @@ def predict(model: PunctModel, dataset: WindowDataset, batch_size: int = 32, dev
             ids = greedy(model, batch).tolist()
             res = [[(ids[b][: n_words[b]], 0.0)] for b in range(len(idx))]
         else:  # a tagger's greedy decoding is its per-word arg-max
-            v, ids = torch.log_softmax(model(batch).float(), dim=-1).max(-1)
-            res = [[(ids[b, : n_words[b]].tolist(), float(v[b, : n_words[b]].sum()))] for b in range(len(idx))]
+            res = tagger_hyps(model(batch).float().cpu().numpy(), n_words)
         for b, i in enumerate(idx):
             if any(len(h) != n_words[b] for h, _ in res[b]):
                 raise PunctkitError(f"model {type(model).__name__} returned a label count different from "

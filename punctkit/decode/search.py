@@ -58,23 +58,22 @@ def _steps(model: PunctModel) -> Any:
 
 
 def greedy(model: PunctModel, batch: Batch) -> torch.Tensor:
-    """Best label per word (B, W): argmax for taggers, greedy step decoding for seq2seq.
+    """Best label per word (B, W): greedy step decoding (a tagger's steps ignore the history,
+    so this is its per-word arg-max).
 
     Positions without a word hold IGNORE (-100).
     """
     mask = batch["word_mask"]
+    steps = _steps(model)
     with _inference(model):
-        if not model.seq2seq:
-            pred = model(batch).argmax(-1)
-        else:
-            memory = model.encode(batch)
-            prev = torch.full((mask.size(0),), model.bos_id, dtype=torch.long, device=mask.device)
-            state, out = None, []
-            for t in range(mask.size(1)):
-                logp, state = model.step(memory, prev, state, t)
-                prev = logp.argmax(-1)
-                out.append(prev)
-            pred = torch.stack(out, dim=1) if out else mask.long()
+        memory = steps.encode(batch)
+        prev = torch.full((mask.size(0),), steps.bos_id, dtype=torch.long, device=mask.device)
+        state, out = None, []
+        for t in range(mask.size(1)):
+            logp, state = steps.step(memory, prev, state, t)
+            prev = logp.argmax(-1)
+            out.append(prev)
+        pred = torch.stack(out, dim=1) if out else mask.long()
     return pred.masked_fill(~mask, IGNORE)
 
 

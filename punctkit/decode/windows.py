@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence, TypeVar
 
+import numpy as np
+
 from punctkit.data.streams import Extra, Stream, Window, WindowDataset
 from punctkit.files import PunctkitError
 
@@ -77,3 +79,16 @@ def decode_windows(streams: list[Stream], frontend: object, window: int, step: i
         n = min(len(mine[k]) for k in used)
         out.append([([mine[k][r][0][j] for k, j in own], sum(mine[k][r][1] for k in used)) for r in range(n)])
     return out
+
+
+def tagger_hyps(logits: np.ndarray, n_words: Sequence[int]) -> list[Hyps]:
+    """1-best of every row of a tagger's (B, W, n_labels) logits: each real word's arg-max label,
+    scored by the sum of their log-probabilities; row b's real words are its first `n_words[b]`.
+
+    Both backends take a tagger's greedy decoding from here (torch: decode/decoder.py, onnxruntime:
+    punctkit/onnx.py), so they cannot disagree on ties or scores.
+    """
+    z = np.asarray(logits, dtype=np.float64)
+    ids = z.argmax(-1)
+    logp = -np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1))  # log-softmax at the arg-max
+    return [[(ids[b, :n].tolist(), float(logp[b, :n].sum()))] for b, n in enumerate(n_words)]

@@ -14,7 +14,7 @@ from types import TracebackType
 import kaldiio
 import numpy as np
 
-from punctkit.files import atomic_write
+from punctkit.files import write_lines
 
 
 class ArkWriter:
@@ -47,5 +47,4 @@ class ArkWriter:
         os.umask(umask)
         os.chmod(self.tmp, 0o666 & ~umask)  # mkstemp makes it private; an archive is as readable as any file
         os.replace(self.tmp, self.ark)
-        with atomic_write(self.scp) as f:
-            f.writelines(ln + "\n" for ln in self.lines)
+        write_lines(self.scp, self.lines)

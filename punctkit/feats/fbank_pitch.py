@@ -19,10 +19,10 @@ from typing import Callable
 import kaldi_native_fbank as knf
 import numpy as np
 
-from punctkit.data.datadir import read_table
+from punctkit.data.datadir import read_table, split_balanced
 from punctkit.feats.ark import ArkWriter
 from punctkit.feats.wav import Segment, data_segments, iter_audio
-from punctkit.files import PunctkitError, atomic_write, check_output_dir, iter_lines, output_dir, where
+from punctkit.files import PunctkitError, atomic_write, check_output_dir, iter_lines, output_dir, where, write_lines
 
 KINDS = ("fbank_pitch", "fbank", "pitch")
 # Kaldi's paste-feats --length-tolerance: fbank and pitch frame counts may differ this much.
@@ -240,13 +240,7 @@ def split_parts(items: list, nj: int) -> list[list]:
     """Split into `nj` consecutive parts of near-equal size (Kaldi's split_scp)."""
     if nj < 1:
         raise PunctkitError(f"--nj must be at least 1, got {nj}")
-    k, r = divmod(len(items), nj)
-    out, pos = [], 0
-    for j in range(nj):
-        n = k + (1 if j < r else 0)
-        out.append(items[pos:pos + n])
-        pos += n
-    return out
+    return [[items[i] for i in group] for group in split_balanced([1] * len(items), nj)]
 
 
 def job_names(featdir: Path, kind: str, nj: int, job: int | None) -> tuple[Path, Path, Path]:
@@ -284,18 +278,13 @@ def _write_job(data: Path, cfg: FeatureConfig, keep: set[str], names: tuple[Path
             summary.utterances += 1
             summary.frames += len(feats)
             summary.seconds += len(x) / rate
-    _write_lines(u2n, n_lines)
+    write_lines(u2n, n_lines)
     summary.scp_files.append(scp)
     return summary
 
 
 def _utt_loc(data: Path, seg: Segment) -> str:
     return where(data / "segments", seg.line, seg.uttid) if seg.line else where(data / "wav.scp", None, seg.uttid)
-
-
-def _write_lines(path: Path, lines: list[str]) -> None:
-    with atomic_write(path) as f:
-        f.writelines(ln + "\n" for ln in lines)
 
 
 def write_info(featdir: Path, cfg: FeatureConfig, subsample: int) -> None:

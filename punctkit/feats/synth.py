@@ -175,7 +175,7 @@ class SynthJob:
 def synthesize_utterance(job: SynthJob) -> tuple[str, float, list[tuple[float, float]], str]:
     """Write job.wav; returns (uttid, duration, word (start, end) seconds, spoken text)."""
     shown, glued = display_words(job.words, job.labels)
-    text, spans, groups, pos = "", [], [], 0
+    text, spans, groups = "", [], []
     for i, (s, g) in enumerate(zip(shown, glued)):
         if g and groups:
             groups[-1].append(i)

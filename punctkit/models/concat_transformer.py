@@ -16,10 +16,10 @@ import torch
 from torch import nn
 
 from punctkit.models.base import Batch, gather_words
-from punctkit.models.hier_seq2seq import run_birnn
 from punctkit.models.registry import register
 from punctkit.models.transformer import TransformerSeq2Seq
 from punctkit.files import PunctkitError
+from punctkit.nn.rnn import run_masked
 from punctkit.nn.transformer import PositionalEncoding
 
 
@@ -35,7 +35,7 @@ class PooledBLSTM(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         for lstm in self.layers:
-            h = run_birnn(lstm, x, mask).masked_fill(~mask[..., None], float("-inf"))
+            h = run_masked(lstm, x, mask).masked_fill(~mask[..., None], float("-inf"))
             n = -(-h.size(1) // self.pool) * self.pool  # pad time to a multiple of pool
             h = nn.functional.pad(h, (0, 0, 0, n - h.size(1)), value=float("-inf"))
             x = h.view(h.size(0), n // self.pool, self.pool, -1).max(dim=2).values

@@ -15,22 +15,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from punctkit.models.base import Batch, PunctModel, gather_words
 from punctkit.models.registry import register
 from punctkit.nn.attention import MultiHeadAttention
 from punctkit.nn.embedding import InputEmbedding
-
-
-def _run_packed(rnn: nn.GRU, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """`rnn` over the first `lengths` steps of each row of `x` (B, T, D); zeros after them.
-
-    One pack/unpack pair per layer: ONNX export turns each pair into a GRU node
-    with `sequence_lens` (punctkit.onnx), so padded batches stay exact there too.
-    """
-    seq = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-    return pad_packed_sequence(rnn(seq)[0], batch_first=True, total_length=x.size(1))[0]
+from punctkit.nn.rnn import packed_lengths, run_packed
 
 
 @register("drnn_lwma")
@@ -78,13 +68,13 @@ class DRNNLWMA(PunctModel):
     def encode_layers(self, batch: Batch) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Return every BiGRU layer's outputs (B, T, 2d) and the query GRU states (B, T, d)."""
         tokens, mask = batch["tokens"], batch["token_mask"]
-        lengths = mask.sum(1).clamp(min=1).cpu()
+        lengths = packed_lengths(mask)  # one pack per layer keeps the layers exportable (punctkit/onnx.py)
         x = self.drop(self.embed(tokens))
         layers = []
         for rnn in self.birnns:
-            x = self.drop(_run_packed(rnn, x, lengths))
+            x = self.drop(run_packed(rnn, x, lengths))
             layers.append(x)
-        return layers, _run_packed(self.query_rnn, x, lengths)
+        return layers, run_packed(self.query_rnn, x, lengths)
 
     def classify(self, layers: list[torch.Tensor], s: torch.Tensor, batch: Batch) -> torch.Tensor:
         """Per-word logits from the layer outputs and the query states."""

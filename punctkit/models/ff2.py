@@ -1,4 +1,5 @@
-"""FF2, the feature-fusion two-stream tagger (seeds/001), and the plain PLM fine-tune baseline.
+"""FF2, the feature-fusion two-stream tagger ("FF2: A Feature Fusion Two-Stream Framework for
+Punctuation Restoration", 2022), and the plain PLM fine-tune baseline.
 
 `ff2`: two streams over the same word-pieces of a pre-trained LM's tokenizer:
   (a) the pre-trained encoder (a local Hugging Face directory, e.g. MiniLM),

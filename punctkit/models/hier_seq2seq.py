@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from punctkit.files import PunctkitError
 from punctkit.models.base import Batch, PunctModel, gather_words
@@ -24,14 +23,7 @@ from punctkit.models.transformer import _select
 from punctkit.nn.attention import MultiHeadAttention
 from punctkit.nn.embedding import InputEmbedding
 from punctkit.nn.fusion import Fusion
-
-
-def run_birnn(rnn: nn.RNNBase, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """A bidirectional RNN over the real (left-aligned) positions of each row; padding gives zeros."""
-    lengths = mask.sum(1).clamp(min=1).cpu()
-    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-    out, _ = rnn(packed)
-    return pad_packed_sequence(out, batch_first=True, total_length=x.size(1))[0]
+from punctkit.nn.rnn import run_masked
 
 
 class AcousticEncoder(nn.Module):
@@ -44,9 +36,9 @@ class AcousticEncoder(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, batch: Batch) -> torch.Tensor:
-        h = run_birnn(self.frames, batch["feats"], batch["feat_mask"])
+        h = run_masked(self.frames, batch["feats"], batch["feat_mask"])
         at_words = gather_words(self.drop(h), batch["word_end_frame"])
-        return run_birnn(self.words, at_words, batch["word_mask"])
+        return run_masked(self.words, at_words, batch["word_mask"])
 
 
 @register("hier_seq2seq")
@@ -98,7 +90,7 @@ class HierSeq2Seq(PunctModel):
         """(B, W, enc_dim) fused per-word encodings."""
         x_l = x_a = None
         if self.modality != "acoustic":
-            h = run_birnn(self.lex, self.drop(self.embed(batch["tokens"])), batch["token_mask"])
+            h = run_masked(self.lex, self.drop(self.embed(batch["tokens"])), batch["token_mask"])
             x_l = gather_words(h, batch["word_pos"])
         if self.modality != "lexical":
             x_a = self.ac(batch)

@@ -1,4 +1,4 @@
-"""Interaction multi-head attention (FF2, seeds/001 §3.1) and a Transformer layer using it.
+"""Interaction multi-head attention (FF2 2022, §3.1) and a Transformer layer using it.
 
 Standard multi-head attention computes per-head scores J^(k) = Q^(k) K^(k)ᵀ and
 attends with softmax(J^(k) / √(d/H)) V^(k). Interaction attention first lets

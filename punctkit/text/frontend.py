@@ -26,7 +26,7 @@ from typing import Any, Callable, ClassVar, Iterable
 
 import yaml
 
-from punctkit.files import PunctkitError, atomic_write, output_dir, require_file
+from punctkit.files import PunctkitError, atomic_write, output_dir, read_yaml_mapping, require_file
 from punctkit.text.vocab import Vocab
 
 FRONTENDS: dict[str, type["Frontend"]] = {}
@@ -164,12 +164,7 @@ def _find(kind: str) -> type[Frontend]:
 def load_frontend(in_dir: str | Path) -> Frontend:
     """Read `frontend.yaml` in `in_dir` and the files of its kind."""
     d = Path(in_dir)
-    conf_path = require_file(d / CONF_FILE, "frontend description")
-    try:
-        conf = yaml.safe_load(conf_path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        raise PunctkitError(f"{conf_path}: not valid YAML: {str(e).splitlines()[0]}") from None
-    conf = dict(conf)
+    conf = dict(read_yaml_mapping(d / CONF_FILE, "frontend description", "a mapping with the frontend's kind"))
     return _find(conf.pop("kind", "word"))._read(d, **conf)
 
 

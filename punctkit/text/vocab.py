@@ -5,7 +5,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from punctkit.files import PunctkitError, atomic_write, iter_lines, where
+from punctkit.files import PunctkitError, iter_lines, where, write_lines
 
 PAD = "<pad>"
 UNK = "<unk>"
@@ -48,8 +48,7 @@ class Vocab:
 
     def save(self, path: str | Path) -> None:
         """One token per line, in id order."""
-        with atomic_write(path) as f:
-            f.writelines(t + "\n" for t in self.tokens)
+        write_lines(path, self.tokens)
 
     @classmethod
     def load(cls, path: str | Path) -> "Vocab":

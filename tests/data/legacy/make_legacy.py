@@ -1,7 +1,7 @@
 """Write the files in this directory with the punctkit of the commit that ran it.
 
-They were made with the code before issue #13 (packages read by validated names,
-checkpoints loaded with weights_only=True), so that tests check that older model
+They were made with the code from before packages were read by validated names and
+checkpoints loaded with weights_only=True, so that tests check that older model
 files still load. Run from the repository root: `python tests/data/legacy/make_legacy.py`.
 Only the files listed at the end are kept; the scratch directory is removed.
 """
