@@ -389,7 +389,7 @@ def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = 
         check_not_input(out, inputs)  # type: ignore[arg-type]
         if writer.directory:  # fail before punctuating, not after
             check_data_dir_output(out, overwrite, inputs)  # type: ignore[arg-type]
-    if writer.times and not reader.times:
+    if writer.needs_times and not reader.times:
         timed = " or ".join(n for n in INPUT_FORMATS if get_format(n, "units").times)
         raise PunctkitError(f"--format {fmt} needs word times: input format {timed}, not {reader.name}")
     inv = punct.inventory

@@ -14,7 +14,7 @@ ASR formats to come plug in this way:
   reader (yielding `AsrUtterance`s with word records and times), a `line_kind` classifier
   when their lines can be told apart, `ids`/`times` set to what they carry;
 - SRT and VTT (out): an `emit` writer taking one punctuated utterance (its words as shown
-  and their records with times), `times=True` so that punctuate asks for timed input.
+  and their records with times), `needs_times=True` so that punctuate asks for timed input.
 """
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ class Format:
     labels: bool = False                # carries label names (its own inventory); else marks in text
     ids: bool = False                   # carries utterance ids
     times: bool = False                 # carries word times
+    needs_times: bool = False           # as punctuate's output: only for inputs with word times
     directory: bool = False             # a directory, not a file (not streamed; no stdin)
     one_stream: bool = False            # punctuate: its lines are one stream (sentences cross lines)
 
@@ -123,7 +124,7 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
     Format("datadir", "a data directory with `text` and `labels` (punctkit.data.datadir)",
            reader=_read_datadir, writer=_write_datadir, labels=True, ids=True, directory=True),
     Format("ctm", "`uttid channel start duration word [conf]` a line (ASR word times)",
-           units=asr.ctm_units, emit=asr.ctm_out, line_kind=asr.ctm_kind, ids=True, times=True),
+           units=asr.ctm_units, emit=asr.ctm_out, line_kind=asr.ctm_kind, ids=True, times=True, needs_times=True),
     Format("jsonl", "a JSON object a line with an id and words (ASR services)",
            units=asr.jsonl_units, emit=asr.jsonl_out, line_kind=asr.jsonl_kind, ids=True, times=True),
 ]}
