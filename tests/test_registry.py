@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from punct_util import cli, tiny_conf, train_tiny
+from punctkit.cli import app
 from punctkit.data.formats import (FORMATS, REGISTRY, AsrUtterance, Utterance, detect_format, get_format, names,
                                    read, split_text, write)
 from punctkit.data.formats.asr import read_ctm
@@ -158,7 +160,8 @@ def test_punctuate_names_its_formats_from_the_registry(tmp_path, pkg):
     assert r.stderr.strip() == "punctkit: error: --format ctm needs word times: input format ctm or jsonl, not text"
     for fmt in FORMATS:  # every corpus format is a punctuate output through its registry writer
         out = out_path(tmp_path, fmt)
-        cli("punctuate", "-m", pkg, src, "--format", fmt, "-o", out)
+        r = CliRunner().invoke(app, ["punctuate", "-m", str(pkg), str(src), "--format", fmt, "-o", str(out)])
+        assert r.exit_code == 0, r.output
         back, _ = read(out, fmt)
         assert [w for u in back for w in u.words] == ["so", "if", "we", "go"]
 
