@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from punctkit.data.labels import LabelSet, Substitution
-from punctkit.data.tokenize import Passage, read_passage
+from punctkit.data.tokenize import Passage, Written, read_passage
 from punctkit.files import PunctkitError, iter_lines, stdin_lines
 
 
@@ -35,7 +35,7 @@ class AsrUtterance:
     uttid: str
     words: list[str] = field(default_factory=list)
     marks: list[str] = field(default_factory=list)
-    written: list[Any] = field(default_factory=list)
+    written: list[Written] = field(default_factory=list)
     records: list[Any] = field(default_factory=list)
     source: Any = None     # the JSON object of a jsonl line
     lineno: int = 0        # the input line it starts on
