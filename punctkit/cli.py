@@ -20,6 +20,7 @@ from typing import List, NoReturn, Optional
 
 import typer
 
+from punctkit.data.formats import FORMATS, names
 from punctkit.files import PunctkitError
 
 app = typer.Typer(
@@ -49,6 +50,10 @@ def _global_options(
         os.environ["PUNCTKIT_DEBUG"] = "1"
 
 
+# format names, from the format registry (punctkit/data/formats/registry.py)
+CORPUS = " | ".join(FORMATS)
+PUNCT_IN = " | ".join(names("units"))
+PUNCT_OUT = " | ".join(names("emit") + FORMATS)
 ENCODING = typer.Option(None, help="text encoding of the inputs, e.g. latin-1 "
                                    "(default: UTF-8, or UTF-16/32 by its BOM)")
 
@@ -89,8 +94,8 @@ OWH = ("write into an output directory that holds files punctkit does not write 
 def convert(
     src: Path = typer.Argument(..., help="input file or data directory"),
     dst: Path = typer.Argument(..., help="output file or data directory"),
-    from_fmt: Optional[str] = typer.Option(None, "--from", help="twocol|punctuator2|text|kaldi_text|datadir (detected when omitted)"),
-    to_fmt: Optional[str] = typer.Option(None, "--to", help="output format (default: text, or datadir for a dir/)"),
+    from_fmt: Optional[str] = typer.Option(None, "--from", help=f"{CORPUS} (detected when omitted)"),
+    to_fmt: Optional[str] = typer.Option(None, "--to", help=f"{CORPUS} (default: text, or datadir for a dir/)"),
     inventory: Optional[str] = typer.Option(None, help="label inventory (default: inferred; 4class for text)"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
     encoding: Optional[str] = ENCODING,
@@ -106,7 +111,7 @@ def convert(
 def prepare(
     inputs: List[Path] = typer.Argument(..., help="punctuated text files (any format)"),
     out: Path = typer.Option(..., "--out", "-o", help="data directory to write"),
-    fmt: Optional[str] = typer.Option(None, "--from", help="input format (detected when omitted)"),
+    fmt: Optional[str] = typer.Option(None, "--from", help=f"{CORPUS} (detected when omitted)"),
     inventory: str = typer.Option("4class", help="4class | 6class | case4 | case6"),
     rules: Optional[Path] = typer.Option(None, help="YAML substitution rules (default: Faber 2020 table)"),
     lowercase: bool = typer.Option(False, help="lower-case every word"),
@@ -151,8 +156,8 @@ def score(
     samples: int = typer.Option(1000, min=1, help="bootstrap samples"),
     seed: int = typer.Option(1, help="bootstrap seed"),
     block_len: Optional[int] = typer.Option(None, min=1, help="bootstrap unit: N-word blocks (default: utterances)"),
-    ref_format: Optional[str] = typer.Option(None, help="REF format (detected when omitted)"),
-    hyp_format: Optional[str] = typer.Option(None, help="HYP (and HYP2) format (detected when omitted)"),
+    ref_format: Optional[str] = typer.Option(None, help=f"REF format: {CORPUS} (detected when omitted)"),
+    hyp_format: Optional[str] = typer.Option(None, help="HYP (and HYP2) format, as --ref-format"),
     inventory: Optional[str] = typer.Option(None, help="inventory for unlabelled text inputs (case4: score casing)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="also write score.txt and score.json here"),
     encoding: Optional[str] = ENCODING,
@@ -463,9 +468,9 @@ def punctuate(
     src: str = typer.Argument("-", help="input file, or - for standard input"),
     model: Path = typer.Option(..., "--model", "-m", help="packed model (punctkit pack)"),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="output file (default: standard output)"),
-    input_format: Optional[str] = typer.Option(None, "--input-format", help="text | kaldi_text | ctm | jsonl (default: detected from the content)"),
+    input_format: Optional[str] = typer.Option(None, "--input-format", help=f"{PUNCT_IN} (default: detected from the content)"),
     encoding: Optional[str] = ENCODING,
-    fmt: str = typer.Option("readable", "--format", help="readable | ctm | jsonl | text | kaldi_text | twocol | punctuator2 | datadir"),
+    fmt: str = typer.Option("readable", "--format", help=PUNCT_OUT),
     keep_input_marks: bool = typer.Option(False, help="keep the marks the input has; predict only the other slots"),
     capitalize: bool = typer.Option(True, "--capitalize/--no-capitalize", help="capitalise sentence starts and 'I' (models without case labels)"),
     threads: int = typer.Option(0, min=0, help="CPU threads (0: the backend's default)"),

@@ -13,24 +13,21 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import math
 import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-from punctkit.data.asr import (AsrUtterance, Line, detect_input_format, read_ctm, read_jsonl, read_kaldi_text,
-                               read_text_lines, source_name, split_text)
 from punctkit.data.datadir import check_data_dir_output
-from punctkit.data.formats import FORMATS, Utterance, write
+from punctkit.data.formats import FORMATS, AsrUtterance, Utterance, detect_for, get_format, names, split_text, write
 from punctkit.data.labels import O, LabelSet, case_of, default_substitution, get_inventory
-from punctkit.data.tokenize import ends_sentence, punctuated_text, show_tokens
+from punctkit.data.tokenize import ends_sentence, show_tokens
 from punctkit.data.streams import IGNORE, Stream
 from punctkit.decode.windows import Predict, decode_windows
-from punctkit.files import PunctkitError, atomic_write, check_not_input, where
+from punctkit.files import PunctkitError, atomic_write, check_not_input
 from punctkit.package import Package, pack, read_package  # noqa: F401 (pack: the API's, re-exported)
 from punctkit.text.frontend import Frontend
 
@@ -38,7 +35,8 @@ if TYPE_CHECKING:  # torch is imported only by the torch backend, packing and qu
     from punctkit.models.base import PunctModel
 
 TEXT_KEYS = {"tokens", "token_mask", "word_pos", "word_mask", "labels"}
-OUTPUT_FORMATS = ("readable", "ctm", "jsonl") + FORMATS
+INPUT_FORMATS = names("units")
+OUTPUT_FORMATS = names("emit") + FORMATS  # the corpus formats are collected, then written by their writers
 BACKENDS = ("auto", "torch", "onnx")
 
 
@@ -259,9 +257,10 @@ class Punctuator:
         words (punctkit.data.tokenize.show_tokens)."""
         rules = default_substitution(self.inventory)
         passages = (split_text(t, self.inventory, rules) for t in text.splitlines())
-        lines = [Line(i, p.words, p.marks, p.written) for i, p in enumerate(passages, 1)]
-        out = _TextLines(self, keep_input_marks, capitalize)
-        return "\n".join(s for _, s in out.run(iter(lines), lambda ln, labels: None))
+        lines = (AsrUtterance(str(i), p.words, p.marks, p.written, lineno=i, has_id=False)
+                 for i, p in enumerate(passages, 1))
+        return "\n".join(" ".join(shown) for _, _, shown in label_units(self, lines, True, keep_input_marks,
+                                                                         capitalize))
 
 
 # ------------------------------------------------------------------ files in, files out
@@ -270,43 +269,7 @@ def _fixed(marks: list[str], keep: bool) -> Fixed | None:
     return [None if m == O else m for m in marks] if keep else None
 
 
-@dataclass
-class _TextLines:
-    """Plain text as one stream: words flow through `stream_labels`, lines come out whole, in order."""
-
-    punct: Punctuator
-    keep_input_marks: bool
-    capitalize: bool
-
-    def run(self, lines: Iterator[Line], on_line: Callable[[Line, list[str]], None]) -> Iterator[tuple[Line, str]]:
-        pending: deque[Line] = deque()  # lines whose words are not all labelled yet
-
-        def items() -> Iterator[tuple[str, str | None]]:
-            for ln in lines:
-                pending.append(ln)
-                fixed = _fixed(ln.marks, self.keep_input_marks) or [None] * len(ln.words)
-                yield from zip(ln.words, fixed)
-
-        start = True
-        labels: deque[str] = deque()
-        labelled = self.punct.stream_labels(items())
-        while True:
-            while pending and len(labels) >= len(pending[0].words):  # the first pending line is complete
-                ln = pending.popleft()
-                mine = [labels.popleft() for _ in ln.words]
-                on_line(ln, mine)
-                kept = ln.marks if self.keep_input_marks else None
-                yield ln, punctuated_text(ln.written, mine, self.capitalize, start, kept)
-                start = ends_sentence(mine, start)
-            nxt = next(labelled, None)
-            if nxt is None:
-                break
-            labels.append(nxt)
-        for ln in pending:  # only lines without words can be left
-            if ln.words:
-                raise PunctkitError(f"line {ln.lineno}: the model returned no labels for its words")
-            on_line(ln, [])
-            yield ln, ""
+Labelled = tuple[AsrUtterance, list[str], list[str]]  # an utterance, its labels, its words as shown
 
 
 def _kept(utt: AsrUtterance, keep: bool) -> list[str] | None:
@@ -314,39 +277,54 @@ def _kept(utt: AsrUtterance, keep: bool) -> list[str] | None:
     return utt.marks if keep else None
 
 
-def _ctm_lines(utt: AsrUtterance, labels: list[str], capitalize: bool, src: str | Path,
-               keep: bool = False) -> Iterator[str]:
-    """CTM lines with each word as written, cased and its mark set (`Hello,`); JSON words get channel 1."""
-    shown = show_tokens(utt.written, labels, capitalize, kept=_kept(utt, keep))
-    for k, (w, rec) in enumerate(zip(shown, utt.records), 1):
-        if rec is None or rec.get("start_s") is None:
-            raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} has no start time "
-                                f"(--format ctm needs word times)")
-        if len(w.split()) != 1:  # a JSON word with a space: a CTM field cannot hold it unchanged
-            raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} ({w!r}) contains a space, "
-                                f"which a CTM field cannot hold: use --format jsonl")
-        if "channel" in rec:
-            yield " ".join([utt.uttid, rec["channel"], rec["start"], rec["duration"], w, *rec["rest"]])
-        else:
-            end = rec["end_s"] if rec.get("end_s") is not None else rec["start_s"]
-            yield f"{utt.uttid} 1 {rec['start_s']:.3f} {end - rec['start_s']:.3f} {w}"
+def label_units(punct: Punctuator, units: Iterable[AsrUtterance], one_stream: bool, keep_input_marks: bool,
+                capitalize: bool) -> Iterator[Labelled]:
+    """Each utterance in order with its labels and its words as shown (marks and case set):
+    `one_stream` (plain-text lines) labels all words as one stream, sentences crossing lines;
+    otherwise each utterance is its own stream and starts a sentence."""
+    if one_stream:
+        yield from _stream_units(punct, iter(units), keep_input_marks, capitalize)
+        return
+    seen: deque[AsrUtterance] = deque()  # utterances waiting for their labels (at most one chunk)
+
+    def feed() -> Iterator[tuple[list[str], Fixed | None]]:
+        for u in units:
+            seen.append(u)
+            yield u.words, _fixed(u.marks, keep_input_marks)
+
+    for labels in punct.label_utterances(feed()):
+        u = seen.popleft()
+        yield u, labels, show_tokens(u.written, labels, capitalize, kept=_kept(u, keep_input_marks))
 
 
-def _json_line(utt: AsrUtterance, labels: list[str], capitalize: bool, keep: bool = False) -> str:
-    """The input object (or {"id"}) with `text` (punctuated) and, per word object, `punctuated` and `label`."""
-    obj = dict(utt.source) if isinstance(utt.source, dict) else {"id": utt.uttid}
-    shown = show_tokens(utt.written, labels, capitalize, kept=_kept(utt, keep))
-    obj["text"] = " ".join(shown)
-    obj["labels"] = labels
-    items = obj.get("words")
-    if isinstance(items, list):
-        items = list(items)
-        for w, lab, rec in zip(shown, labels, utt.records):
-            k = rec["index"] if rec else None
-            if k is not None and isinstance(items[k], dict):
-                items[k] = dict(items[k], punctuated=w, label=lab)
-        obj["words"] = items
-    return json.dumps(obj, ensure_ascii=False)
+def _stream_units(punct: Punctuator, units: Iterator[AsrUtterance], keep_input_marks: bool,
+                  capitalize: bool) -> Iterator[Labelled]:
+    """Lines as one stream: words flow through `stream_labels`, lines come out whole, in order."""
+    pending: deque[AsrUtterance] = deque()  # lines whose words are not all labelled yet
+
+    def items() -> Iterator[tuple[str, str | None]]:
+        for ln in units:
+            pending.append(ln)
+            fixed = _fixed(ln.marks, keep_input_marks) or [None] * len(ln.words)
+            yield from zip(ln.words, fixed)
+
+    start = True
+    labels: deque[str] = deque()
+    labelled = punct.stream_labels(items())
+    while True:
+        while pending and len(labels) >= len(pending[0].words):  # the first pending line is complete
+            ln = pending.popleft()
+            mine = [labels.popleft() for _ in ln.words]
+            yield ln, mine, show_tokens(ln.written, mine, capitalize, start, _kept(ln, keep_input_marks))
+            start = ends_sentence(mine, start)
+        nxt = next(labelled, None)
+        if nxt is None:
+            break
+        labels.append(nxt)
+    for ln in pending:  # only lines without words can be left
+        if ln.words:
+            raise PunctkitError(f"line {ln.lineno}: the model returned no labels for its words")
+        yield ln, [], []
 
 
 @dataclass
@@ -392,79 +370,42 @@ def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = 
     """Punctuate `src` (`-`: stdin) into `out` (None or `-`: stdout) in `fmt`.
 
     `out` is never `src`; a `datadir` output is written by `write_data_dir` (`overwrite` there).
-
-    Formats: `readable` (the input words as written, marks and case set; `uttid text` for inputs with ids),
-    `ctm` (CTM/JSON inputs with times: each word cased, its mark appended),
-    `jsonl` (the input objects with `text`, `labels` and per-word `punctuated`),
-    or a foundation format (text, kaldi_text, twocol, punctuator2, datadir; these
-    keep IWSLT tokens for scoring, are collected in memory and need `-o`).
+    Input formats are those of the format registry with a streaming reader (`units`: text,
+    kaldi_text, ctm, jsonl; detected from the content unless given). Output formats are those
+    with a punctuate writer (`emit`: readable, the input words as written, marks and case set,
+    `uttid text` for inputs with ids; ctm, for inputs with times; jsonl, the input objects with
+    `text`, `labels` and per-word `punctuated`), or a corpus format (text, kaldi_text, twocol,
+    punctuator2, datadir; these keep IWSLT tokens for scoring, are collected in memory and need `-o`).
     """
     t0 = time.time()
-    input_format = input_format or detect_input_format(src, encoding)
-    if fmt not in OUTPUT_FORMATS:
-        raise PunctkitError(f"unknown output format '{fmt}' (known: {', '.join(OUTPUT_FORMATS)})")
-    if fmt in FORMATS and (out is None or str(out) == "-"):
+    reader = (get_format(input_format, "units", "input format") if input_format
+              else detect_for(src, "units", encoding, "punctuate", "--input-format"))
+    writer = get_format(fmt, "emit", "output format", OUTPUT_FORMATS)
+    to_stdout = out is None or str(out) == "-"
+    if writer.emit is None and to_stdout:
         raise PunctkitError(f"--format {fmt} writes through punctkit's format writers: give -o FILE")
     inputs = [] if str(src) == "-" else [src]
-    if out is not None and str(out) != "-":
-        check_not_input(out, inputs)
-        if fmt == "datadir":  # fail before punctuating, not after
-            check_data_dir_output(out, overwrite, inputs)
-    if fmt == "ctm" and input_format not in ("ctm", "jsonl"):
-        raise PunctkitError(f"--format ctm needs word times: input format ctm or jsonl, not {input_format}")
+    if not to_stdout:
+        check_not_input(out, inputs)  # type: ignore[arg-type]
+        if writer.directory:  # fail before punctuating, not after
+            check_data_dir_output(out, overwrite, inputs)  # type: ignore[arg-type]
+    if writer.needs_times and not reader.times:
+        timed = " or ".join(n for n in INPUT_FORMATS if get_format(n, "units").times)
+        raise PunctkitError(f"--format {fmt} needs word times: input format {timed}, not {reader.name}")
     inv = punct.inventory
-    rules = default_substitution(inv)
-    stats = PunctuateStats()
+    stats = PunctuateStats(unit="lines" if reader.one_stream else "utterances")
+    dropped = [0]
     collected: list[Utterance] = []
-    name = source_name(src)
-
-    if input_format == "text":
-        stats.unit = "lines"
-
-        def on_line(ln: Line, labels: list[str]) -> None:
-            if fmt in FORMATS and ln.words:
-                collected.append(Utterance(f"{name}-{ln.lineno:06d}", ln.words, labels))
-
-        with _open_out(None if fmt in FORMATS else out) as f:
-            for ln, text in _TextLines(punct, keep_input_marks, capitalize).run(
-                    read_text_lines(src, inv, rules, encoding), on_line):
-                stats.count(ln.words, punct.frontend)
-                if fmt == "readable":
-                    f.write(text + "\n")
-                elif fmt == "jsonl":
-                    f.write(json.dumps({"id": f"{name}-{ln.lineno:06d}", "text": text}, ensure_ascii=False) + "\n")
-    elif input_format in ("kaldi_text", "ctm", "jsonl"):
-        dropped = [0]
-        if input_format == "kaldi_text":
-            utts: Iterator[AsrUtterance] = read_kaldi_text(src, inv, rules, encoding)
-        elif input_format == "ctm":
-            utts = read_ctm(src, inv, rules, dropped, encoding)
-        else:
-            utts = read_jsonl(src, inv, rules, dropped, encoding)
-        seen: deque[AsrUtterance] = deque()  # utterances waiting for their labels (at most one chunk)
-
-        def feed() -> Iterator[tuple[list[str], Fixed | None]]:
-            for u in utts:
-                seen.append(u)
-                yield u.words, _fixed(u.marks, keep_input_marks)
-
-        with _open_out(None if fmt in FORMATS else out) as f:
-            for labels in punct.label_utterances(feed()):
-                u = seen.popleft()
-                stats.count(u.words, punct.frontend)
-                if fmt == "readable":
-                    text = punctuated_text(u.written, labels, capitalize, kept=_kept(u, keep_input_marks))
-                    f.write(f"{u.uttid} {text}".rstrip() + "\n")
-                elif fmt == "ctm":
-                    f.writelines(line + "\n" for line in _ctm_lines(u, labels, capitalize, src, keep_input_marks))
-                elif fmt == "jsonl":
-                    f.write(_json_line(u, labels, capitalize, keep_input_marks) + "\n")
-                elif u.words:
-                    collected.append(Utterance(u.uttid, u.words, labels))
-        stats.dropped_tokens = dropped[0]
-    else:
-        raise PunctkitError(f"unknown input format '{input_format}' (known: text, kaldi_text, ctm, jsonl)")
-    if fmt in FORMATS:
+    units = reader.units(src, inv, default_substitution(inv), encoding, dropped)  # type: ignore[misc]
+    with _open_out(None if writer.emit is None else out) as f:
+        for u, labels, shown in label_units(punct, units, reader.one_stream, keep_input_marks, capitalize):
+            stats.count(u.words, punct.frontend)
+            if writer.emit is not None:
+                f.writelines(line + "\n" for line in writer.emit(u, labels, shown, src))
+            elif u.words:
+                collected.append(Utterance(u.uttid, u.words, labels))
+    stats.dropped_tokens = dropped[0]
+    if writer.emit is None:
         write(collected, out, fmt, inv, overwrite, inputs)  # type: ignore[arg-type]
     stats.seconds = time.time() - t0
     return stats

@@ -41,7 +41,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from punctkit.data.formats import Utterance, detect_format, flatten, read
+from punctkit.data.formats import Utterance, detect_for, flatten, get_format, read
 from punctkit.data.labels import MARK_TEXT, O, case_of, mark_of
 from punctkit.files import PunctkitError, atomic_write, require_file
 
@@ -89,10 +89,13 @@ class Transcript:
 def read_transcript(path: str | Path, fmt: str | None = None, inventory: str | None = None,
                     encoding: str | None = None) -> Transcript:
     """Read any format; `inventory` applies to unlabelled text formats only (labelled ones carry theirs)."""
-    fmt = fmt or (detect_format(path, encoding) if Path(path).exists() else None)
-    inv = inventory if fmt in ("text", "kaldi_text", "punctuator2") else None
-    utts, found = read(path, fmt, inv, encoding=encoding)
-    return Transcript.from_utterances(utts, str(path), found.marks, keyed=fmt in ("datadir", "kaldi_text"))
+    if not Path(path).exists():
+        raise PunctkitError(f"file not found: {path}")
+    entry = (get_format(fmt, "reader") if fmt
+             else detect_for(path, "reader", encoding, "score", "--ref-format/--hyp-format"))
+    inv = None if entry.labels else inventory
+    utts, found = read(path, entry.name, inv, encoding=encoding)
+    return Transcript.from_utterances(utts, str(path), found.marks, keyed=entry.ids)
 
 
 # ---------------------------------------------------------------- class merging

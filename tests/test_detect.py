@@ -15,14 +15,20 @@ from pathlib import Path
 import pytest
 
 from punct_util import PK, cli
-from punctkit.data.asr import detect_input_format, input_lines, read_ctm, read_jsonl
-from punctkit.data.formats import Report, detect_format, read
+from punctkit.data.formats.asr import ctm_units, jsonl_units
+from punctkit.data.formats.base import input_lines
+from punctkit.data.formats import Report, detect_for, detect_format, read
 from punctkit.data.labels import get_inventory, default_substitution
 from punctkit.files import PunctkitError, iter_lines, sample_lines
 
 BAD = Path(__file__).parent / "bad_inputs" / "detect"
 WORDS = ["so", "if", "we", "do", "n't", "go", "what", "then"]
 LABELS = ["COMMA", "O", "O", "O", "O", "PERIOD", "O", "QUESTION"]
+
+
+def detect_input_format(src: Path | str) -> str:
+    """The format punctuate detects (an error for formats it does not read)."""
+    return detect_for(src, "units", command="punctuate", option="--input-format").name
 
 
 def one_line_error(r: subprocess.CompletedProcess) -> str:
@@ -220,10 +226,10 @@ def test_stdin_detection_hands_its_sample_back(monkeypatch):
     rules = default_substitution(inv)
     stdin_of(monkeypatch, (BAD / "asr_words.txt").read_bytes())
     assert detect_input_format("-") == "ctm"
-    assert [u.words for u in read_ctm("-", inv, rules)] == [["so", "if", "we"], ["well"]]
+    assert [u.words for u in ctm_units("-", inv, rules)] == [["so", "if", "we"], ["well"]]
     stdin_of(monkeypatch, (BAD / "asr_words.log").read_bytes())
     assert detect_input_format("-") == "jsonl"
-    assert [u.uttid for u in read_jsonl("-", inv, rules)] == ["utt1", "utt2"]
+    assert [u.uttid for u in jsonl_units("-", inv, rules)] == ["utt1", "utt2"]
 
 
 def test_score_reads_utf16_and_latin1(tmp_path):

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from punct_util import cli, tiny_conf, train_tiny
 from punctkit.cli import app
-from punctkit.data.asr import split_text
+from punctkit.data.formats import split_text
 from punctkit.data.labels import default_substitution, get_inventory
 from punctkit.data.tokenize import punctuated_text, segment, tokens
 

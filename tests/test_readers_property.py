@@ -18,9 +18,10 @@ import yaml
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from punctkit.data import asr
+from punctkit.data.formats import asr
+from punctkit.data.formats import text as text_formats
 from punctkit.data.datadir import read_data_dir
-from punctkit.data.formats import FORMATS, Report, Utterance, detect_format, read, repair_word, write
+from punctkit.data.formats import FORMATS, Report, Utterance, detect_for, detect_format, read, repair_word, write
 from punctkit.data.labels import INVENTORIES, default_substitution, get_inventory
 from punctkit.feats import ctm as feats_ctm
 from punctkit.feats.fbank_pitch import fbank_options, pitch_options, read_conf
@@ -167,7 +168,7 @@ def test_read_ctm_both_readers(tmp_path, data):
     p = tmp_path / "x.ctm"
     p.write_bytes(data)
     n = lines_in(data)
-    expect(lambda: list(asr.read_ctm(p, INV, RULES, [0])), p, n, need_line=True)
+    expect(lambda: list(asr.ctm_units(p, INV, RULES, None, [0])), p, n, need_line=True)
     expect(lambda: feats_ctm.read_ctm(p), p, n, need_line=True)
 
 
@@ -193,7 +194,7 @@ JSONL = st.one_of(st.lists(st.one_of(JSON_VALUE.map(json.dumps), OBJ.map(json.du
 def test_read_jsonl(tmp_path, data):
     p = tmp_path / "x.jsonl"
     p.write_bytes(data)
-    expect(lambda: list(asr.read_jsonl(p, INV, RULES, [0])), p, lines_in(data), need_line=True)
+    expect(lambda: list(asr.jsonl_units(p, INV, RULES, None, [0])), p, lines_in(data), need_line=True)
 
 
 @SETTINGS
@@ -201,9 +202,9 @@ def test_read_jsonl(tmp_path, data):
 def test_read_asr_text(tmp_path, data, fmt):
     p = tmp_path / "x"
     p.write_bytes(data)
-    reader = asr.read_kaldi_text if fmt == "kaldi_text" else asr.read_text_lines
+    reader = text_formats.kaldi_text_units if fmt == "kaldi_text" else text_formats.text_units
     expect(lambda: list(reader(p, INV, RULES)), p, lines_in(data), need_line=True)
-    expect(lambda: asr.detect_input_format(p), p)
+    expect(lambda: detect_for(p, "units", command="punctuate", option="--input-format"), p)
 
 
 @SETTINGS
@@ -211,7 +212,7 @@ def test_read_asr_text(tmp_path, data, fmt):
 def test_read_jsonl_word_times(tmp_path, items, uttid):
     p = tmp_path / "x.jsonl"
     p.write_text(json.dumps({"id": uttid, "words": items}) + "\n")
-    got = expect(lambda: list(asr.read_jsonl(p, INV, RULES, [0])), p, 1, need_line=True)
+    got = expect(lambda: list(asr.jsonl_units(p, INV, RULES, None, [0])), p, 1, need_line=True)
     if got is not None:
         assert got[0].uttid == ("x.jsonl-000001" if uttid is None or uttid == "" else str(uttid))
 

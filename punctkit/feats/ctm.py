@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from punctkit.data.asr import ctm_fields
+from punctkit.data.formats.asr import read_ctm as read_ctm_lines
 from punctkit.data.datadir import read_table
-from punctkit.files import PunctkitError, iter_lines, where
+from punctkit.files import PunctkitError, where
 
 
 @dataclass(frozen=True)
@@ -51,22 +51,16 @@ class WordTiming:
 
 
 def read_ctm(path: str | Path) -> dict[str, list[CtmWord]]:
-    """Parse a CTM; each utterance's lines must be together and in time order."""
+    """A whole CTM by utterance (through the format registry's one CTM reader, which checks that each
+    utterance's lines are together); the words of an utterance must be in time order."""
     out: dict[str, list[CtmWord]] = {}
-    prev_utt = None
-    for i, line in iter_lines(path):
-        parsed = ctm_fields(path, i, line)
-        if parsed is None:
-            continue
-        parts, start, dur = parsed
-        uttid = parts[0]
-        if uttid != prev_utt and uttid in out:
-            raise PunctkitError(f"{where(path, i, uttid)}: lines of this utterance are not together")
-        words = out.setdefault(uttid, [])
-        if words and start < words[-1].start:
-            raise PunctkitError(f"{where(path, i, uttid)}: start {start} before the previous word's {words[-1].start}")
-        words.append(CtmWord(start, dur, parts[4], i))
-        prev_utt = uttid
+    for uttid, lines in read_ctm_lines(path):
+        words = out[uttid] = []
+        for ln in lines:
+            if words and ln.start_s < words[-1].start:
+                raise PunctkitError(f"{where(path, ln.lineno, uttid)}: start {ln.start_s} before the previous "
+                                    f"word's {words[-1].start}")
+            words.append(CtmWord(ln.start_s, ln.dur_s, ln.word, ln.lineno))
     return out
 
 

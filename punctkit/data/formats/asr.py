@@ -1,0 +1,234 @@
+"""ASR outputs: CTM (`ctm`) and JSON lines (`jsonl`), read by punctuate and written back punctuated.
+
+- ctm: `uttid channel start duration word [confidence ...]`; consecutive lines with the same
+  id form an utterance (`;;` comment lines are skipped). `read_ctm` is the one CTM reader
+  (streaming, one utterance at a time): punctuate reads through it, and so does
+  punctkit.feats.ctm, which loads a data dir's whole CTM for the acoustic models.
+- jsonl: one JSON object per line, the shape ASR services emit:
+  `{"id": "utt1", "words": [{"word": "hello", "start": 0.1, "end": 0.4}, ...]}`.
+  Accepted keys: id from `id`, `uttid`, `utt_id` or `key` (default: FILE-LINENO);
+  words from `words` (items are strings, or objects with the word in `word`,
+  `text`, `token` or `punctuated_word`, and times in `start`/`start_time` and
+  `end`/`end_time`, or `start` + `duration`), or else from a `text` string.
+
+Words are the input's whitespace-separated tokens (a CTM/JSON word is one token), split
+by punctkit.data.tokenize.read_passage: each comes with the word the model reads, the mark
+that followed it (O for none) and how it was written, so that the output gives back every
+word as it came (only marks and case change). A token that is only a mark (`,`) gives its
+mark to the word before and is dropped (counted in `dropped[0]`).
+Word times are read and kept (for the CTM output); no model uses pauses yet.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from punctkit.data.formats.base import AsrUtterance, input_lines, source_name
+from punctkit.data.labels import O, LabelSet, Substitution
+from punctkit.data.tokenize import is_mark_token, mark_after, read_passage
+from punctkit.files import PunctkitError, where
+
+ID_KEYS = ("id", "uttid", "utt_id", "key")
+WORD_KEYS = ("word", "text", "token", "punctuated_word")
+START_KEYS = ("start", "start_time")
+END_KEYS = ("end", "end_time")
+_NUM = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+# ---------------------------------------------------------------- line classifiers (detection)
+
+def ctm_kind(line: str) -> str:
+    """`ctm` for 5+ fields with numbers as fields 3 and 4, else ''."""
+    f = line.split()
+    return "ctm" if len(f) >= 5 and _NUM.fullmatch(f[2]) and _NUM.fullmatch(f[3]) else ""
+
+
+def jsonl_kind(line: str) -> str:
+    """`jsonl` for a JSON object, else ''."""
+    s = line.strip()
+    if s.startswith("{") and s.endswith("}"):
+        try:
+            if isinstance(json.loads(s), dict):
+                return "jsonl"
+        except ValueError:
+            pass
+    return ""
+
+
+# ---------------------------------------------------------------- CTM
+
+@dataclass(frozen=True)
+class CtmLine:
+    """One CTM line: its fields as written (for the CTM output) and its times in seconds."""
+
+    lineno: int
+    uttid: str
+    channel: str
+    start: str
+    duration: str
+    word: str
+    rest: list[str]
+    start_s: float
+    dur_s: float
+
+
+def ctm_line(src: str | Path, i: int, line: str) -> CtmLine | None:
+    """One CTM line, its times checked; None for blank and `;;` comment lines."""
+    if not line.strip() or line.startswith(";;"):
+        return None
+    f = line.split()
+    if len(f) < 5:
+        raise PunctkitError(f"{where(src, i)}: expected 'uttid channel start duration word [conf]', "
+                            f"got {len(f)} fields")
+    try:
+        start, dur = float(f[2]), float(f[3])
+    except ValueError:
+        raise PunctkitError(f"{where(src, i, f[0])}: start and duration must be numbers, "
+                            f"got '{f[2]}' '{f[3]}'") from None
+    if start < 0 or dur < 0:
+        raise PunctkitError(f"{where(src, i, f[0])}: negative start or duration")
+    return CtmLine(i, f[0], f[1], f[2], f[3], f[4], f[5:], start, dur)
+
+
+def read_ctm(src: str | Path, encoding: str | None = None) -> Iterator[tuple[str, list[CtmLine]]]:
+    """(utterance id, its lines) of a CTM (`-`: stdin), one utterance at a time; an utterance
+    whose lines are not together is an error."""
+    cur: list[CtmLine] = []
+    done: set[str] = set()
+    for i, line in input_lines(src, encoding):
+        rec = ctm_line(src, i, line)
+        if rec is None:
+            continue
+        if cur and rec.uttid != cur[0].uttid:
+            done.add(cur[0].uttid)
+            yield cur[0].uttid, cur
+            cur = []
+        if not cur and rec.uttid in done:
+            raise PunctkitError(f"{where(src, i)}: utterance '{rec.uttid}' continues after other utterances "
+                                f"(sort the CTM by utterance and time)")
+        cur.append(rec)
+    if cur:
+        yield cur[0].uttid, cur
+
+
+def _add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, rules: Substitution) -> bool:
+    """Add one ASR token (a word, possibly with marks attached) to `utt`; False if it holds no word
+    (a bare mark gives its mark to the word before, when that has none)."""
+    token = token.strip()
+    if not token or is_mark_token(token):
+        mk = mark_after(token, inventory, rules)
+        if utt.words and mk != O and utt.marks[-1] == O:
+            utt.marks[-1] = mk
+        return False
+    p = read_passage([token], inventory, rules)  # one word, however many `segment` sees in it
+    utt.words.append(p.words[0])
+    utt.marks.append(p.marks[0])
+    utt.written.append(p.written[0])
+    utt.records.append(record)
+    return True
+
+
+def ctm_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+              dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """CTM utterances for punctuate; `dropped[0]` counts tokens without a word."""
+    for uttid, recs in read_ctm(src, encoding):
+        utt = AsrUtterance(uttid, lineno=recs[0].lineno)
+        for r in recs:
+            record = {"channel": r.channel, "start": r.start, "duration": r.duration, "rest": r.rest,
+                      "start_s": r.start_s, "end_s": r.start_s + r.dur_s}
+            if not _add_token(utt, r.word, record, inventory, rules) and dropped is not None:
+                dropped[0] += 1
+        yield utt
+
+
+def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path) -> Iterator[str]:
+    """CTM lines with each word as written, cased and its mark set (`Hello,`); JSON words get channel 1."""
+    for k, (w, rec) in enumerate(zip(shown, utt.records), 1):
+        if rec is None or rec.get("start_s") is None:
+            raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} has no start time "
+                                f"(--format ctm needs word times)")
+        if len(w.split()) != 1:  # a JSON word with a space: a CTM field cannot hold it unchanged
+            raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} ({w!r}) contains a space, "
+                                f"which a CTM field cannot hold: use --format jsonl")
+        if "channel" in rec:
+            yield " ".join([utt.uttid, rec["channel"], rec["start"], rec["duration"], w, *rec["rest"]])
+        else:
+            end = rec["end_s"] if rec.get("end_s") is not None else rec["start_s"]
+            yield f"{utt.uttid} 1 {rec['start_s']:.3f} {end - rec['start_s']:.3f} {w}"
+
+
+# ---------------------------------------------------------------- JSON lines
+
+def _first(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((d[k] for k in keys if k in d), None)
+
+
+def _times(item: dict[str, Any], loc: str) -> tuple[float | None, float | None]:
+    start, end = _first(item, START_KEYS), _first(item, END_KEYS)
+    try:
+        if end is None and start is not None and "duration" in item:
+            end = float(start) + float(item["duration"])
+        return (None if start is None else float(start)), (None if end is None else float(end))
+    except (TypeError, ValueError, OverflowError):
+        raise PunctkitError(f"{loc}: word times must be numbers, got {start!r} "
+                            f"{item.get('duration') if end is None else end!r}") from None
+
+
+def jsonl_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+                dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """JSON lines, one utterance each (accepted keys in the module docstring)."""
+    name = source_name(src)
+    for i, line in input_lines(src, encoding):
+        if not line.strip():
+            continue
+        loc = where(src, i)
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise PunctkitError(f"{loc}: not valid JSON ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise PunctkitError(f"{loc}: expected a JSON object per line")
+        uttid = _first(obj, ID_KEYS)
+        uttid = f"{name}-{i:06d}" if uttid is None or uttid == "" else str(uttid)
+        utt = AsrUtterance(uttid, source=obj, lineno=i)
+        items = obj.get("words")
+        if items is None:
+            if not isinstance(obj.get("text"), str):
+                raise PunctkitError(f"{loc} (utterance {uttid}): no 'words' list and no 'text' string")
+            items = obj["text"].split()
+        if not isinstance(items, list):
+            raise PunctkitError(f"{loc} (utterance {uttid}): 'words' must be a list")
+        for k, item in enumerate(items):
+            if isinstance(item, str):
+                token, rec = item, {"index": k}
+            elif isinstance(item, dict) and isinstance(_first(item, WORD_KEYS), str):
+                start, end = _times(item, f"{loc} (utterance {uttid})")
+                token, rec = _first(item, WORD_KEYS), {"index": k, "start_s": start, "end_s": end}
+            else:
+                raise PunctkitError(f"{loc} (utterance {uttid}): word {k + 1} has none of the keys "
+                                    f"{', '.join(WORD_KEYS)}")
+            if not _add_token(utt, token, rec, inventory, rules) and dropped is not None:
+                dropped[0] += 1
+        yield utt
+
+
+def jsonl_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path) -> Iterator[str]:
+    """The input object (or {"id"}) with `text` (punctuated) and, per word object, `punctuated` and
+    `label`; utterances with ids also get `labels` (plain-text lines only `id` and `text`)."""
+    obj = dict(utt.source) if isinstance(utt.source, dict) else {"id": utt.uttid}
+    obj["text"] = " ".join(shown)
+    if utt.has_id:
+        obj["labels"] = labels
+    items = obj.get("words")
+    if isinstance(items, list):
+        items = list(items)
+        for w, lab, rec in zip(shown, labels, utt.records):
+            k = rec["index"] if rec else None
+            if k is not None and isinstance(items[k], dict):
+                items[k] = dict(items[k], punctuated=w, label=lab)
+        obj["words"] = items
+    yield json.dumps(obj, ensure_ascii=False)
+

@@ -1,0 +1,106 @@
+"""What every format module shares: the utterance types, the repair report and how inputs are read.
+
+- `Utterance`: a labelled utterance (id, words, one label per word): what `read` returns and
+  `write` takes (convert, prepare, score, decode).
+- `AsrUtterance`: what `punctkit punctuate` reads: words as the model reads them, the marks
+  the input already had, each word as written, and per word the record it came from (CTM
+  fields, JSON item) so that an output can give every word back as it came.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from punctkit.data.labels import LabelSet, Substitution
+from punctkit.data.tokenize import Passage, Written, read_passage
+from punctkit.files import PunctkitError, iter_lines, stdin_lines
+
+
+@dataclass
+class Utterance:
+    """One utterance: its id, its words and one label per word."""
+
+    uttid: str
+    words: list[str]
+    labels: list[str]
+
+
+@dataclass
+class AsrUtterance:
+    """One utterance (or line of plain text) for punctuate: words, input marks, words as written,
+    and per word the record it came from (CTM fields or JSON item; None for text)."""
+
+    uttid: str
+    words: list[str] = field(default_factory=list)
+    marks: list[str] = field(default_factory=list)
+    written: list[Written] = field(default_factory=list)
+    records: list[Any] = field(default_factory=list)
+    source: Any = None     # the JSON object of a jsonl line
+    lineno: int = 0        # the input line it starts on
+    has_id: bool = True    # False for plain-text lines (the id is FILE-LINENO, made up)
+
+
+@dataclass
+class Report:
+    """Counts of repairs and rejections, with the first few locations of each kind.
+
+    `strict` turns every repair into an error naming file and line; notes
+    (marks dropped by the substitution rules) never fail.
+    """
+
+    strict: bool = False
+    repairs: Counter = field(default_factory=Counter)
+    notes: Counter = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def repair(self, kind: str, loc: str, detail: str = "") -> None:
+        """Record one repair; in strict mode, raise instead."""
+        if self.strict:
+            raise PunctkitError(f"{loc}: {kind}{': ' + detail if detail else ''} (strict mode)")
+        self.repairs[kind] += 1
+        ex = self.examples.setdefault(kind, [])
+        if len(ex) < 3:
+            ex.append(f"{loc}{': ' + detail if detail else ''}")
+
+    def note(self, kind: str, n: int = 1) -> None:
+        """Record something expected, such as marks removed by the rules."""
+        if n:
+            self.notes[kind] += n
+
+    def lines(self) -> list[str]:
+        """The report as text lines."""
+        out = [f"repairs: {sum(self.repairs.values())}"]
+        for kind, n in sorted(self.repairs.items()):
+            out.append(f"  {kind}: {n}")
+            out += [f"    e.g. {e}" for e in self.examples.get(kind, [])]
+        for kind, n in sorted(self.notes.items()):
+            out.append(f"note: {kind}: {n}")
+        return out
+
+
+def input_lines(src: str | Path, encoding: str | None = None,
+                lines: tuple[int, int] | None = None) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a file, or of standard input for `-` (its bytes, decoded as files are);
+    `lines=(first, last)` keeps only those lines of a file."""
+    if str(src) == "-":
+        yield from stdin_lines(encoding)
+    else:
+        yield from iter_lines(src, lines, encoding)
+
+
+def source_name(src: str | Path) -> str:
+    """The name used in utterance ids and messages (`stdin` for `-`)."""
+    return "stdin" if str(src) == "-" else Path(src).name
+
+
+def split_text(text: str, inventory: LabelSet, rules: Substitution) -> Passage:
+    """The words of `text` (split on whitespace), the mark (label mark, O for none) after each,
+    and each as written."""
+    return read_passage(text.split(), inventory, rules)
+
+
+def flatten(utts: list[Utterance]) -> tuple[list[str], list[str]]:
+    """All words and all labels of a list of utterances, in order."""
+    return [w for u in utts for w in u.words], [lab for u in utts for lab in u.labels]

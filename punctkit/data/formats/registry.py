@@ -1,0 +1,284 @@
+"""The format registry: one `Format` entry per format, saying what it supports.
+
+Every command finds its formats here: `convert`, `prepare` and `score` read through `read`
+(the entry's corpus `reader`), `convert` and `decode` write through `write` (its `writer`),
+`punctuate` reads through an entry's `units` (streaming) and writes through its `emit`
+(or, for a corpus format, collects the utterances and calls `write`). Names come from the
+entries (`names`), and an unknown name is one line listing them (`get_format`).
+`detect_format` is the one detector by content: it samples lines and asks each entry's
+line classifier (`line_kind`), then falls back to Kaldi text vs plain text.
+
+A new format is one module (or a few functions in one) and one entry in `REGISTRY`. The
+ASR formats to come plug in this way:
+- Whisper JSON, NeMo manifests, Vosk JSON (in): a module like asr.py with a `units`
+  reader (yielding `AsrUtterance`s with word records and times), a `line_kind` classifier
+  when their lines can be told apart, `ids`/`times` set to what they carry;
+- SRT and VTT (out): an `emit` writer taking one punctuated utterance (its words as shown
+  and their records with times), `needs_times=True` so that punctuate asks for timed input.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from punctkit.data.formats import asr, labelled, text
+from punctkit.data.formats.base import AsrUtterance, Report, Utterance
+from punctkit.data.labels import O, LabelSet, Substitution, default_substitution, get_inventory, inventory_for
+from punctkit.files import PunctkitError, atomic_write, check_not_input, sample_lines
+
+# corpus reader: (path, inventory or None, rules, report, lowercase, lines, encoding) -> utterances, inventory
+Reader = Callable[..., "tuple[list[Utterance], LabelSet | None]"]
+# corpus writer: (utterances, path, inventory, overwrite, inputs) -> None (atomic)
+Writer = Callable[..., None]
+# punctuate's reader: (src, inventory, rules, encoding, dropped) -> utterances, streaming
+Units = Callable[..., Iterator[AsrUtterance]]
+# punctuate's writer: (utterance, labels, words as shown, src) -> output lines
+Emit = Callable[[AsrUtterance, list[str], list[str], "str | Path"], Iterable[str]]
+
+
+@dataclass(frozen=True)
+class Format:
+    """One format and what punctkit can do with it."""
+
+    name: str
+    summary: str
+    reader: Reader | None = None        # corpus reader (convert, prepare, score)
+    writer: Writer | None = None        # corpus writer (convert, decode, punctuate's corpus outputs)
+    units: Units | None = None          # punctuate's input, streaming (stdin works)
+    emit: Emit | None = None            # punctuate's output, one utterance at a time
+    line_kind: Callable[[str], str] | None = None  # detection: the format's name for a line that is its, else ''
+    labels: bool = False                # carries label names (its own inventory); else marks in text
+    ids: bool = False                   # carries utterance ids
+    times: bool = False                 # carries word times
+    needs_times: bool = False           # as punctuate's output: only for inputs with word times
+    directory: bool = False             # a directory, not a file (not streamed; no stdin)
+    one_stream: bool = False            # punctuate: its lines are one stream (sentences cross lines)
+
+
+# ---------------------------------------------------------------- adapters to the uniform signatures
+
+def _lines_writer(lines: Callable[[list[Utterance]], Iterable[str]]) -> Writer:
+    """A corpus writer from a function giving the file's lines (written atomically, never over an input)."""
+    def write_file(utts: list[Utterance], path: str | Path, inventory: LabelSet | None = None,
+                   overwrite: bool = False, inputs: Iterable[str | Path] = ()) -> None:
+        check_not_input(path, list(inputs))
+        with atomic_write(path) as f:
+            f.writelines(line + "\n" for line in lines(utts))
+    return write_file
+
+
+def _read_twocol(p: Path, inv: LabelSet | None, rules: Substitution, report: Report, lowercase: bool,
+                 lines: tuple[int, int] | None, encoding: str | None) -> tuple[list[Utterance], LabelSet | None]:
+    return labelled.read_twocol(p, inv, report, lines, encoding), inv
+
+
+def _read_p2(p: Path, inv: LabelSet, rules: Substitution, report: Report, lowercase: bool,
+             lines: tuple[int, int] | None, encoding: str | None) -> tuple[list[Utterance], LabelSet | None]:
+    return labelled.read_punctuator2(p, inv, rules, report, lowercase, lines, encoding), inv
+
+
+def _read_text(with_ids: bool) -> Reader:
+    def read_text(p: Path, inv: LabelSet, rules: Substitution, report: Report, lowercase: bool,
+                  lines: tuple[int, int] | None, encoding: str | None) -> tuple[list[Utterance], LabelSet | None]:
+        return text.read_text(p, inv, rules, report, lowercase, with_ids, lines, encoding), inv
+    return read_text
+
+
+def _read_datadir(p: Path, inv: LabelSet | None, *_: object) -> tuple[list[Utterance], LabelSet | None]:
+    from punctkit.data.datadir import read_data_dir  # datadir.py imports this package's Utterance
+
+    dd = read_data_dir(p, inv)
+    return dd.utterances, dd.inventory
+
+
+def _write_datadir(utts: list[Utterance], path: str | Path, inventory: LabelSet | None = None,
+                   overwrite: bool = False, inputs: Iterable[str | Path] = ()) -> None:
+    from punctkit.data.datadir import write_data_dir
+
+    inv = inventory or inventory_for({lab for u in utts for lab in u.labels} or {O})
+    write_data_dir(path, utts, inv, overwrite=overwrite, inputs=list(inputs))
+
+
+def readable_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path) -> Iterator[str]:
+    """The input words as written, marks and case set; `uttid text` for inputs with ids."""
+    line = " ".join(shown)
+    yield f"{utt.uttid} {line}".rstrip() if utt.has_id else line
+
+
+# ---------------------------------------------------------------- the registry
+
+REGISTRY: dict[str, Format] = {f.name: f for f in [
+    Format("readable", "punctuate's default output: the input words as written, marks and case set "
+           "(`uttid text` for inputs with ids)", emit=readable_out),
+    Format("twocol", "`word<TAB>LABEL` a line, a blank line between utterances (IWSLT)",
+           reader=_read_twocol, writer=_lines_writer(labelled.twocol_out), line_kind=labelled.twocol_kind,
+           labels=True),
+    Format("punctuator2", "inline mark tokens, `so ,COMMA if we .PERIOD`, one utterance a line",
+           reader=_read_p2, writer=_lines_writer(labelled.punctuator2_out), line_kind=labelled.punctuator2_kind),
+    Format("text", "punctuated text, one utterance (or document) a line", reader=_read_text(False),
+           writer=_lines_writer(text.text_out), units=text.text_units, one_stream=True),
+    Format("kaldi_text", "Kaldi `text`: the utterance id, then its punctuated text", reader=_read_text(True),
+           writer=_lines_writer(text.kaldi_text_out), units=text.kaldi_text_units, ids=True),
+    Format("datadir", "a data directory with `text` and `labels` (punctkit.data.datadir)",
+           reader=_read_datadir, writer=_write_datadir, labels=True, ids=True, directory=True),
+    Format("ctm", "`uttid channel start duration word [conf]` a line (ASR word times)",
+           units=asr.ctm_units, emit=asr.ctm_out, line_kind=asr.ctm_kind, ids=True, times=True, needs_times=True),
+    Format("jsonl", "a JSON object a line with an id and words (ASR services)",
+           units=asr.jsonl_units, emit=asr.jsonl_out, line_kind=asr.jsonl_kind, ids=True, times=True),
+]}
+# classifiers from the most structured lines to the least (a JSON line may hold `,COMMA`, a CTM word too)
+DETECT_ORDER = ("jsonl", "ctm", "twocol", "punctuator2")
+ROLES = {"reader": "read", "writer": "write", "units": "read by punctuate", "emit": "written by punctuate"}
+
+
+def names(role: str) -> tuple[str, ...]:
+    """The formats that have `role` (`reader`, `writer`, `units` or `emit`), in registry order."""
+    return tuple(n for n, f in REGISTRY.items() if getattr(f, role) is not None)
+
+
+def get_format(name: str, role: str, what: str = "format", known: tuple[str, ...] | None = None) -> Format:
+    """The entry of `name`, which must have `role`; otherwise one line listing the names that do
+    (`known`: a command's own list, when it is wider than `role`)."""
+    known = known or names(role)
+    fmt = REGISTRY.get(name)
+    if fmt is None or name not in known:
+        if fmt is None:
+            raise PunctkitError(f"unknown {what} '{name}' (known: {', '.join(known)})")
+        raise PunctkitError(f"{what} '{name}' cannot be {ROLES[role]} here (known: {', '.join(known)})")
+    return fmt
+
+
+# ---------------------------------------------------------------- detection
+
+def detect_format(path: str | Path, encoding: str | None = None) -> str:
+    """The format of a file (or of stdin, `-`) from its content: the one detector of every command.
+
+    A directory is `datadir`. Otherwise a bounded sample of whole lines (the whole of a
+    small file; the head and evenly spaced slices of a large one; the head of stdin) is
+    classified, blank lines and CTM `;;` comments left out. Per line, the entries' classifiers
+    in DETECT_ORDER:
+    - jsonl: a JSON object; ctm: 5+ fields with numbers as fields 3 and 4;
+    - twocol: exactly two fields (split at the tab, else at spaces) whose second is a
+      known label, empty (tab form), or label-like (upper-case letters, digits, `_`);
+    - punctuator2: has a known mark token (`,COMMA`, `.PERIOD`, ...).
+    The kind with the most lines wins when it covers at least half of them (so a
+    two-column file with bad lines stays two-column and its reader names the bad lines),
+    except that two-column-like lines whose first fields are all unique ids (see below)
+    and whose second fields are no known label are Kaldi text (`utt1 YES`). When a kind
+    covers 5-50% of the lines (2 or more) with known labels, marks, numbers or JSON, the
+    format is ambiguous: an error asks for it (reading such a file as text would turn
+    `,COMMA` or `O` into words). Otherwise Kaldi text vs plain text: Kaldi text when, over
+    2+ lines, at least 90% of the first tokens are ids (letters, digits, `_-.:/` with a
+    digit, e.g. `utt1`, `1272-128104-0000`); else, only as a tie-breaker, when the file is
+    named `text` or `*.text` and its first tokens are unique or mostly ids (a single line,
+    ids without digits); else plain text.
+    """
+    if str(path) != "-":
+        p = Path(path)
+        if p.is_dir():
+            return "datadir"
+        if not p.exists():
+            raise PunctkitError(f"file not found: {p}")
+        if not p.is_file():
+            raise PunctkitError(f"{p}: not a regular file, so its format cannot be detected before it is read; "
+                                f"give the format (--from, --input-format, --ref-format/--hyp-format)")
+    lines = [ln for ln in sample_lines(path, encoding) if ln.strip() and not ln.startswith(";;")]
+    name = "stdin" if str(path) == "-" else Path(path).name
+    return classify_lines(lines, name, str(path))
+
+
+def line_kind(line: str) -> str:
+    """The first classifier's answer for one line (`twocol?`: an unknown label-like second field), or ''."""
+    for name in DETECT_ORDER:
+        kind = REGISTRY[name].line_kind(line)  # type: ignore[misc]
+        if kind:
+            return kind
+    return ""
+
+
+def classify_lines(lines: list[str], name: str, source: str) -> str:
+    """The format of sampled non-blank lines (rules in `detect_format`); `source` names the input in errors."""
+    kinds = [line_kind(ln) for ln in lines]
+    counts = Counter(k.rstrip("?") for k in kinds if k)
+    n = len(lines)
+    firsts = [ln.split()[0] for ln in lines]
+    if counts:
+        best, hits = counts.most_common(1)[0]
+        if hits >= 0.5 * n and not (best == "twocol" and "twocol" not in kinds and text.all_unique_ids(firsts)):
+            return best
+        sure = Counter(k for k in kinds if k and not k.endswith("?"))
+        for fmt, k in sure.items():
+            if 0.05 * n <= k < 0.5 * n and k >= 2:
+                first = next(i for i, kd in enumerate(kinds) if kd == fmt)
+                other = next(i for i, kd in enumerate(kinds) if kd != fmt)
+                raise PunctkitError(
+                    f"{source}: cannot tell its format: {k} of {n} sampled lines look like {fmt} "
+                    f"(e.g. {lines[first][:40]!r}), others not (e.g. {lines[other][:40]!r}); give the format "
+                    f"(--from, --input-format, --ref-format/--hyp-format)")
+    return "kaldi_text" if text.looks_like_ids(firsts, name) else "text"
+
+
+def detect_for(path: str | Path, role: str, encoding: str | None = None, command: str = "this command",
+               option: str = "--from") -> Format:
+    """The detected format of `path`, which must have `role`; else one line naming what the command reads."""
+    name = detect_format(path, encoding)
+    known = names(role)
+    if name not in known:
+        raise PunctkitError(f"{path}: looks like {name}, which {command} does not read (it reads "
+                            f"{', '.join(known)}); give {option} to read it as one of those")
+    return REGISTRY[name]
+
+
+# ---------------------------------------------------------------- corpus reading and writing
+
+def read(path: str | Path, fmt: str | None = None, inventory: LabelSet | str | None = None,
+         rules: Substitution | None = None, lowercase: bool = False,
+         report: Report | None = None, lines: tuple[int, int] | None = None,
+         encoding: str | None = None) -> tuple[list[Utterance], LabelSet]:
+    """Read any corpus format; returns the utterances and their label inventory.
+
+    With no inventory, labelled formats infer the smallest one that fits and
+    text formats use 4-class. `lines=(first, last)` reads only those lines of a file;
+    `encoding` decodes a file that is not UTF-8 (or UTF-16/32 with a BOM).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise PunctkitError(f"file not found: {p}")
+    entry = get_format(fmt, "reader") if fmt is not None else detect_for(p, "reader", encoding)
+    inv = get_inventory(inventory) if isinstance(inventory, str) else inventory
+    if not entry.labels:
+        inv = inv or get_inventory("4class")
+        rules = rules or default_substitution(inv)
+    utts, inv = entry.reader(p, inv, rules, report or Report(), lowercase, lines, encoding)  # type: ignore[misc]
+    if inv is None:
+        inv = inventory_for({lab for u in utts for lab in u.labels} or {O})
+    if lowercase:
+        for u in utts:
+            u.words = [w.lower() for w in u.words]
+    return utts, inv
+
+
+def write(utts: list[Utterance], path: str | Path, fmt: str, inventory: LabelSet | None = None,
+          overwrite: bool = False, inputs: list[str | Path] | tuple = ()) -> None:
+    """Write utterances in `fmt`; the file appears only when complete.
+
+    A file output may replace an existing file (the user named it), never one of
+    `inputs`; a data directory is written by `write_data_dir` (`overwrite` there).
+    """
+    get_format(fmt, "writer").writer(utts, path, inventory, overwrite, inputs)  # type: ignore[misc]
+
+
+def convert(src: str | Path, dst: str | Path, src_fmt: str | None = None, dst_fmt: str | None = None,
+            inventory: str | None = None, overwrite: bool = False,
+            encoding: str | None = None) -> tuple[int, int]:
+    """Convert between formats; returns (utterances, words) written (`dst` never replaces `src`)."""
+    check_not_input(dst, [src])
+    if dst_fmt is not None:
+        get_format(dst_fmt, "writer")  # an unknown name fails before reading
+    utts, inv = read(src, src_fmt, inventory, encoding=encoding)
+    if dst_fmt is None:
+        dst_fmt = "datadir" if Path(dst).is_dir() or str(dst).endswith("/") else "text"
+    write(utts, dst, dst_fmt, inv, overwrite, inputs=[src])
+    return len(utts), sum(len(u.words) for u in utts)

@@ -1,0 +1,199 @@
+"""The format registry (punctkit/data/formats/registry.py): every entry keeps what it promises.
+
+Each test runs over every registered format, so an entry added later (Whisper JSON, SRT, ...)
+is checked without a new test: its writer and reader round-trip, the detector recognises what
+its own writer wrote, and what it says it carries (labels, ids, times) survives the trip.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from punct_util import cli, tiny_conf, train_tiny
+from punctkit.cli import app
+from punctkit.data.formats import (FORMATS, REGISTRY, AsrUtterance, Utterance, detect_format, get_format, names,
+                                   read, split_text, write)
+from punctkit.data.formats.asr import read_ctm
+from punctkit.data.formats.text import kaldi_text_lines
+from punctkit.data.labels import INVENTORIES, O, default_substitution
+from punctkit.feats import ctm as feats_ctm
+from punctkit.files import PunctkitError
+
+INV = INVENTORIES["4class"]
+RULES = default_substitution(INV)
+UTTS = [
+    Utterance("talk1-001", ["so", "if", "we", "do", "n't", "go", "what", "then"],
+              ["COMMA", "O", "O", "O", "O", "PERIOD", "O", "QUESTION"]),
+    Utterance("talk1-002", ["well", "it", "'s", "3.5", "dollars"], ["COMMA", "O", "O", "O", "PERIOD"]),
+    Utterance("talk2-001", ["yes"], ["PERIOD"]),
+]
+# punctuate's side: words as an ASR system writes them, with times
+ASR = [("utt1", ["Hello,", "world", "don't", "go"], [0.0, 0.5, 1.25, 2.0]), ("utt2", ["café", "ok."], [0.1, 0.7])]
+
+
+def out_path(tmp_path: Path, name: str) -> Path:
+    return tmp_path / (name if REGISTRY[name].directory else f"{name}.out")
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_every_entry_can_do_something(name):
+    f = REGISTRY[name]
+    assert f.name == name and f.summary
+    assert f.reader or f.writer or f.units or f.emit, name
+    if f.units is not None or f.reader is not None:
+        assert f.directory or f.line_kind is not None or name in ("text", "kaldi_text"), \
+            f"{name}: a readable file format needs a line classifier (or is the text fallback)"
+
+
+@pytest.mark.parametrize("name", [n for n, f in REGISTRY.items() if f.reader and f.writer])
+def test_corpus_formats_round_trip_and_are_detected(tmp_path, name):
+    f = REGISTRY[name]
+    out = out_path(tmp_path, name)
+    write(UTTS, out, name, INV)
+    assert detect_format(out) == name
+    back, inv = read(out)  # detected
+    assert [(u.words, u.labels) for u in back] == [(u.words, u.labels) for u in UTTS]
+    assert inv.name == "4class"
+    if f.ids:
+        assert [u.uttid for u in back] == [u.uttid for u in UTTS]
+    if f.labels:  # labels carried: a 6-class label comes back as itself, not through marks in text
+        six = [Utterance("u1", ["wow", "then"], ["EXCLAMATION", "DOTS"])]
+        write(six, out_path(tmp_path / "six", name), name, INVENTORIES["6class"])
+        back6, inv6 = read(out_path(tmp_path / "six", name), name)
+        assert back6[0].labels == ["EXCLAMATION", "DOTS"] and inv6.name == "6class"
+
+
+def asr_units(timed: bool) -> list[AsrUtterance]:
+    """ASR utterances as punctuate's JSON reader makes them (word records, with or without times)."""
+    units = []
+    for uttid, toks, starts in ASR:
+        p = split_text(" ".join(toks), INV, RULES)
+        times = [(s, s + 0.25) if timed else (None, None) for s in starts]
+        recs = [{"index": k, "start_s": a, "end_s": b} for k, (a, b) in enumerate(times)]
+        source = {"id": uttid, "words": [{"word": t, "start": a, "end": b} for t, (a, b) in zip(toks, times)]}
+        units.append(AsrUtterance(uttid, p.words, p.marks, p.written, recs, source))
+    return units
+
+
+@pytest.mark.parametrize("name", [n for n, f in REGISTRY.items() if f.units and f.emit])
+def test_punctuate_formats_round_trip_and_are_detected(tmp_path, name):
+    """What an entry's punctuate writer writes, its reader reads back: the same words as written,
+    the same ids and times (where the format carries them), the written marks as input marks."""
+    f = REGISTRY[name]
+    src = tmp_path / f"{name}.in"
+    units = asr_units(timed=True)
+    with open(src, "w", encoding="utf-8") as out:
+        for u, (_, toks, _) in zip(units, ASR):
+            labels = [O] * len(u.words)
+            out.writelines(line + "\n" for line in f.emit(u, labels, toks, src))  # type: ignore[misc]
+    assert detect_format(src) == name
+    dropped = [0]
+    back = list(f.units(src, INV, RULES, None, dropped))  # type: ignore[misc]
+    assert dropped == [0]
+    assert [u.words for u in back] == [u.words for u in units]
+    assert [u.written for u in back] == [u.written for u in units]
+    assert [u.marks for u in back] == [u.marks for u in units]
+    if f.ids:
+        assert [u.uttid for u in back] == [u for u, _, _ in ASR]
+    if f.times:
+        assert [[round(r["start_s"], 3) for r in u.records] for u in back] == [s for _, _, s in ASR]
+        assert [[round(r["end_s"], 3) for r in u.records] for u in back] == [[x + 0.25 for x in s] for _, _, s in ASR]
+
+
+@pytest.mark.parametrize("name", [n for n, f in REGISTRY.items() if f.needs_times])
+def test_timed_outputs_refuse_words_without_times(tmp_path, name):
+    u = asr_units(timed=False)[0]
+    with pytest.raises(PunctkitError, match=r"x:0 \(utterance utt1\): word 1 has no start time"):
+        list(REGISTRY[name].emit(u, [O] * len(u.words), ASR[0][1], tmp_path / "x"))  # type: ignore[misc]
+
+
+def test_names_come_from_the_entries():
+    assert FORMATS == ("twocol", "punctuator2", "text", "kaldi_text", "datadir")
+    assert names("units") == ("text", "kaldi_text", "ctm", "jsonl")
+    assert names("emit") == ("readable", "ctm", "jsonl")
+    assert [n for n in REGISTRY if REGISTRY[n].times] == ["ctm", "jsonl"]
+    assert [n for n in REGISTRY if REGISTRY[n].needs_times] == ["ctm"]
+
+
+@pytest.mark.parametrize("role,what", [("reader", "format"), ("writer", "format"), ("units", "input format"),
+                                       ("emit", "output format")])
+def test_unknown_name_is_one_line_listing_the_names(role, what):
+    with pytest.raises(PunctkitError) as e:
+        get_format("xml", role, what)
+    assert str(e.value) == f"unknown {what} 'xml' (known: {', '.join(names(role))})"
+    other = next(n for n in REGISTRY if n not in names(role))
+    with pytest.raises(PunctkitError, match=rf"^{what} '{other}' cannot be .* here \(known: "):
+        get_format(other, role, what)
+
+
+def test_unknown_names_on_the_command_line(tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("so ,COMMA then .PERIOD\n")
+    known = ", ".join(FORMATS)
+    for args in (["convert", src, tmp_path / "o", "--from", "xml"], ["convert", src, tmp_path / "o", "--to", "xml"],
+                 ["prepare", src, "-o", tmp_path / "d", "--from", "xml"], ["score", src, src, "--ref-format", "xml"]):
+        r = cli(*args, ok=False)
+        assert r.returncode == 1 and r.stderr.strip() == f"punctkit: error: unknown format 'xml' (known: {known})"
+    assert not (tmp_path / "o").exists() and not (tmp_path / "d").exists()
+
+
+@pytest.fixture(scope="module")
+def pkg(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("reg")
+    conf = tiny_conf({"type": "transformer_tagger", "n_layers": 1, "d_model": 16, "n_heads": 2, "d_ff": 32,
+                      "dropout": 0.1}, epochs=1)
+    cli("pack", train_tiny(d, conf, train_lines=2000), "-o", d / "tiny.pkt")
+    return d / "tiny.pkt"
+
+
+def test_punctuate_names_its_formats_from_the_registry(tmp_path, pkg):
+    src = tmp_path / "in.txt"
+    src.write_text("so if we go\n")
+    r = cli("punctuate", "-m", pkg, src, "--input-format", "xml", ok=False)
+    assert r.stderr.strip() == f"punctkit: error: unknown input format 'xml' (known: {', '.join(names('units'))})"
+    r = cli("punctuate", "-m", pkg, src, "--format", "srt", ok=False)
+    outs = ", ".join(names("emit") + FORMATS)
+    assert r.stderr.strip() == f"punctkit: error: unknown output format 'srt' (known: {outs})"
+    r = cli("punctuate", "-m", pkg, src, "--format", "ctm", ok=False)
+    assert r.stderr.strip() == "punctkit: error: --format ctm needs word times: input format ctm or jsonl, not text"
+    for fmt in FORMATS:  # every corpus format is a punctuate output through its registry writer
+        out = out_path(tmp_path, fmt)
+        r = CliRunner().invoke(app, ["punctuate", "-m", str(pkg), str(src), "--format", fmt, "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        back, _ = read(out, fmt)
+        assert [w for u in back for w in u.words] == ["so", "if", "we", "go"]
+
+
+# ------------------------------------------------------------------ one reader per format
+
+def test_one_ctm_reader_for_punctuate_and_the_acoustic_models(tmp_path):
+    p = tmp_path / "ctm"
+    p.write_text(";; a comment\nu1 1 0.00 0.30 so 0.9\nu1 1 0.30 0.20 well\nu2 A 0.5 0.1 ok\n")
+    groups = list(read_ctm(p))
+    assert [(u, [ln.word for ln in lines]) for u, lines in groups] == [("u1", ["so", "well"]), ("u2", ["ok"])]
+    loaded = feats_ctm.read_ctm(p)
+    assert {u: [(w.start, w.dur, w.word, w.line) for w in ws] for u, ws in loaded.items()} == \
+        {u: [(ln.start_s, ln.dur_s, ln.word, ln.lineno) for ln in lines] for u, lines in groups}
+    p.write_text("u1 1 0 0.3 so\nu2 1 0 0.1 ok\nu1 1 0.3 0.2 well\n")
+    msg = r"ctm:3: utterance 'u1' continues after other utterances"
+    with pytest.raises(PunctkitError, match=msg):
+        list(read_ctm(p))
+    with pytest.raises(PunctkitError, match=msg):
+        feats_ctm.read_ctm(p)
+    with pytest.raises(PunctkitError, match=msg):
+        list(get_format("ctm", "units").units(p, INV, RULES))  # type: ignore[misc]
+
+
+def test_one_kaldi_text_reader_for_corpora_and_punctuate(tmp_path):
+    p = tmp_path / "text"
+    p.write_text("a-1 So, if we go.\n\nb-2\tWell then?\na-1 again\n")
+    assert [(i, u) for i, u, _ in kaldi_text_lines(p, lines=(1, 3))] == [(1, "a-1"), (3, "b-2")]
+    corpus, _ = read(p, "kaldi_text", lines=(1, 3))
+    assert [(u.uttid, u.words) for u in corpus] == [("a-1", ["So", "if", "we", "go"]), ("b-2", ["Well", "then"])]
+    msg = r"text:4: duplicate utterance id 'a-1'"
+    with pytest.raises(PunctkitError, match=msg):
+        read(p, "kaldi_text")
+    with pytest.raises(PunctkitError, match=msg):
+        list(get_format("kaldi_text", "units").units(p, INV, RULES))  # type: ignore[misc]
