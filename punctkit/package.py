@@ -35,11 +35,11 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import yaml
 
-import punctkit
+from punctkit import __version__
 from punctkit.files import PunctkitError, atomic_write, require_file
 from punctkit.score import read_score
 from punctkit.text.frontend import CONF_FILE, Frontend, load_frontend
@@ -145,20 +145,20 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
 
 def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
          card_results: Iterable[str | Path] = (), train_data: str | None = None,
-         onnx: bool = False, int8: bool = False) -> dict[str, Any]:
+         onnx: bool = False, int8: bool = False,
+         verify: Callable[..., Any] | None = None) -> dict[str, Any]:
     """Write the model of a trained model dir into one file; returns its manifest.
 
     `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch;
     `int8` stores that graph with int8 weights (faster on CPU; labels may differ slightly).
-    The file is checked by loading it back before it replaces `out`.
+    `verify(path, backend=...)` loads the file back (with each backend it holds) before it
+    replaces `out` (punctkit.punctuator.pack passes `Punctuator.load`).
     """
     if int8 and not onnx:
         raise PunctkitError("--int8 is the ONNX graph's weight type: add --onnx")
     import torch
 
-    from punctkit.decode.decoder import find_checkpoint, load_model
-    from punctkit.punctuator import Punctuator
-
+    from punctkit.expdir import find_checkpoint, load_model
     exp = Path(exp_dir)
     model, frontend, _, conf = load_model(exp, checkpoint)
     ckpt = find_checkpoint(exp, checkpoint)  # its name goes on the card
@@ -166,7 +166,7 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
     require_file(fe_dir / CONF_FILE, "frontend description")
     conf = dict(conf, model=_offline_model_conf(conf["model"], fe_dir))
     manifest = {
-        "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "punctkit_version": punctkit.__version__,
+        "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "punctkit_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "card": make_card(exp, conf, ckpt, [Path(p) for p in card_results], train_data),
     }
@@ -194,7 +194,8 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
                 z.writestr(zipfile.ZipInfo("model.onnx"), graph, zipfile.ZIP_STORED)
         f.flush()
         for backend in ("torch", "onnx") if onnx else ("torch",):
-            Punctuator.load(f.name, backend=backend)  # the packed file rebuilds the model on its own
+            if verify is not None:
+                verify(f.name, backend=backend)  # the packed file rebuilds the model on its own
     return manifest
 
 
@@ -315,7 +316,7 @@ def _manifest(path: Path, raw: bytes) -> dict[str, Any]:
     version = manifest.get("format_version")
     if version != FORMAT_VERSION:
         raise _bad(path, f"packed model format version {version}, this punctkit "
-                         f"({punctkit.__version__}) reads version {FORMAT_VERSION}: pack it again")
+                         f"({__version__}) reads version {FORMAT_VERSION}: pack it again")
     return manifest
 
 

@@ -16,7 +16,7 @@ from punctkit.files import PunctkitError
 from punctkit.models.registry import build_model
 from punctkit.nn.fusion import MODES, Fusion
 from punctkit.data.streams import IGNORE, Stream, Window
-from punctkit.train.dataset import collate
+from punctkit.batch import collate
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,7 +150,7 @@ def test_acoustic_only_uses_the_audio() -> None:
 
 def test_audio_extra_cuts_and_rebases_frames(tmp_path: Path) -> None:
     from punctkit.feats.loader import AcousticUtterance
-    from punctkit.train.audio import AudioExtra
+    from punctkit.batch import AudioExtra
 
     extra = AudioExtra.__new__(AudioExtra)
     extra.sources = []

@@ -16,11 +16,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.labels import (
     INVENTORIES, MARK_TEXT, O, TEXT_MARK, LabelSet, Substitution, case_of, default_substitution,
     get_inventory, inventory_for, mark_of,
 )
 from punctkit.data.tokenize import join_marked, segment, tokens
+from punctkit.data.utterance import Utterance  # noqa: F401 (its readers' and writers' type, imported from here too)
 from punctkit.files import PunctkitError, atomic_write, check_not_input, iter_lines, where
 
 FORMATS = ("twocol", "punctuator2", "text", "kaldi_text", "datadir")
@@ -33,15 +35,6 @@ P2_TOKENS = {
 }
 LABEL_P2 = {v: k for k, v in P2_TOKENS.items()}
 _P2_TOKEN = re.compile(r"^[^\w\s]+[A-Z]+$")
-
-
-@dataclass
-class Utterance:
-    """One utterance: its id, its words and one label per word."""
-
-    uttid: str
-    words: list[str]
-    labels: list[str]
 
 
 @dataclass
@@ -281,8 +274,6 @@ def read(path: str | Path, fmt: str | None = None, inventory: LabelSet | str | N
     if fmt == "twocol":
         utts = read_twocol(p, inv, report, lines)
     elif fmt == "datadir":
-        from punctkit.data.datadir import read_data_dir
-
         dd = read_data_dir(p, inv)
         utts, inv = dd.utterances, dd.inventory
     else:
@@ -319,8 +310,6 @@ def write(utts: list[Utterance], path: str | Path, fmt: str, inventory: LabelSet
     `inputs`; a data directory is written by `write_data_dir` (`overwrite` there).
     """
     if fmt == "datadir":
-        from punctkit.data.datadir import write_data_dir
-
         inv = inventory or inventory_for({lab for u in utts for lab in u.labels} or {O})
         write_data_dir(path, utts, inv, overwrite=overwrite, inputs=inputs)
         return

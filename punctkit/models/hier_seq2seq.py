@@ -18,9 +18,8 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from punctkit.files import PunctkitError
-from punctkit.models.base import Batch, PunctModel, gather_words
+from punctkit.models.base import Batch, PunctModel, gather_words, select_rows
 from punctkit.models.registry import register
-from punctkit.models.transformer import _select
 from punctkit.nn.attention import MultiHeadAttention
 from punctkit.nn.embedding import InputEmbedding
 from punctkit.nn.fusion import Fusion
@@ -137,7 +136,7 @@ class HierSeq2Seq(PunctModel):
         return torch.stack(out, dim=1)
 
     def expand_memory(self, memory: Any, index: torch.Tensor) -> Any:
-        return _select(memory, index)
+        return select_rows(memory, index)
 
     def reorder_state(self, state: Any, index: torch.Tensor) -> Any:
-        return _select(state, index)
+        return select_rows(state, index)

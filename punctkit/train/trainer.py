@@ -38,20 +38,24 @@ from punctkit.data.datadir import read_data_dir
 from punctkit.data.labels import LabelSet, O, mark_of
 from punctkit.data.streams import (IGNORE, Extra, Stream, WindowDataset, bucket_batches, make_streams, shard,
                                    train_windows)
-from punctkit.decode.decoder import decode_streams, pick_device
+from punctkit.batch import audio_extra, collate, wants_audio
+from punctkit.config import load_config, save_config
+from punctkit.expdir import pick_device
 from punctkit.files import DirLock, PunctkitError, atomic_write, check_output_dir
 from punctkit.models.base import PunctModel
-from punctkit.models.registry import build_model
+from punctkit.models.registry import build_model, model_needs
 from punctkit.progress import progress
 from punctkit.text.frontend import Frontend, load_frontend, train_frontend
 from punctkit.train import checkpoint as ckpt
-from punctkit.train.config import load_config, save_config
-from punctkit.train.dataset import collate
 from punctkit.train.losses import class_weights, make_loss
 from punctkit.train.rdrop import rdrop_loss
 from punctkit.train.schedules import Schedule, make_schedule
 
 Callback = Callable[["Trainer"], None]
+Validate = Callable[[PunctModel], list[list[int]]]  # a model -> the best label ids of each dev stream
+# (the training config's `decode:` section, frontend, dev streams, device, audio extra, log) ->
+# (Validate, that section resolved): decoding's side of validation (punctkit/fit.py passes it)
+Validation = Callable[..., tuple[Validate, dict[str, Any]]]
 
 
 @dataclass
@@ -157,7 +161,7 @@ class Trainer:
                  inventory: LabelSet, valid_streams: list[Stream] | None = None, device: torch.device | str = "cpu",
                  log: Callable[[str], None] = print, label_counts: list[int] | None = None,
                  on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None,
-                 rank: int = 0, world_size: int = 1):
+                 rank: int = 0, world_size: int = 1, validate: Validate | None = None):
         self.model = model
         self.conf = conf
         self.tconf = conf["train"]
@@ -165,6 +169,7 @@ class Trainer:
         self.ckpt_dir = self.exp / "checkpoints"
         self.train_set = train_set
         self.valid_streams = valid_streams
+        self.validate_fn = validate
         self.inventory = inventory
         self.device = torch.device(device)
         self.log = log
@@ -298,13 +303,11 @@ class Trainer:
         return self._validate()
 
     def _validate(self) -> dict[str, Any] | None:
-        if not self.valid_streams:
+        if not self.valid_streams or self.validate_fn is None:
             return None
-        d = self.conf["decode"]
         with self.autocast():
-            hyps = decode_streams(self.model, self.train_set.frontend, self.valid_streams, d["window"], d["step"],
-                                  d["batch_size"], self.device, beam=1, extra=self.train_set.extra)
-        return overall_f1(self.valid_streams, [h[0][0] for h in hyps], self.inventory)
+            hyps = self.validate_fn(self.model)
+        return overall_f1(self.valid_streams, hyps, self.inventory)
 
     def fit(self) -> TrainState:
         """Train until the epoch limit, patience or max_minutes; then write best and averaged models."""
@@ -434,8 +437,6 @@ def _embeddings(conf: dict[str, Any], frontend: Frontend, inputs: Path, exp: Pat
 def _audio_extra(conf: dict[str, Any], train_dir: str | Path, valid_dir: str | Path | None,
                  log: Callable[[str], None]) -> Extra | None:
     """Audio inputs from the data dirs' feats.scp when the config or the model asks (`audio.use`, resolved)."""
-    from punctkit.train.audio import audio_extra
-
     if not conf["audio"]["use"]:
         return None
     extra = audio_extra(train_dir, valid_dir)
@@ -447,7 +448,7 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
           exp_dir: str | Path, ngpu: int = 0, resume: bool | None = None, overrides: list[str] | tuple = (),
           inputs_dir: str | Path | None = None, extra: Extra | None = None, quiet: bool = False,
           on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None,
-          nproc: int = 1, force: bool = False) -> TrainState:
+          nproc: int = 1, force: bool = False, validation: Validation | None = None) -> TrainState:
     """`punctkit train`: config + data dirs -> a self-contained model dir `exp_dir`.
 
     resume: None resumes when checkpoints exist; False refuses to touch an
@@ -460,7 +461,7 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
     """
     kw = dict(config=config, train_dir=train_dir, valid_dir=valid_dir, exp_dir=exp_dir, ngpu=ngpu, resume=resume,
               overrides=list(overrides), inputs_dir=inputs_dir, extra=extra, quiet=quiet, on_step=on_step,
-              on_epoch_end=on_epoch_end)
+              on_epoch_end=on_epoch_end, validation=validation)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ:  # started by torchrun
         return _ddp_process(int(os.environ.get("LOCAL_RANK", os.environ["RANK"])), int(os.environ["WORLD_SIZE"]),
                             kw, int(os.environ["RANK"]), lock_force=force)
@@ -549,7 +550,8 @@ def _train_process(config: str | Path | dict[str, Any], train_dir: str | Path, v
                    exp_dir: str | Path, ngpu: int = 0, resume: bool | None = None, overrides: list[str] | tuple = (),
                    inputs_dir: str | Path | None = None, extra: Extra | None = None, quiet: bool = False,
                    on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None,
-                   rank: int = 0, world_size: int = 1, device: torch.device | None = None) -> TrainState:
+                   rank: int = 0, world_size: int = 1, device: torch.device | None = None,
+                   validation: Validation | None = None) -> TrainState:
     """The training run of one process (all of it when there is a single process).
 
     A resume writes nothing (train.log lines are held) until every check has passed:
@@ -562,8 +564,6 @@ def _train_process(config: str | Path | dict[str, Any], train_dir: str | Path, v
     exp.mkdir(parents=True, exist_ok=True)
     log = Logger(exp / "train.log", quiet, hold=has_ckpt) if rank == 0 else Logger(None, quiet=True)
     conf = load_config(config, overrides)
-    from punctkit.train.audio import model_needs, wants_audio
-
     conf["audio"]["use"] = wants_audio(conf, model_needs(conf["model"]))  # resolved, as saved in config.yaml
     if has_ckpt and (exp / "config.yaml").is_file():
         saved = load_config(exp / "config.yaml")
@@ -626,11 +626,14 @@ def _train_process(config: str | Path | dict[str, Any], train_dir: str | Path, v
     conf["resolved"] = {"inventory": inventory.name, "env": {
         "vocab_size": frontend.vocab_size, "n_labels": len(inventory), "pad_id": frontend.pad_id,
         "embeddings_shape": list(emb.shape) if emb is not None else None, "feat_dim": feat_dim}}
+    validate = None
+    if validation is not None and valid_streams:
+        validate, conf["decode"] = validation(conf["decode"], frontend, valid_streams, device, extra, log)
     counts = np.bincount([x for s in train_streams for x in s.labels if x != IGNORE], minlength=len(inventory))
     trainer = Trainer(model, conf, exp, WindowDataset(train_streams, frontend, extra=extra,
                                                       max_tokens=t["max_tokens"]),
                       inventory, valid_streams, device, log, counts.tolist(), on_step, on_epoch_end,
-                      rank=rank, world_size=world_size)
+                      rank=rank, world_size=world_size, validate=validate)
     if has_ckpt:
         trainer.resume()  # the last check: a refused resume has written nothing
     if rank == 0:
