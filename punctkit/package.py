@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable
 import yaml
 
 from punctkit import __version__
+from punctkit.decode.options import OPTIONS_FILE, read_options
 from punctkit.files import PunctkitError, atomic_write, require_file
 from punctkit.score import read_score
 from punctkit.text.frontend import CONF_FILE, Frontend, load_frontend
@@ -108,14 +109,41 @@ def _train_data(exp: Path) -> str | None:
 
 
 def _results(path: Path) -> dict[str, Any]:
-    """Overall P/R/F1 (and SER) from a `score.json` written by `punctkit score -o`."""
+    """Overall P/R/F1 (and SER) from a `score.json` written by `punctkit score -o`, with the
+    decoding options behind it (`decoding_of`)."""
     res = read_score(path)
     overall = res["overall"]
     out = {k: overall[k] for k in ("precision", "recall", "f1") if k in overall}
     if "SER" in res:
         out["SER"] = res["SER"]
     out["source"] = str(path)
+    opts = decoding_of(path)
+    if opts is not None:
+        out["decode"] = opts
     return out
+
+
+CARD_DECODE = ("window", "step", "beam")
+
+
+def decoding_of(score_json: Path) -> dict[str, Any] | None:
+    """The window, step and beam a scored hypothesis was decoded with: the decode_options.yaml
+    beside `score_json` (the recipe copies it there) or in its `hyp/`; None when neither exists."""
+    for p in (score_json.parent / OPTIONS_FILE, score_json.parent / "hyp" / OPTIONS_FILE):
+        if p.is_file():
+            opts = read_options(p).search()
+            return {k: opts[k] for k in CARD_DECODE}
+    return None
+
+
+def quoted_decoding(card_results: list[Path]) -> dict[str, Any] | None:
+    """The decoding behind the scores a card quotes (one setting for all; an error when they
+    differ), which the package then decodes with; None when no score records its options."""
+    found = {str(p): d for p in card_results if (d := decoding_of(p)) is not None}
+    if len({tuple(sorted(d.items())) for d in found.values()}) > 1:
+        raise PunctkitError("--card-results: the scores were decoded with different settings ("
+                            + "; ".join(f"{p}: {d}" for p, d in found.items()) + "); quote one setting")
+    return next(iter(found.values()), None)
 
 
 def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: list[Path],
@@ -128,7 +156,7 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
         "inventory": conf["resolved"]["inventory"],
         "checkpoint": checkpoint.name,
         "training_data": train_data or _train_data(exp),
-        "decode": {k: conf["decode"][k] for k in ("window", "step", "beam") if k in conf["decode"]},
+        "decode": {k: conf["decode"][k] for k in CARD_DECODE if k in conf["decode"]},
     }
     hist = exp / "history.json"
     if hist.is_file():
@@ -165,10 +193,14 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
     fe_dir = exp / "frontend"
     require_file(fe_dir / CONF_FILE, "frontend description")
     conf = dict(conf, model=_offline_model_conf(conf["model"], fe_dir))
+    results = [Path(p) for p in card_results]
+    quoted = quoted_decoding(results)
+    if quoted is not None:  # the package decodes as its quoted scores were decoded
+        conf["decode"] = {**conf["decode"], **quoted}
     manifest = {
         "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "punctkit_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "card": make_card(exp, conf, ckpt, [Path(p) for p in card_results], train_data),
+        "card": make_card(exp, conf, ckpt, results, train_data),
     }
     graph = None
     if onnx:
