@@ -381,7 +381,7 @@ def test_trainer_runs_ff2_with_rdrop_and_separate_rates(tmp_path, iwslt):
     from punctkit.decode.decoder import decode_dir
     from punctkit.train.schedules import make_schedule
     from punctkit.fit import train
-    from punctkit.train.trainer import make_optimizer
+    from punctkit.train.trainer import TrainOptions, make_optimizer
 
     prepare([iwslt / "dev2012"], tmp_path / "train", block_len=50, lines=(1, 300))
     prepare([iwslt / "dev2012"], tmp_path / "valid", block_len=50, lines=(301, 400))
@@ -397,7 +397,7 @@ def test_trainer_runs_ff2_with_rdrop_and_separate_rates(tmp_path, iwslt):
     state = train(conf, tmp_path / "train", tmp_path / "valid", tmp_path / "exp", quiet=True)
     assert state.epoch == 2 and all(math.isfinite(h["loss"]) for h in state.history)
     model = build_model(conf["model"], vocab_size=len(plm.joinpath("vocab.txt").read_text().split()), n_labels=4)
-    opt = make_optimizer(model, {"optimizer": "adam", "lr": 1e-3, "betas": [0.9, 0.999], "weight_decay": 0.0})
+    opt = make_optimizer(model, TrainOptions.from_section({"optimizer": "adam", "lr": 1e-3}))
     make_schedule("noam", opt, 1e-3, warmup=3)
     lrs = [g["lr"] for g in opt.param_groups]
     assert len(lrs) == 2 and lrs[1] == pytest.approx(4 * lrs[0])
