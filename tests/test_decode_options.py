@@ -43,10 +43,12 @@ def test_a_decoding_config_cannot_change_the_trained_window():
 
 
 def test_values_no_decoding_can_use_are_one_line_errors(tmp_path):
-    with pytest.raises(PunctkitError, match="step 60: must be between 1 and the window"):
+    with pytest.raises(PunctkitError, match="--step 60: must be between 1 and the window"):
         resolve({"step": 60}, TRAINED)
     with pytest.raises(PunctkitError, match="beam: expected a positive integer"):
         resolve(trained=TRAINED, config={"beam": 0})
+    with pytest.raises(PunctkitError, match="^decode step 50: must be between 1 and the window"):
+        resolve(trained=TRAINED, config={"step": 50})
     bad = tmp_path / "d.yaml"
     bad.write_text("beam: 2\nlength_penalty: 1\n")
     with pytest.raises(PunctkitError, match="unknown decode option.*length_penalty"):
@@ -127,5 +129,5 @@ def test_punctuator_takes_the_packed_options_without_changing_them(exp, tmp_path
     assert (p.window, p.step, p.options.beam) == (30, 10, 2)
     assert p.conf["decode"]["step"] == 15  # the packed section is not rewritten
     assert Punctuator.load(tmp_path / "m.pkt").options.beam == 1  # the model's, no silent fallback
-    with pytest.raises(PunctkitError, match="step 31: must be between 1 and the window"):
+    with pytest.raises(PunctkitError, match="--step 31: must be between 1 and the window"):
         Punctuator.load(tmp_path / "m.pkt", step=31)

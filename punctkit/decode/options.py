@@ -87,18 +87,19 @@ def resolve(command_line: Mapping[str, Any] | None = None, trained: Mapping[str,
         config.pop(k, None)
     values = {**{k: v for k, v in trained.items() if k in NAMES}, **config, **cli}
     opts = DecodeOptions(**values)
-    check(opts)
+    check(opts, given=tuple(cli))
     return opts
 
 
-def check(opts: DecodeOptions) -> None:
-    """One-line errors for values no decoding can use."""
+def check(opts: DecodeOptions, given: tuple[str, ...] = ()) -> None:
+    """One-line errors for values no decoding can use (named as options when in `given`)."""
     for k in ("window", "step", "batch_size", "beam", "nbest"):
         v = getattr(opts, k)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise PunctkitError(f"decode option {k}: expected a positive integer, got {v!r}")
     if opts.step > opts.window:
-        raise PunctkitError(f"decode step {opts.step}: must be between 1 and the window ({opts.window} words)")
+        name = "--step" if "step" in given else "decode step"
+        raise PunctkitError(f"{name} {opts.step}: must be between 1 and the window ({opts.window} words)")
 
 
 def options_lines(opts: DecodeOptions) -> list[str]:
