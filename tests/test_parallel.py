@@ -145,7 +145,7 @@ def test_decode_nj2_local_equals_nj1(ddp_exp):
     assert "(2 job(s))" in r2.stdout + r2.stderr
     assert (exp / "decode_test" / "log" / "decode.2.log").is_file()
     two = dir_bytes(hyp)
-    assert sorted(one) == ["inventory", "labels", "spk2utt", "text", "utt2spk"]
+    assert sorted(one) == ["decode_options.yaml", "inventory", "labels", "spk2utt", "text", "utt2spk"]
     assert two == one
     # more jobs than streams: capped at the 3 speakers, with a log line
     r5 = decode_stage(root, 5)
