@@ -87,7 +87,7 @@ def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt
                overwrite: bool = False, config: str | Path | None = None) -> dict[str, Any]:
     """Label every word of `data_dir` and write `out` in the resolved format (+ an `nbest` file
     when nbest > 1) and the resolved options (`decode_options.yaml` in a data-directory `out`,
-    else `OUT.options.yaml`).
+    else `OUT.decode_options.yaml`).
 
     The keyword options are the command line (None: unset), `config` a decoding config file;
     decode/options.py resolves them with the model's `decode:` section. A data-directory `out`

@@ -1,10 +1,13 @@
 """The model-agnostic trainer (`punctkit train`).
 
-`train()` reads the config and data dirs, builds the frontend, the optional
-pre-trained embeddings and the model (by name, through the registry), then
-`Trainer.fit()` runs epochs over random-offset windows, validates on the dev
-set by overall F1 (punctkit.score), checkpoints every epoch and finally writes
-`model.best.pt` and `model.avg.pt` (the average of the best N epochs).
+`train()` loads an `Experiment` once (the resolved config, the data's streams, the
+frontend, the optional pre-trained embeddings, the audio inputs and the model
+environment), builds its model (`build_model`, by name through the registry), then
+`Trainer(model, TrainOptions, ...).fit()` runs epochs over random-offset windows,
+validates on the dev set by overall F1 (punctkit.score) through the `validate`
+callable it is given (decoding's: punctkit/fit.py; train/ never imports decode/),
+checkpoints every epoch and finally writes `model.best.pt` and `model.avg.pt` (the
+average of the best N epochs).
 
 Experiment dir: `config.yaml` (resolved), `frontend/`, `inventory`,
 `checkpoints/epoch_N.pt`, `history.json`, `model.best.pt`, `model.avg.pt`,
@@ -15,7 +18,7 @@ result equals that of an uninterrupted run with the same seed.
 Multi-process training (DDP, `--ngpu N` or `--nproc N` CPU processes with
 gloo): `train()` spawns the processes (or joins a torchrun group when RANK and
 WORLD_SIZE are set); the model is wrapped only in `wrap_ddp`, the data split
-only in `dataset.shard`; rank 0 alone writes files and validates, and
+only in `data.streams.shard`; rank 0 alone writes files and validates, and
 broadcasts the dev score so every rank takes the same schedule/stop decisions.
 """
 from __future__ import annotations
@@ -618,10 +621,6 @@ class Experiment:
     valid_streams: list[Stream] | None
     extra: Extra | None
     env: dict[str, Any]
-
-    @property
-    def options(self) -> TrainOptions:
-        return TrainOptions.from_section(self.conf["train"])
 
     def resolved(self) -> dict[str, Any]:
         """The `resolved:` section of config.yaml: what decoding needs to rebuild the model."""
