@@ -57,14 +57,14 @@ def test_values_no_decoding_can_use_are_one_line_errors(tmp_path):
 
 # ------------------------------------------------------------------ through the commands
 
-SEQ2SEQ = tiny_conf({"type": "transformer_seq2seq", "n_layers": 1, "n_dec_layers": 1, "d_model": 16, "n_heads": 2,
-                     "d_ff": 32, "dropout": 0.1}, epochs=1)
+SEQ2SEQ = tiny_conf({"type": "transformer_seq2seq", "n_layers": 1, "n_dec_layers": 1, "d_model": 32, "n_heads": 2,
+                     "d_ff": 64, "dropout": 0.1}, epochs=3)
 SEQ2SEQ["decode"] = {"window": 30, "step": 15, "batch_size": 32, "beam": 1}
 
 
 @pytest.fixture(scope="module")
 def exp(tmp_path_factory) -> Path:
-    return train_tiny(tmp_path_factory.mktemp("opts"), SEQ2SEQ, train_lines=2000)
+    return train_tiny(tmp_path_factory.mktemp("opts"), SEQ2SEQ)
 
 
 def test_training_writes_the_decoding_it_validated_with(exp):
@@ -72,6 +72,18 @@ def test_training_writes_the_decoding_it_validated_with(exp):
     assert conf["decode"] == {"window": 30, "step": 15, "batch_size": 32, "beam": 1}
     hist = json.loads((exp / "history.json").read_text())
     assert hist[0]["valid_f1"] is not None  # validated (fit.py passes decode's validation)
+
+
+def test_validation_scores_what_decode_gives_with_the_same_options(exp, tmp_path):
+    """n_average 1: model.avg.pt is the best validated epoch; `punctkit decode` of the dev set
+    under the model's own options scores exactly the dev F1 training logged for it."""
+    d = exp.parent
+    cli("decode", exp, d / "valid", tmp_path / "hyp")
+    assert read_options(tmp_path / "hyp" / "decode_options.yaml").search() == SEQ2SEQ["decode"]
+    cli("score", d / "valid", tmp_path / "hyp", "--out", tmp_path)
+    f1 = json.loads((tmp_path / "score.json").read_text())["overall"]["f1"]
+    best = max(h["valid_f1"] for h in json.loads((exp / "history.json").read_text()))
+    assert best > 0 and best == pytest.approx(f1, abs=1e-9)
 
 
 def test_nbest_1_and_format_datadir_on_the_command_line_beat_the_config(exp, tmp_path):
