@@ -234,9 +234,8 @@ def decode(
     OUT/decode_options.yaml (OUT.decode_options.yaml for a file)."""
     from punctkit.decode.decoder import decode_dir
 
-    r = decode_dir(model_dir, data_dir, out, fmt, beam, nbest, batch_size, checkpoint, ngpu, window, step,
-                   log=lambda m: typer.echo(m, err=True), overwrite=overwrite, config=config)
-    typer.echo(f"decode: {r['utterances']} utterances, {r['words']} words -> {out}", err=True)
+    decode_dir(model_dir, data_dir, out, fmt, beam, nbest, batch_size, checkpoint, ngpu, window, step,
+               log=lambda m: typer.echo(m, err=True), overwrite=overwrite, config=config)  # logs its summary
 
 
 @app.command("average-checkpoints")
