@@ -43,7 +43,7 @@ from punctkit.data.streams import (IGNORE, Extra, Stream, WindowDataset, bucket_
                                    train_windows)
 from punctkit.batch import audio_extra, collate, wants_audio
 from punctkit.config import DEFAULTS, load_config, save_config
-from punctkit.expdir import pick_device
+from punctkit.expdir import epoch_checkpoints, load_checkpoint, pick_device
 from punctkit.files import DirLock, PunctkitError, atomic_write, check_output_dir
 from punctkit.models.base import PunctModel
 from punctkit.models import registry
@@ -254,11 +254,11 @@ class Trainer:
 
     def resume(self) -> bool:
         """Restore everything from the last epoch checkpoint; False when there is none."""
-        epochs = ckpt.epoch_checkpoints(self.ckpt_dir)
+        epochs = epoch_checkpoints(self.ckpt_dir)
         if not epochs:
             return False
         epoch, path = list(epochs.items())[-1]
-        st = ckpt.load_checkpoint(path, self.device)
+        st = load_checkpoint(path, self.device)
         try:
             self.model.load_state_dict(st["model"])
             self.optimizer.load_state_dict(st["optimizer"])
@@ -393,12 +393,12 @@ class Trainer:
         """model.best.pt (best dev F1) and model.avg.pt (mean of the best `n_average` epochs)."""
         if self.rank != 0:
             return
-        epochs = ckpt.epoch_checkpoints(self.ckpt_dir)
+        epochs = epoch_checkpoints(self.ckpt_dir)
         hist = [h for h in self.state.history if h["epoch"] in epochs]
         if not hist:
             return
         best = ckpt.best_epochs(hist, 1)[0]
-        ckpt.save_checkpoint(self.exp / "model.best.pt", {"model": ckpt.load_checkpoint(epochs[best])["model"],
+        ckpt.save_checkpoint(self.exp / "model.best.pt", {"model": load_checkpoint(epochs[best])["model"],
                                                           "epoch": best})
         chosen = ckpt.best_epochs(hist, max(1, self.opts.n_average))
         ckpt.average_checkpoints([epochs[e] for e in chosen], self.exp / "model.avg.pt")
@@ -584,8 +584,8 @@ def _ddp_process(local_rank: int, world: int, run: RunArgs, rank: int | None = N
 
 def _final_state(exp: Path) -> TrainState:
     """The TrainState of a finished run (from its last epoch checkpoint; spawned processes return nothing)."""
-    epochs = ckpt.epoch_checkpoints(exp / "checkpoints")
-    return TrainState(**ckpt.load_checkpoint(list(epochs.values())[-1])["state"]) if epochs else TrainState()
+    epochs = epoch_checkpoints(exp / "checkpoints")
+    return TrainState(**load_checkpoint(list(epochs.values())[-1])["state"]) if epochs else TrainState()
 
 
 @dataclass
@@ -638,7 +638,7 @@ def build_model(exp: Experiment, device: torch.device) -> PunctModel:
 def resume_policy(exp: Path, resume: bool | None) -> bool:
     """Whether this run resumes: it does when `exp` has epoch checkpoints, unless `resume` is
     False, which refuses such an experiment."""
-    has_ckpt = bool(ckpt.epoch_checkpoints(exp / "checkpoints"))
+    has_ckpt = bool(epoch_checkpoints(exp / "checkpoints"))
     if has_ckpt and resume is False:
         raise PunctkitError(f"{exp}: has checkpoints; resume it, or remove it / choose another --exp")
     return has_ckpt
