@@ -372,7 +372,7 @@ def test_ser_without_reference_marks_is_undefined(tmp_path: Path) -> None:
     row = markdown(collect([tmp_path / "exp"])).splitlines()[2]
     assert [c.strip() for c in row.strip("|").split("|")][-4] == "n/a"
     # the pack card quotes score.json as it is: undefined stays null, not 0
-    from punctkit.punctuator import make_card
+    from punctkit.package import make_card
 
     conf = {"model": {"type": "ff2"}, "frontend": {}, "resolved": {"inventory": "4class"}, "decode": {}}
     card = make_card(tmp_path / "exp", conf, Path("model.best.pt"), [out / "score.json"], "ted")
