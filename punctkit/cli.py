@@ -193,7 +193,7 @@ def prepare_inputs_cmd(
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Stage 3: build the vocabulary/BPE/sentencepiece model and, if asked, word2vec vectors."""
-    from punctkit.train.config import load_config
+    from punctkit.config import load_config
     from punctkit.train.trainer import prepare_inputs
 
     prepare_inputs(load_config(config, set_ or []), train_dir, out, log=lambda m: typer.echo(m, err=True),
@@ -216,7 +216,7 @@ def train(
                                                      "another host) holds it"),
 ) -> None:
     """Train a model; writes config.yaml, checkpoints, model.best.pt and model.avg.pt into --exp."""
-    from punctkit.train.trainer import train as do_train
+    from punctkit.fit import train as do_train
 
     st = do_train(config, train_dir, valid_dir, exp, ngpu, resume, set_ or [], inputs, nproc=nproc, force=force)
     best = f"{st.best_score:.2f}" if st.best_score is not None else "-"
@@ -228,26 +228,27 @@ def decode(
     model_dir: Path = typer.Argument(..., help="experiment dir written by punctkit train"),
     data_dir: Path = typer.Argument(..., help="data directory to punctuate (text; labels optional)"),
     out: Path = typer.Argument(..., help="output data directory or file"),
-    fmt: str = typer.Option("datadir", "--format", help="datadir | twocol | punctuator2 | text | kaldi_text"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="datadir (default) | twocol | punctuator2 | text | "
+                                                             "kaldi_text"),
     beam: Optional[int] = typer.Option(None, min=1, help="beam size for encoder-decoders (default: decode.beam, 6)"),
-    nbest: int = typer.Option(1, min=1, help="also write N-best lists (OUT/nbest or OUT.nbest)"),
+    nbest: Optional[int] = typer.Option(None, min=1, help="also write N-best lists (OUT/nbest or OUT.nbest; "
+                                                          "default 1)"),
     batch_size: Optional[int] = typer.Option(None, min=1, help="windows per batch"),
     checkpoint: Optional[str] = typer.Option(None, help="model file (default model.avg.pt, model.best.pt, last epoch)"),
-    window: Optional[int] = typer.Option(None, min=1, help="decoding window in words"),
+    window: Optional[int] = typer.Option(None, min=1, help="decoding window in words (default: the one the "
+                                                            "model was trained at; a --config cannot change it)"),
     step: Optional[int] = typer.Option(None, min=1, help="window step in words"),
     ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
-    config: Optional[Path] = typer.Option(None, "--config", help="conf/decode.yaml: defaults for these options"),
+    config: Optional[Path] = typer.Option(None, "--config", help="conf/decode.yaml: defaults for these options "
+                                                                 "(over the model's decode: section)"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
-    """Predict one label per word of a data directory."""
-    from punctkit.decode.decoder import decode_dir, read_decode_config
+    """Predict one label per word of a data directory; the options it ran with go to
+    OUT/decode_options.yaml (OUT.decode_options.yaml for a file)."""
+    from punctkit.decode.decoder import decode_dir
 
-    given = {"format": fmt if fmt != "datadir" else None, "beam": beam, "nbest": nbest if nbest != 1 else None,
-             "batch_size": batch_size, "checkpoint": checkpoint, "window": window, "step": step}
-    o = {**read_decode_config(config), **{k: v for k, v in given.items() if v is not None}}
-    r = decode_dir(model_dir, data_dir, out, o.get("format", "datadir"), o.get("beam"), o.get("nbest", 1),
-                   o.get("batch_size"), o.get("checkpoint"), ngpu, o.get("window"), o.get("step"), overwrite=overwrite)
-    typer.echo(f"decode: {r['utterances']} utterances, {r['words']} words -> {out}", err=True)
+    decode_dir(model_dir, data_dir, out, fmt, beam, nbest, batch_size, checkpoint, ngpu, window, step,
+               log=lambda m: typer.echo(m, err=True), overwrite=overwrite, config=config)  # logs its summary
 
 
 @app.command("average-checkpoints")

@@ -35,11 +35,12 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import yaml
 
-import punctkit
+from punctkit import __version__
+from punctkit.decode.options import OPTIONS_FILE, read_options
 from punctkit.files import PunctkitError, atomic_write, require_file
 from punctkit.score import read_score
 from punctkit.text.frontend import CONF_FILE, Frontend, load_frontend
@@ -108,14 +109,41 @@ def _train_data(exp: Path) -> str | None:
 
 
 def _results(path: Path) -> dict[str, Any]:
-    """Overall P/R/F1 (and SER) from a `score.json` written by `punctkit score -o`."""
+    """Overall P/R/F1 (and SER) from a `score.json` written by `punctkit score -o`, with the
+    decoding options behind it (`decoding_of`)."""
     res = read_score(path)
     overall = res["overall"]
     out = {k: overall[k] for k in ("precision", "recall", "f1") if k in overall}
     if "SER" in res:
         out["SER"] = res["SER"]
     out["source"] = str(path)
+    opts = decoding_of(path)
+    if opts is not None:
+        out["decode"] = opts
     return out
+
+
+CARD_DECODE = ("window", "step", "beam")
+
+
+def decoding_of(score_json: Path) -> dict[str, Any] | None:
+    """The window, step and beam a scored hypothesis was decoded with: the decode_options.yaml
+    beside `score_json` (the recipe copies it there) or in its `hyp/`; None when neither exists."""
+    for p in (score_json.parent / OPTIONS_FILE, score_json.parent / "hyp" / OPTIONS_FILE):
+        if p.is_file():
+            opts = read_options(p).search()
+            return {k: opts[k] for k in CARD_DECODE}
+    return None
+
+
+def quoted_decoding(card_results: list[Path]) -> dict[str, Any] | None:
+    """The decoding behind the scores a card quotes (one setting for all; an error when they
+    differ), which the package then decodes with; None when no score records its options."""
+    found = {str(p): d for p in card_results if (d := decoding_of(p)) is not None}
+    if len({tuple(sorted(d.items())) for d in found.values()}) > 1:
+        raise PunctkitError("--card-results: the scores were decoded with different settings ("
+                            + "; ".join(f"{p}: {d}" for p, d in found.items()) + "); quote one setting")
+    return next(iter(found.values()), None)
 
 
 def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: list[Path],
@@ -128,7 +156,7 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
         "inventory": conf["resolved"]["inventory"],
         "checkpoint": checkpoint.name,
         "training_data": train_data or _train_data(exp),
-        "decode": {k: conf["decode"][k] for k in ("window", "step", "beam") if k in conf["decode"]},
+        "decode": {k: conf["decode"][k] for k in CARD_DECODE if k in conf["decode"]},
     }
     hist = exp / "history.json"
     if hist.is_file():
@@ -145,30 +173,34 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
 
 def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
          card_results: Iterable[str | Path] = (), train_data: str | None = None,
-         onnx: bool = False, int8: bool = False) -> dict[str, Any]:
+         onnx: bool = False, int8: bool = False,
+         verify: Callable[..., Any] | None = None) -> dict[str, Any]:
     """Write the model of a trained model dir into one file; returns its manifest.
 
     `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch;
     `int8` stores that graph with int8 weights (faster on CPU; labels may differ slightly).
-    The file is checked by loading it back before it replaces `out`.
+    `verify(path, backend=...)` loads the file back (with each backend it holds) before it
+    replaces `out` (punctkit.punctuator.pack passes `Punctuator.load`).
     """
     if int8 and not onnx:
         raise PunctkitError("--int8 is the ONNX graph's weight type: add --onnx")
     import torch
 
-    from punctkit.decode.decoder import find_checkpoint, load_model
-    from punctkit.punctuator import Punctuator
-
+    from punctkit.expdir import find_checkpoint, load_model
     exp = Path(exp_dir)
     model, frontend, _, conf = load_model(exp, checkpoint)
     ckpt = find_checkpoint(exp, checkpoint)  # its name goes on the card
     fe_dir = exp / "frontend"
     require_file(fe_dir / CONF_FILE, "frontend description")
     conf = dict(conf, model=_offline_model_conf(conf["model"], fe_dir))
+    results = [Path(p) for p in card_results]
+    quoted = quoted_decoding(results)
+    if quoted is not None:  # the package decodes as its quoted scores were decoded
+        conf["decode"] = {**conf["decode"], **quoted}
     manifest = {
-        "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "punctkit_version": punctkit.__version__,
+        "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "punctkit_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "card": make_card(exp, conf, ckpt, [Path(p) for p in card_results], train_data),
+        "card": make_card(exp, conf, ckpt, results, train_data),
     }
     graph = None
     if onnx:
@@ -194,7 +226,8 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
                 z.writestr(zipfile.ZipInfo("model.onnx"), graph, zipfile.ZIP_STORED)
         f.flush()
         for backend in ("torch", "onnx") if onnx else ("torch",):
-            Punctuator.load(f.name, backend=backend)  # the packed file rebuilds the model on its own
+            if verify is not None:
+                verify(f.name, backend=backend)  # the packed file rebuilds the model on its own
     return manifest
 
 
@@ -315,7 +348,7 @@ def _manifest(path: Path, raw: bytes) -> dict[str, Any]:
     version = manifest.get("format_version")
     if version != FORMAT_VERSION:
         raise _bad(path, f"packed model format version {version}, this punctkit "
-                         f"({punctkit.__version__}) reads version {FORMAT_VERSION}: pack it again")
+                         f"({__version__}) reads version {FORMAT_VERSION}: pack it again")
     return manifest
 
 

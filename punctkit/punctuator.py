@@ -28,7 +28,9 @@ from punctkit.data.tokenize import ends_sentence, show_tokens
 from punctkit.data.streams import IGNORE, Stream
 from punctkit.decode.windows import Predict, decode_windows
 from punctkit.files import PunctkitError, atomic_write, check_not_input
-from punctkit.package import Package, pack, read_package  # noqa: F401 (pack: the API's, re-exported)
+from punctkit.decode.options import SEARCH_KEYS, DecodeOptions, resolve
+from punctkit.package import Package, read_package
+from punctkit.package import pack as pack_files
 from punctkit.text.frontend import Frontend
 
 if TYPE_CHECKING:  # torch is imported only by the torch backend, packing and quantization
@@ -72,12 +74,11 @@ def torch_model(pkg: Package, ngpu: int = 0, threads: int = 0, quantize: bool = 
     """The packed model rebuilt in torch (eval mode) and its device."""
     import torch
 
-    from punctkit.decode.decoder import model_env, pick_device
+    from punctkit.expdir import load_plain, model_env, pick_device
     from punctkit.models.registry import build_model
 
     if threads:
         torch.set_num_threads(int(threads))
-    from punctkit.train.checkpoint import load_plain
 
     state = load_plain(io.BytesIO(pkg.weights), f"{pkg.path} (model.pt)")
     model = build_model(pkg.conf["model"], **model_env(pkg.conf))
@@ -124,6 +125,7 @@ class Punctuator:
     backend: str = "torch"
     model: Any = None             # the torch model (None with the onnx backend)
     chunk_words: int = 10000      # words decoded at once (memory bound)
+    options: DecodeOptions = field(default_factory=DecodeOptions)  # resolved from the packed `decode:`
 
     @classmethod
     def load(cls, path: str | Path, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
@@ -135,13 +137,10 @@ class Punctuator:
         `backend`: torch, onnx (a package packed with --onnx; no torch import) or auto (onnx when possible)."""
         pkg = read_package(path)
         conf = pkg.conf
-        if step is not None:
-            window = int(conf["decode"]["window"])
-            if not 1 <= step <= window:
-                raise PunctkitError(f"--step {step}: must be between 1 and the model's window ({window} words)")
-            conf["decode"]["step"] = int(step)
-        dconf = conf["decode"]
-        batch_size = batch_size or max(int(dconf.get("batch_size", 32)), 64)
+        trained = {k: v for k, v in conf["decode"].items() if k in SEARCH_KEYS}
+        # punctuate's own default batch: at least 64 windows (batching never changes a label)
+        batch_size = batch_size or max(int(trained.get("batch_size", 32)), 64)
+        opts = resolve({"step": step, "beam": beam, "batch_size": batch_size}, trained)
         pad_id = pkg.frontend.pad_id
         inventory = get_inventory(conf["resolved"]["inventory"])
         kind = pick_backend(pkg, backend, ngpu, quantize)
@@ -149,8 +148,8 @@ class Punctuator:
             from punctkit.onnx import OnnxTagger
 
             tagger = OnnxTagger(pkg.onnx, threads, f"{pkg.path} (model.onnx)")
-            return cls(lambda ds: tagger.predict(ds, batch_size, pad_id), pkg.frontend, inventory, conf,
-                       pkg.manifest, "onnx", None, chunk_words)
+            return cls(lambda ds: tagger.predict(ds, opts.batch_size, pad_id), pkg.frontend, inventory, conf,
+                       pkg.manifest, "onnx", None, chunk_words, opts)
         from punctkit.decode.decoder import predict
 
         model, device = torch_model(pkg, ngpu, threads, quantize)
@@ -158,9 +157,8 @@ class Punctuator:
         if missing:
             raise PunctkitError(f"{path}: model {conf['model'].get('type')} needs {', '.join(sorted(missing))}; "
                                 f"punctkit punctuate feeds words only")
-        beam = beam if beam is not None else int(dconf.get("beam", 1))
-        return cls(lambda ds: predict(model, ds, batch_size, device, beam, 1, pad_id), pkg.frontend, inventory,
-                   conf, pkg.manifest, "torch", model, chunk_words)
+        return cls(lambda ds: predict(model, ds, opts.batch_size, device, opts.beam, 1, pad_id), pkg.frontend,
+                   inventory, conf, pkg.manifest, "torch", model, chunk_words, opts)
 
     @property
     def card(self) -> dict[str, Any]:
@@ -169,11 +167,11 @@ class Punctuator:
 
     @property
     def window(self) -> int:
-        return int(self.conf["decode"]["window"])
+        return self.options.window
 
     @property
     def step(self) -> int:
-        return int(self.conf["decode"]["step"])
+        return self.options.step
 
     # --- labelling
     def _decode(self, streams: list[list[str]]) -> list[list[int]]:
@@ -264,6 +262,12 @@ class Punctuator:
 
 
 # ------------------------------------------------------------------ files in, files out
+
+def pack(exp_dir: str | Path, out: str | Path, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """`punctkit pack` (punctkit/package.py's `pack`, same arguments), the file checked by
+    loading it back with `Punctuator.load` before it replaces `out`."""
+    return pack_files(exp_dir, out, *args, verify=Punctuator.load, **kwargs)
+
 
 def _fixed(marks: list[str], keep: bool) -> Fixed | None:
     return [None if m == O else m for m in marks] if keep else None

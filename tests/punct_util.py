@@ -35,7 +35,7 @@ def train_tiny(d: Path, conf: dict[str, Any], train_lines: int = 8000) -> Path:
     also writes d/test (3000 words of test2011). Skips when the IWSLT copy is missing."""
     if not (IWSLT / "test2011").is_file():
         pytest.skip(f"IWSLT reference data not found at {IWSLT}")
-    from punctkit.train.trainer import train
+    from punctkit.fit import train
 
     prepare([IWSLT / "dev2012"], d / "train", block_len=100, lines=(1, train_lines))
     prepare([IWSLT / "dev2012"], d / "valid", block_len=100, lines=(train_lines + 1, train_lines + 1000))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 import torch
 
 from punctkit.decode.search import beam_search
@@ -16,7 +17,7 @@ from punctkit.files import PunctkitError
 from punctkit.models.registry import build_model
 from punctkit.nn.fusion import MODES, Fusion
 from punctkit.data.streams import IGNORE, Stream, Window
-from punctkit.train.dataset import collate
+from punctkit.batch import collate
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,7 +151,7 @@ def test_acoustic_only_uses_the_audio() -> None:
 
 def test_audio_extra_cuts_and_rebases_frames(tmp_path: Path) -> None:
     from punctkit.feats.loader import AcousticUtterance
-    from punctkit.train.audio import AudioExtra
+    from punctkit.batch import AudioExtra
 
     extra = AudioExtra.__new__(AudioExtra)
     extra.sources = []
@@ -205,6 +206,18 @@ def test_tiny_tts_recipe_fused_end_to_end(tmp_path: Path, iwslt: Path) -> None:
     hyp = (exp / "decode_test" / "hyp" / "labels").read_text().splitlines()
     assert sum(len(line.split()) - 1 for line in hyp) == n_ref  # one label per word
     fused = json.loads((exp / "decode_test" / "score.json").read_text())["overall"]["f1"]
+    # one source of decoding options: scored at the window the model was trained and validated at
+    # (the recipe's decode.yaml may not change it), with that file's beam and step; validated with
+    # the training config's own decode section (no hard-coded beam 1)
+    trained = yaml.safe_load((exp / "config.yaml").read_text())["decode"]
+    recipe_decode = yaml.safe_load((recipe / "conf" / "decode.yaml").read_text())
+    used = yaml.safe_load((exp / "decode_test" / "decode_options.yaml").read_text())
+    assert used["window"] == trained["window"] == 30
+    assert used["beam"] == recipe_decode.get("beam", trained["beam"])
+    assert used["step"] == recipe_decode.get("step", trained["step"])
+    assert trained["beam"] == 3  # conf/train_tiny_stochastic.yaml's, what validation decoded with
+    if recipe_decode.get("window", 30) != 30:
+        assert "but the model was trained at 30: keeping 30" in (exp / "decode_test" / "log" / "decode.log").read_text()
     # the same model and schedule on text alone, through the template's stages 3-6
     p = subprocess.run(["./punct.sh", "--stage", "3", "--stop-stage", "6", "--tag", "lexical",
                         "--train-config", "conf/train_tiny_stochastic.yaml", "--train-args",

@@ -102,8 +102,8 @@ def test_new_checkpoints_are_plain_data_and_restore_the_generators(tmp_path):
 def test_legacy_checkpoint_loads_and_resumes(data, tmp_path):
     """An epoch checkpoint written before the change (numpy RNG state as an ndarray) restores its
     generators, and training resumes from it; the new epoch's checkpoint is plain data."""
-    from punctkit.decode.decoder import load_model
-    from punctkit.train.trainer import train
+    from punctkit.expdir import load_model
+    from punctkit.fit import train
 
     exp = legacy_exp(tmp_path)
     old = ckpt.load_checkpoint(exp / "checkpoints" / "epoch_2.pt")

@@ -12,8 +12,8 @@ from punctkit.data.labels import get_inventory
 from punctkit.decode.decoder import decode_dir
 from punctkit.decode.windows import owners, plan_windows, stitch
 from punctkit.files import PunctkitError
-from punctkit.train.checkpoint import load_checkpoint
-from punctkit.train.trainer import train
+from punctkit.expdir import load_checkpoint
+from punctkit.fit import train
 
 
 # ------------------------------------------------------------------ windows

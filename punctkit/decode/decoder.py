@@ -9,74 +9,24 @@ gets exactly one label and the words come back unchanged, in order.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 import torch
 
+from punctkit.batch import audio_extra, collate, wants_audio
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
-from punctkit.data.formats import FORMATS, Utterance, write
-from punctkit.data.labels import LabelSet, get_inventory
+from punctkit.data.formats import FORMATS, write
+from punctkit.data.streams import Stream, WindowDataset, bucket_batches, make_streams
+from punctkit.data.utterance import Utterance
+from punctkit.decode.options import OPTIONS_FILE, options_lines, read_decode_config, resolve, write_options
+from punctkit.decode.search import beam_search, greedy
 from punctkit.decode.windows import Hyps, decode_windows, tagger_hyps
+from punctkit.expdir import load_model, pick_device, read_model_config
 from punctkit.files import PunctkitError, atomic_write, check_not_input
 from punctkit.models.base import PunctModel
-from punctkit.models.registry import build_model
-from punctkit.text.frontend import Frontend, load_frontend
-from punctkit.train.checkpoint import epoch_checkpoints, load_checkpoint
-from punctkit.train.config import read_model_config
-from punctkit.data.streams import Stream, WindowDataset, bucket_batches, make_streams
-from punctkit.train.dataset import collate
-
-
-
-def pick_device(ngpu: int) -> torch.device:
-    """cuda:0 with `ngpu >= 1` (error if there is none), else the CPU."""
-    if ngpu <= 0:
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise PunctkitError(f"--ngpu {ngpu} but no CUDA device is visible")
-    return torch.device("cuda", 0)
-
-
-def model_env(conf: dict[str, Any]) -> dict[str, Any]:
-    """The build_model keyword arguments recorded at training time (`resolved:` of config.yaml)."""
-    env = dict(conf["resolved"].get("env", {}))
-    shape = env.pop("embeddings_shape", None)
-    env["embeddings"] = np.zeros(shape, dtype=np.float32) if shape else None  # weights come from the checkpoint
-    return env
-
-
-def find_checkpoint(model_dir: Path, checkpoint: str | None) -> Path:
-    """`checkpoint` (a path, or a name inside the model dir), else model.avg.pt, model.best.pt, the last epoch."""
-    if checkpoint:
-        p = Path(checkpoint)
-        return p if p.is_file() else model_dir / checkpoint
-    for name in ("model.avg.pt", "model.best.pt"):
-        if (model_dir / name).is_file():
-            return model_dir / name
-    epochs = epoch_checkpoints(model_dir / "checkpoints")
-    if not epochs:
-        raise PunctkitError(f"{model_dir}: no model.avg.pt, model.best.pt or checkpoints/epoch_N.pt")
-    return list(epochs.values())[-1]
-
-
-def load_model(model_dir: str | Path, checkpoint: str | None = None,
-               device: torch.device | str = "cpu") -> tuple[PunctModel, Frontend, LabelSet, dict[str, Any]]:
-    """Rebuild a trained model (eval mode, on `device`) with its frontend, inventory and config."""
-    d = Path(model_dir)
-    conf = read_model_config(d)
-    frontend = load_frontend(d / "frontend")
-    inventory = get_inventory(conf["resolved"]["inventory"])
-    model = build_model(conf["model"], **model_env(conf))
-    path = find_checkpoint(d, checkpoint)
-    state = load_checkpoint(path)
-    try:
-        model.load_state_dict(state["model"])
-    except RuntimeError as e:
-        raise PunctkitError(f"{path}: does not match the model of {d / 'config.yaml'} "
-                            f"({str(e).splitlines()[0][:100]})") from None
-    return model.to(device).eval(), frontend, inventory, conf
+from punctkit.text.frontend import Frontend
 
 
 # ------------------------------------------------------------------ search over windows
@@ -94,12 +44,8 @@ def predict(model: PunctModel, dataset: WindowDataset, batch_size: int = 32, dev
         batch = {k: v.to(device) for k, v in collate([dataset[i] for i in idx], pad_id).items()}
         n_words = batch["word_mask"].sum(1).tolist()
         if nbest > 1 or (model.seq2seq and beam > 1):
-            from punctkit.decode.search import beam_search
-
             res = beam_search(model, batch, beam=max(beam, nbest), nbest=nbest)
         elif model.seq2seq:
-            from punctkit.decode.search import greedy
-
             ids = greedy(model, batch).tolist()
             res = [[(ids[b][: n_words[b]], 0.0)] for b in range(len(idx))]
         else:  # a tagger's greedy decoding is its per-word arg-max
@@ -133,54 +79,38 @@ def split_utterances(streams: list[Stream]) -> list[Stream]:
 
 # ------------------------------------------------------------------ data dir in, labelled data out
 
-DECODE_OPTIONS = ("format", "beam", "nbest", "batch_size", "checkpoint", "window", "step")
-
-
-def read_decode_config(path: str | Path | None) -> dict[str, Any]:
-    """A decode YAML (`beam: 6`, `window: 100`, ...; see DECODE_OPTIONS); {} when `path` is None."""
-    if path is None:
-        return {}
-    import yaml
-
-    p = Path(path)
-    if not p.is_file():
-        raise PunctkitError(f"decode config not found: {p}")
-    try:
-        conf = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        raise PunctkitError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
-    bad = [k for k in conf if k not in DECODE_OPTIONS] if isinstance(conf, dict) else ["(not a mapping)"]
-    if bad:
-        raise PunctkitError(f"{p}: unknown decode option(s) {', '.join(map(str, bad))} "
-                            f"(known: {', '.join(DECODE_OPTIONS)})")
-    return conf
-
-def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt: str = "datadir",
-               beam: int | None = None, nbest: int = 1, batch_size: int | None = None,
+def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt: str | None = None,
+               beam: int | None = None, nbest: int | None = None, batch_size: int | None = None,
                checkpoint: str | None = None, ngpu: int = 0, window: int | None = None,
                step: int | None = None, log: Callable[[str], None] | None = None,
-               overwrite: bool = False) -> dict[str, Any]:
-    """Label every word of `data_dir` and write `out` in `fmt` (+ an `nbest` file when nbest > 1).
+               overwrite: bool = False, config: str | Path | None = None) -> dict[str, Any]:
+    """Label every word of `data_dir` and write `out` in the resolved format (+ an `nbest` file
+    when nbest > 1) and the resolved options (`decode_options.yaml` in a data-directory `out`,
+    else `OUT.decode_options.yaml`).
 
-    A data-directory `out` is written by `write_data_dir` (`overwrite` there); no output
-    may be `data_dir`, one of its files or a file of `model_dir`.
+    The keyword options are the command line (None: unset), `config` a decoding config file;
+    decode/options.py resolves them with the model's `decode:` section. A data-directory `out`
+    is written by `write_data_dir` (`overwrite` there); no output may be `data_dir`, one of its
+    files or a file of `model_dir`.
     """
-    if fmt not in FORMATS:
-        raise PunctkitError(f"unknown output format '{fmt}' (known: {', '.join(FORMATS)})")
+    given = {"format": fmt, "beam": beam, "nbest": nbest, "batch_size": batch_size, "checkpoint": checkpoint,
+             "window": window, "step": step}
+    conf = read_model_config(model_dir)
+    opts = resolve(given, conf["decode"], read_decode_config(config), str(config), log=log or _stderr)
+    if opts.format not in FORMATS:
+        raise PunctkitError(f"unknown output format '{opts.format}' (known: {', '.join(FORMATS)})")
     device = pick_device(ngpu)
-    model, frontend, inv, conf = load_model(model_dir, checkpoint, device)
+    model, frontend, inv, conf = load_model(model_dir, opts.checkpoint, device, conf)
     if conf["train"].get("threads"):
         torch.set_num_threads(int(conf["train"]["threads"]))
-    dconf = conf["decode"]
-    window, step = window or dconf["window"], step or dconf["step"]
-    beam = beam if beam is not None else dconf["beam"]
-    batch_size = batch_size or dconf["batch_size"]
     inputs = [data_dir, model_dir, *(f for d in (data_dir, model_dir) for f in Path(d).glob("*") if f.is_file())]
     check_not_input(out, inputs)
-    if fmt == "datadir":
+    if opts.format == "datadir":
         check_data_dir_output(out, overwrite, inputs)
-    elif nbest > 1:
-        check_not_input(f"{out}.nbest", inputs)
+    else:
+        check_not_input(f"{out}.{OPTIONS_FILE}", inputs)
+        if opts.nbest > 1:
+            check_not_input(f"{out}.nbest", inputs)
     dd = read_data_dir(data_dir, need_labels=False)
     if any(u.labels for u in dd.utterances) and dd.inventory.name != inv.name:
         raise PunctkitError(f"{data_dir}: label inventory {dd.inventory.name} differs from the model's "
@@ -189,13 +119,13 @@ def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt
     words = [w for s in streams for w in s.words]
     if frontend.unk_rate(words) == 1.0:
         raise PunctkitError(f"{data_dir}: none of its {len(words)} words is in the vocabulary of {model_dir}")
+    nbest = opts.nbest
     units = split_utterances(streams) if nbest > 1 else streams
     extra = None
-    from punctkit.train.audio import audio_extra, wants_audio
-
     if wants_audio(conf, model.needs):  # the config's resolved `audio.use`, else the model's needs
         extra = audio_extra(data_dir)
-    hyps = decode_streams(model, frontend, units, window, step, batch_size, device, beam, nbest, extra=extra)
+    hyps = decode_streams(model, frontend, units, opts.window, opts.step, opts.batch_size, device, opts.beam, nbest,
+                          extra=extra)
     utts, nbest_lines = [], []
     for s, h in zip(units, hyps):
         best = h[0][0]
@@ -204,15 +134,36 @@ def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt
         if nbest > 1:
             nbest_lines += [f"{s.key} {r} {score:.4f} {' '.join(inv.labels[i] for i in ids)}"
                             for r, (ids, score) in enumerate(h, 1)]
-    if fmt == "datadir":
-        write_data_dir(out, utts, inv, dd.utt2spk, extra={"nbest": nbest_lines} if nbest > 1 else None,
-                       overwrite=overwrite, inputs=inputs)
+    if opts.format == "datadir":
+        files = {OPTIONS_FILE: options_lines(opts), **({"nbest": nbest_lines} if nbest > 1 else {})}
+        write_data_dir(out, utts, inv, dd.utt2spk, extra=files, overwrite=overwrite, inputs=inputs)
     else:
-        write(sorted(utts, key=lambda u: u.uttid), out, fmt, inv, inputs=inputs)
+        write(sorted(utts, key=lambda u: u.uttid), out, opts.format, inv, inputs=inputs)
+        write_options(opts, f"{out}.{OPTIONS_FILE}")
         if nbest > 1:
             with atomic_write(f"{out}.nbest") as f:
                 f.writelines(ln + "\n" for ln in nbest_lines)
     n_words = sum(len(u.words) for u in utts)
     if log:
         log(f"decode: {len(utts)} utterances, {n_words} words -> {out}")
-    return {"utterances": len(utts), "words": n_words, "out": str(out)}
+    return {"utterances": len(utts), "words": n_words, "out": str(out), "options": opts}
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def validation(trained: dict[str, Any], frontend: Frontend, streams: list[Stream], device: torch.device,
+               extra: Callable | None = None,
+               log: Callable[[str], None] | None = None) -> tuple[Callable[[PunctModel], list[list[int]]], dict]:
+    """What training validates with: a function from a model to the best label ids of each dev
+    stream, decoded under the options resolved from the training config's `decode:` section
+    (the same options `punctkit decode` starts from), and that section resolved."""
+    opts = resolve(trained=trained, log=log)
+
+    def run(model: PunctModel) -> list[list[int]]:
+        hyps = decode_streams(model, frontend, streams, opts.window, opts.step, opts.batch_size, device, opts.beam,
+                              extra=extra)
+        return [h[0][0] for h in hyps]
+
+    return run, opts.search()

@@ -15,9 +15,8 @@ from typing import Any, Iterator
 
 import torch
 
+from punctkit.data.streams import IGNORE
 from punctkit.models.base import Batch, PunctModel
-
-IGNORE = -100  # label id written where there is no word (as in `batch["labels"]`)
 
 
 @contextlib.contextmanager

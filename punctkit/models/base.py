@@ -67,3 +67,14 @@ def gather_words(hidden: torch.Tensor, word_pos: torch.Tensor) -> torch.Tensor:
     """(B, T, D) token states -> (B, W, D) states at each word's label-carrying token."""
     idx = word_pos.clamp(min=0).unsqueeze(-1).expand(-1, -1, hidden.size(-1))
     return hidden.gather(1, idx)
+
+
+def select_rows(obj: Any, index: torch.Tensor) -> Any:
+    """Rows `index` of every tensor in a nest of dicts, lists and tuples (None stays None)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.index_select(0, index)
+    if isinstance(obj, dict):
+        return {k: select_rows(v, index) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(select_rows(v, index) for v in obj)
+    return obj

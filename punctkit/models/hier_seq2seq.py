@@ -17,9 +17,8 @@ import torch
 from torch import nn
 
 from punctkit.files import PunctkitError
-from punctkit.models.base import Batch, PunctModel, gather_words
+from punctkit.models.base import Batch, PunctModel, gather_words, select_rows
 from punctkit.models.registry import register
-from punctkit.models.transformer import _select
 from punctkit.nn.attention import MultiHeadAttention
 from punctkit.nn.embedding import InputEmbedding
 from punctkit.nn.fusion import Fusion
@@ -129,7 +128,7 @@ class HierSeq2Seq(PunctModel):
         return torch.stack(out, dim=1)
 
     def expand_memory(self, memory: Any, index: torch.Tensor) -> Any:
-        return _select(memory, index)
+        return select_rows(memory, index)
 
     def reorder_state(self, state: Any, index: torch.Tensor) -> Any:
-        return _select(state, index)
+        return select_rows(state, index)

@@ -68,3 +68,8 @@ def build_model(conf: dict[str, Any], **env: Any) -> PunctModel:
     kwargs = {k: v for k, v in env.items() if k in params or accepts_any}
     kwargs.update({k: v for k, v in conf.items() if k != "type"})
     return cls(**kwargs)
+
+
+def model_needs(conf: dict[str, Any]) -> tuple[str, ...]:
+    """The batch keys the configured model type declares (without building it)."""
+    return tuple(getattr(model_class(conf), "needs", ()))

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from punctkit.models.base import Batch, PunctModel, gather_words
+from punctkit.models.base import Batch, PunctModel, gather_words, select_rows
 from punctkit.models.registry import register
 from punctkit.nn.embedding import InputEmbedding
 from punctkit.nn.transformer import PositionalEncoding, TransformerDecoder, transformer_encoder
@@ -185,19 +185,8 @@ class TransformerSeq2Seq(PunctModel):
 
     def expand_memory(self, memory: Any, index: torch.Tensor) -> Any:
         """Rows of every memory tensor selected by `index`."""
-        return _select(memory, index)
+        return select_rows(memory, index)
 
     def reorder_state(self, state: Any, index: torch.Tensor) -> Any:
         """Rows of every layer cache selected by `index`."""
-        return _select(state, index)
-
-
-def _select(obj: Any, index: torch.Tensor) -> Any:
-    """Rows `index` of every tensor in a nest of dicts, lists and tuples (None stays None)."""
-    if isinstance(obj, torch.Tensor):
-        return obj.index_select(0, index)
-    if isinstance(obj, dict):
-        return {k: _select(v, index) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_select(v, index) for v in obj)
-    return obj
+        return select_rows(state, index)

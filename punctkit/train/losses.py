@@ -6,9 +6,9 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
+from punctkit.data.streams import IGNORE
 from punctkit.files import PunctkitError
 
-IGNORE = -100
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 

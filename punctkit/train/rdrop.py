@@ -15,7 +15,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-IGNORE = -100
+from punctkit.data.streams import IGNORE
+
 Batch = dict[str, torch.Tensor]
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 

@@ -1,10 +1,13 @@
 """The model-agnostic trainer (`punctkit train`).
 
-`train()` reads the config and data dirs, builds the frontend, the optional
-pre-trained embeddings and the model (by name, through the registry), then
-`Trainer.fit()` runs epochs over random-offset windows, validates on the dev
-set by overall F1 (punctkit.score), checkpoints every epoch and finally writes
-`model.best.pt` and `model.avg.pt` (the average of the best N epochs).
+`train()` loads an `Experiment` once (the resolved config, the data's streams, the
+frontend, the optional pre-trained embeddings, the audio inputs and the model
+environment), builds its model (`build_model`, by name through the registry), then
+`Trainer(model, TrainOptions, ...).fit()` runs epochs over random-offset windows,
+validates on the dev set by overall F1 (punctkit.score) through the `validate`
+callable it is given (decoding's: punctkit/fit.py; train/ never imports decode/),
+checkpoints every epoch and finally writes `model.best.pt` and `model.avg.pt` (the
+average of the best N epochs).
 
 Experiment dir: `config.yaml` (resolved), `frontend/`, `inventory`,
 `checkpoints/epoch_N.pt`, `history.json`, `model.best.pt`, `model.avg.pt`,
@@ -15,7 +18,7 @@ result equals that of an uninterrupted run with the same seed.
 Multi-process training (DDP, `--ngpu N` or `--nproc N` CPU processes with
 gloo): `train()` spawns the processes (or joins a torchrun group when RANK and
 WORLD_SIZE are set); the model is wrapped only in `wrap_ddp`, the data split
-only in `dataset.shard`; rank 0 alone writes files and validates, and
+only in `data.streams.shard`; rank 0 alone writes files and validates, and
 broadcasts the dev score so every rank takes the same schedule/stop decisions.
 """
 from __future__ import annotations
@@ -38,20 +41,61 @@ from punctkit.data.datadir import read_data_dir
 from punctkit.data.labels import LabelSet, O, mark_of
 from punctkit.data.streams import (IGNORE, Extra, Stream, WindowDataset, bucket_batches, make_streams, shard,
                                    train_windows)
-from punctkit.decode.decoder import decode_streams, pick_device
+from punctkit.batch import audio_extra, collate, wants_audio
+from punctkit.config import DEFAULTS, load_config, save_config
+from punctkit.expdir import epoch_checkpoints, load_checkpoint, pick_device
 from punctkit.files import DirLock, PunctkitError, atomic_write, check_output_dir
 from punctkit.models.base import PunctModel
-from punctkit.models.registry import build_model
+from punctkit.models import registry
+from punctkit.models.registry import model_needs
 from punctkit.progress import progress
 from punctkit.text.frontend import Frontend, load_frontend, train_frontend
 from punctkit.train import checkpoint as ckpt
-from punctkit.train.config import load_config, save_config
-from punctkit.train.dataset import collate
 from punctkit.train.losses import class_weights, make_loss
 from punctkit.train.rdrop import rdrop_loss
 from punctkit.train.schedules import Schedule, make_schedule
 
 Callback = Callable[["Trainer"], None]
+Validate = Callable[[PunctModel], list[list[int]]]  # a model -> the best label ids of each dev stream
+# (the training config's `decode:` section, frontend, dev streams, device, audio extra, log) ->
+# (Validate, that section resolved): decoding's side of validation (punctkit/fit.py passes it)
+Validation = Callable[..., tuple[Validate, dict[str, Any]]]
+
+
+@dataclass
+class TrainOptions:
+    """The `train:` section of a config, typed (its defaults and comments: punctkit/config.py)."""
+
+    optimizer: str
+    lr: float
+    weight_decay: float
+    betas: list[float]
+    schedule: str
+    warmup: int
+    newbob_factor: float
+    newbob_threshold: float
+    min_lr: float
+    batch_size: int
+    window: int
+    epochs: int
+    max_minutes: float | None
+    patience: int | None
+    seed: int
+    clip: float
+    label_smoothing: float
+    loss: str
+    focal_gamma: float
+    class_weights: str | list[float] | None
+    n_average: int
+    max_tokens: int | None
+    threads: int
+    rdrop: float
+    precision: str
+
+    @classmethod
+    def from_section(cls, section: dict[str, Any]) -> "TrainOptions":
+        """The options of a (possibly partial) `train:` section, the rest from the defaults."""
+        return cls(**{**DEFAULTS["train"], **section})
 
 
 @dataclass
@@ -106,9 +150,21 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def make_model(conf: dict[str, Any], env: dict[str, Any], device: torch.device) -> PunctModel:
-    """The one place a model is built (a DDP wrapper would go here)."""
-    return build_model(conf["model"], **env).to(device)
+def ddp_net(model: torch.nn.Module, device: torch.device, world_size: int) -> torch.nn.Module:
+    """What a training step calls: the model itself, or with more than one process its DDP wrapper."""
+    return wrap_ddp(model, device) if world_size > 1 else model
+
+
+def loss_weights(opts: TrainOptions, inventory: LabelSet, label_counts: list[int] | None) -> torch.Tensor | None:
+    """Class weights of the loss: none, `auto` (from the training labels' counts) or the configured list."""
+    if opts.class_weights == "auto":
+        return class_weights(label_counts or [1] * len(inventory))
+    if opts.class_weights is None:
+        return None
+    if len(opts.class_weights) != len(inventory):
+        raise PunctkitError(f"train.class_weights has {len(opts.class_weights)} values for "
+                            f"{len(inventory)} labels ({', '.join(inventory.labels)})")
+    return torch.tensor(opts.class_weights, dtype=torch.float)
 
 
 def wrap_ddp(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
@@ -121,19 +177,19 @@ def wrap_ddp(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
     return DistributedDataParallel(model, device_ids=ids, find_unused_parameters=True)
 
 
-def make_optimizer(model: torch.nn.Module, tconf: dict[str, Any]) -> torch.optim.Optimizer:
+def make_optimizer(model: torch.nn.Module, opts: TrainOptions) -> torch.optim.Optimizer:
     """Adam / AdamW / AdaDelta over the trainable parameters."""
     # a model may split its parameters into groups with an `lr_scale` (e.g. pre-trained vs new layers)
     groups = model.param_groups() if hasattr(model, "param_groups") else [{"params": model.parameters()}]
     params = [dict(g, params=[p for p in g["params"] if p.requires_grad]) for g in groups]
-    name = tconf["optimizer"].lower()
+    name = opts.optimizer.lower()
     if name == "adam":
-        return torch.optim.Adam(params, lr=tconf["lr"], betas=tuple(tconf["betas"]), weight_decay=tconf["weight_decay"])
+        return torch.optim.Adam(params, lr=opts.lr, betas=tuple(opts.betas), weight_decay=opts.weight_decay)
     if name == "adamw":
-        return torch.optim.AdamW(params, lr=tconf["lr"], betas=tuple(tconf["betas"]), weight_decay=tconf["weight_decay"])
+        return torch.optim.AdamW(params, lr=opts.lr, betas=tuple(opts.betas), weight_decay=opts.weight_decay)
     if name == "adadelta":
-        return torch.optim.Adadelta(params, lr=tconf["lr"], weight_decay=tconf["weight_decay"])
-    raise PunctkitError(f"unknown optimizer '{tconf['optimizer']}' (known: adam, adamw, adadelta)")
+        return torch.optim.Adadelta(params, lr=opts.lr, weight_decay=opts.weight_decay)
+    raise PunctkitError(f"unknown optimizer '{opts.optimizer}' (known: adam, adamw, adadelta)")
 
 
 def overall_f1(streams: list[Stream], hyps: list[list[int]], inventory: LabelSet) -> dict[str, Any]:
@@ -153,45 +209,37 @@ def overall_f1(streams: list[Stream], hyps: list[list[int]], inventory: LabelSet
 class Trainer:
     """Epoch loop over a built model; knows nothing of any model type."""
 
-    def __init__(self, model: PunctModel, conf: dict[str, Any], exp_dir: str | Path, train_set: WindowDataset,
+    def __init__(self, model: PunctModel, opts: TrainOptions, exp_dir: str | Path, train_set: WindowDataset,
                  inventory: LabelSet, valid_streams: list[Stream] | None = None, device: torch.device | str = "cpu",
                  log: Callable[[str], None] = print, label_counts: list[int] | None = None,
                  on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None,
-                 rank: int = 0, world_size: int = 1):
+                 rank: int = 0, world_size: int = 1, validate: Validate | None = None):
         self.model = model
-        self.conf = conf
-        self.tconf = conf["train"]
+        self.opts = opts
         self.exp = Path(exp_dir)
         self.ckpt_dir = self.exp / "checkpoints"
         self.train_set = train_set
         self.valid_streams = valid_streams
+        self.validate_fn = validate
         self.inventory = inventory
         self.device = torch.device(device)
         self.log = log
         self.rank, self.world_size = rank, world_size
-        self.net = wrap_ddp(model, self.device) if world_size > 1 else model  # what the training step calls
+        self.net = ddp_net(model, self.device, world_size)  # what the training step calls
         self.on_step = on_step or []
         self.on_epoch_end = on_epoch_end or []
-        self.optimizer = make_optimizer(model, self.tconf)
-        t = self.tconf
-        self.schedule: Schedule = make_schedule(t["schedule"], self.optimizer, t["lr"], warmup=t["warmup"],
-                                                factor=t["newbob_factor"], threshold=t["newbob_threshold"],
-                                                min_lr=t["min_lr"])
-        weight = None
-        if t["class_weights"] == "auto":
-            weight = class_weights(label_counts or [1] * len(inventory))
-        elif t["class_weights"] is not None:
-            if len(t["class_weights"]) != len(inventory):
-                raise PunctkitError(f"train.class_weights has {len(t['class_weights'])} values for "
-                                    f"{len(inventory)} labels ({', '.join(inventory.labels)})")
-            weight = torch.tensor(t["class_weights"], dtype=torch.float)
-        self.loss_fn = make_loss(t["loss"], t["label_smoothing"], weight, t["focal_gamma"])
+        self.optimizer = make_optimizer(model, opts)
+        self.schedule: Schedule = make_schedule(opts.schedule, self.optimizer, opts.lr, warmup=opts.warmup,
+                                                factor=opts.newbob_factor, threshold=opts.newbob_threshold,
+                                                min_lr=opts.min_lr)
+        self.loss_fn = make_loss(opts.loss, opts.label_smoothing, loss_weights(opts, inventory, label_counts),
+                                 opts.focal_gamma)
         self.state = TrainState()
         self.last_loss = math.nan
 
     def autocast(self) -> torch.autocast:
         """bfloat16 autocast for `train.precision: bf16` (a no-op context for fp32)."""
-        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.tconf["precision"] == "bf16")
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.opts.precision == "bf16")
 
     # --- checkpoints
     def save(self) -> None:
@@ -206,11 +254,11 @@ class Trainer:
 
     def resume(self) -> bool:
         """Restore everything from the last epoch checkpoint; False when there is none."""
-        epochs = ckpt.epoch_checkpoints(self.ckpt_dir)
+        epochs = epoch_checkpoints(self.ckpt_dir)
         if not epochs:
             return False
         epoch, path = list(epochs.items())[-1]
-        st = ckpt.load_checkpoint(path, self.device)
+        st = load_checkpoint(path, self.device)
         try:
             self.model.load_state_dict(st["model"])
             self.optimizer.load_state_dict(st["optimizer"])
@@ -227,17 +275,17 @@ class Trainer:
     def extend(self) -> None:
         """Let a run that stopped early go on when the config now allows more (a larger
         `max_minutes` or `patience`, or none): the way to give a finished run more time."""
-        st, t = self.state, self.tconf
-        more_time = t["max_minutes"] is None or st.elapsed < 60 * t["max_minutes"]
-        more_patience = t["patience"] is None or st.bad_epochs < t["patience"]
+        st, t = self.state, self.opts
+        more_time = t.max_minutes is None or st.elapsed < 60 * t.max_minutes
+        more_patience = t.patience is None or st.bad_epochs < t.patience
         if (st.stopped == "max_minutes" and more_time) or (st.stopped == "patience" and more_patience):
             self.log(f"continuing a run stopped by {st.stopped}: the limit is now "
-                     f"{t['max_minutes'] if st.stopped == 'max_minutes' else t['patience']}")
+                     f"{t.max_minutes if st.stopped == 'max_minutes' else t.patience}")
             st.stopped = ""
 
     # --- loop
     def out_of_time(self, t0: float) -> bool:
-        limit = self.tconf["max_minutes"]
+        limit = self.opts.max_minutes
         if limit is None:
             return False
         late = self.state.elapsed + time.time() - t0 >= 60 * limit
@@ -249,10 +297,10 @@ class Trainer:
 
     def train_epoch(self, epoch: int, t0: float) -> float:
         """One pass over this epoch's windows; returns the mean loss."""
-        t = self.tconf
-        self.train_set.set_windows(train_windows(self.train_set.streams, t["window"], t["seed"], epoch))
+        t = self.opts
+        self.train_set.set_windows(train_windows(self.train_set.streams, t.window, t.seed, epoch))
         lengths = [self.train_set.n_words(i) for i in range(len(self.train_set))]
-        order = shard(bucket_batches(lengths, t["batch_size"], True, t["seed"] * 1000 + epoch), self.rank,
+        order = shard(bucket_batches(lengths, t.batch_size, True, t.seed * 1000 + epoch), self.rank,
                       self.world_size)
         self.model.train()
         total, n = 0.0, 0
@@ -261,14 +309,14 @@ class Trainer:
             batch = {k: v.to(self.device) for k, v in
                      collate([self.train_set[i] for i in idx], self.train_set.frontend.pad_id).items()}
             with self.autocast():
-                if t["rdrop"]:
-                    loss = rdrop_loss(self.net, batch, self.loss_fn, t["rdrop"])[0]
+                if t.rdrop:
+                    loss = rdrop_loss(self.net, batch, self.loss_fn, t.rdrop)[0]
                 else:
                     loss = self.loss_fn(self.net(batch), batch["labels"])
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            if t["clip"]:
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), t["clip"])
+            if t.clip:
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.clip)
             self.optimizer.step()
             self.schedule.on_step()
             self.state.step += 1
@@ -298,20 +346,18 @@ class Trainer:
         return self._validate()
 
     def _validate(self) -> dict[str, Any] | None:
-        if not self.valid_streams:
+        if not self.valid_streams or self.validate_fn is None:
             return None
-        d = self.conf["decode"]
         with self.autocast():
-            hyps = decode_streams(self.model, self.train_set.frontend, self.valid_streams, d["window"], d["step"],
-                                  d["batch_size"], self.device, beam=1, extra=self.train_set.extra)
-        return overall_f1(self.valid_streams, [h[0][0] for h in hyps], self.inventory)
+            hyps = self.validate_fn(self.model)
+        return overall_f1(self.valid_streams, hyps, self.inventory)
 
     def fit(self) -> TrainState:
         """Train until the epoch limit, patience or max_minutes; then write best and averaged models."""
-        t = self.tconf
+        t = self.opts
         t0 = time.time()
         st = self.state
-        while st.epoch < t["epochs"] and not st.stopped:
+        while st.epoch < t.epochs and not st.stopped:
             epoch = st.epoch + 1
             loss = self.train_epoch(epoch, t0)
             m = self.validate()
@@ -331,7 +377,7 @@ class Trainer:
             f1 = f"{score:.2f}" if score is not None else "-"
             self.log(f"epoch {epoch}: train loss {loss:.4f}, dev F1 {f1}, lr {self.schedule.lr:.3g}, "
                      f"{st.step} steps, {st.elapsed / 60:.1f} min{' (best)' if improved else ''}")
-            if t["patience"] is not None and st.bad_epochs >= t["patience"]:
+            if t.patience is not None and st.bad_epochs >= t.patience:
                 st.stopped = "patience"
             if self.out_of_time(t0):
                 st.stopped = st.stopped or "max_minutes"
@@ -347,14 +393,14 @@ class Trainer:
         """model.best.pt (best dev F1) and model.avg.pt (mean of the best `n_average` epochs)."""
         if self.rank != 0:
             return
-        epochs = ckpt.epoch_checkpoints(self.ckpt_dir)
+        epochs = epoch_checkpoints(self.ckpt_dir)
         hist = [h for h in self.state.history if h["epoch"] in epochs]
         if not hist:
             return
         best = ckpt.best_epochs(hist, 1)[0]
-        ckpt.save_checkpoint(self.exp / "model.best.pt", {"model": ckpt.load_checkpoint(epochs[best])["model"],
+        ckpt.save_checkpoint(self.exp / "model.best.pt", {"model": load_checkpoint(epochs[best])["model"],
                                                           "epoch": best})
-        chosen = ckpt.best_epochs(hist, max(1, self.tconf["n_average"]))
+        chosen = ckpt.best_epochs(hist, max(1, self.opts.n_average))
         ckpt.average_checkpoints([epochs[e] for e in chosen], self.exp / "model.avg.pt")
         self.log(f"model.best.pt = epoch {best}; model.avg.pt = average of epochs {chosen}")
 
@@ -434,8 +480,6 @@ def _embeddings(conf: dict[str, Any], frontend: Frontend, inputs: Path, exp: Pat
 def _audio_extra(conf: dict[str, Any], train_dir: str | Path, valid_dir: str | Path | None,
                  log: Callable[[str], None]) -> Extra | None:
     """Audio inputs from the data dirs' feats.scp when the config or the model asks (`audio.use`, resolved)."""
-    from punctkit.train.audio import audio_extra
-
     if not conf["audio"]["use"]:
         return None
     extra = audio_extra(train_dir, valid_dir)
@@ -447,7 +491,7 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
           exp_dir: str | Path, ngpu: int = 0, resume: bool | None = None, overrides: list[str] | tuple = (),
           inputs_dir: str | Path | None = None, extra: Extra | None = None, quiet: bool = False,
           on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None,
-          nproc: int = 1, force: bool = False) -> TrainState:
+          nproc: int = 1, force: bool = False, validation: Validation | None = None) -> TrainState:
     """`punctkit train`: config + data dirs -> a self-contained model dir `exp_dir`.
 
     resume: None resumes when checkpoints exist; False refuses to touch an
@@ -458,19 +502,18 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
     torchrun): a second run into the same `exp_dir` fails naming the holder; a lock
     from a process that is gone is taken over; `force` takes any lock (another host's).
     """
-    kw = dict(config=config, train_dir=train_dir, valid_dir=valid_dir, exp_dir=exp_dir, ngpu=ngpu, resume=resume,
-              overrides=list(overrides), inputs_dir=inputs_dir, extra=extra, quiet=quiet, on_step=on_step,
-              on_epoch_end=on_epoch_end)
+    run = RunArgs(config, train_dir, valid_dir, exp_dir, ngpu, resume, list(overrides), inputs_dir, extra, quiet,
+                  on_step, on_epoch_end, validation)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ:  # started by torchrun
         return _ddp_process(int(os.environ.get("LOCAL_RANK", os.environ["RANK"])), int(os.environ["WORLD_SIZE"]),
-                            kw, int(os.environ["RANK"]), lock_force=force)
+                            run, int(os.environ["RANK"]), lock_force=force)
     world = world_size_of(ngpu, nproc)
     with exp_lock(exp_dir, force, quiet):
         if world == 1:
-            return _train_process(**kw)
+            return _train_process(run)
         master = (os.environ.get("MASTER_ADDR", "127.0.0.1"), os.environ.get("MASTER_PORT") or str(_free_port()))
         try:
-            torch.multiprocessing.spawn(_ddp_process, args=(world, kw, None, master), nprocs=world, join=True)
+            torch.multiprocessing.spawn(_ddp_process, args=(world, run, None, master), nprocs=world, join=True)
         except torch.multiprocessing.ProcessRaisedException as e:
             msg = [ln for ln in str(e).splitlines() if ln.startswith("punctkit.files.PunctkitError: ")]
             if msg:
@@ -501,7 +544,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _ddp_process(local_rank: int, world: int, kw: dict[str, Any], rank: int | None = None,
+def _ddp_process(local_rank: int, world: int, run: RunArgs, rank: int | None = None,
                  master: tuple[str, str] | None = None, lock_force: bool | None = None) -> TrainState:
     """One DDP process: join the group (env:// rendezvous at `master` = (address, port)), train its shard, leave.
 
@@ -510,7 +553,7 @@ def _ddp_process(local_rank: int, world: int, kw: dict[str, Any], rank: int | No
     rank = local_rank if rank is None else rank
     if master:
         os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = master
-    cuda = kw["ngpu"] > 0
+    cuda = run.ngpu > 0
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
@@ -520,7 +563,7 @@ def _ddp_process(local_rank: int, world: int, kw: dict[str, Any], rank: int | No
         if lock_force is not None:
             box: list[str | None] = [None]
             if rank == 0:
-                lock = exp_lock(kw["exp_dir"], lock_force, kw["quiet"])
+                lock = exp_lock(run.exp_dir, lock_force, run.quiet)
                 try:
                     lock.acquire()
                 except PunctkitError as e:
@@ -528,7 +571,7 @@ def _ddp_process(local_rank: int, world: int, kw: dict[str, Any], rank: int | No
             torch.distributed.broadcast_object_list(box, src=0)
             if box[0] is not None:
                 raise PunctkitError(box[0])
-        state = _train_process(**kw, rank=rank, world_size=world, device=device)
+        state = _train_process(run, rank=rank, world_size=world, device=device)
         # leave together: rank 0 still writes model.avg.pt, and a gloo rank that tears its
         # group down while a peer is busy with it can abort (seen on CI as SIGABRT in rank 1)
         torch.distributed.barrier()
@@ -541,101 +584,185 @@ def _ddp_process(local_rank: int, world: int, kw: dict[str, Any], rank: int | No
 
 def _final_state(exp: Path) -> TrainState:
     """The TrainState of a finished run (from its last epoch checkpoint; spawned processes return nothing)."""
-    epochs = ckpt.epoch_checkpoints(exp / "checkpoints")
-    return TrainState(**ckpt.load_checkpoint(list(epochs.values())[-1])["state"]) if epochs else TrainState()
+    epochs = epoch_checkpoints(exp / "checkpoints")
+    return TrainState(**load_checkpoint(list(epochs.values())[-1])["state"]) if epochs else TrainState()
 
 
-def _train_process(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir: str | Path | None,
-                   exp_dir: str | Path, ngpu: int = 0, resume: bool | None = None, overrides: list[str] | tuple = (),
-                   inputs_dir: str | Path | None = None, extra: Extra | None = None, quiet: bool = False,
-                   on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None,
-                   rank: int = 0, world_size: int = 1, device: torch.device | None = None) -> TrainState:
-    """The training run of one process (all of it when there is a single process).
+@dataclass
+class RunArgs:
+    """What `train()` was asked to do, passed whole to each process."""
 
-    A resume writes nothing (train.log lines are held) until every check has passed:
-    the data's inventory, the frontend and the last checkpoint against this config's model.
-    """
-    exp = Path(exp_dir)
-    has_ckpt = bool(ckpt.epoch_checkpoints(exp / "checkpoints"))
+    config: str | Path | dict[str, Any]
+    train_dir: str | Path
+    valid_dir: str | Path | None
+    exp_dir: str | Path
+    ngpu: int = 0
+    resume: bool | None = None
+    overrides: list[str] = field(default_factory=list)
+    inputs_dir: str | Path | None = None
+    extra: Extra | None = None
+    quiet: bool = False
+    on_step: list[Callback] | None = None
+    on_epoch_end: list[Callback] | None = None
+    validation: Validation | None = None
+
+
+@dataclass
+class Experiment:
+    """A training run's setup, loaded once: the resolved config, the label inventory, the
+    frontend, the streams, the audio inputs and the model environment (what the data decides
+    of the model: build_model's `vocab_size`, `n_labels`, `pad_id`, `embeddings`, `feat_dim`)."""
+
+    dir: Path
+    conf: dict[str, Any]
+    inventory: LabelSet
+    frontend: Frontend
+    train_streams: list[Stream]
+    valid_streams: list[Stream] | None
+    extra: Extra | None
+    env: dict[str, Any]
+
+    def resolved(self) -> dict[str, Any]:
+        """The `resolved:` section of config.yaml: what decoding needs to rebuild the model."""
+        emb = self.env["embeddings"]
+        env = {k: v for k, v in self.env.items() if k != "embeddings"}
+        return {"inventory": self.inventory.name,
+                "env": {**env, "embeddings_shape": list(emb.shape) if emb is not None else None}}
+
+
+def build_model(exp: Experiment, device: torch.device) -> PunctModel:
+    """The experiment's model (by name, through the registry), on `device`."""
+    return registry.build_model(exp.conf["model"], **exp.env).to(device)
+
+
+def resume_policy(exp: Path, resume: bool | None) -> bool:
+    """Whether this run resumes: it does when `exp` has epoch checkpoints, unless `resume` is
+    False, which refuses such an experiment."""
+    has_ckpt = bool(epoch_checkpoints(exp / "checkpoints"))
     if has_ckpt and resume is False:
         raise PunctkitError(f"{exp}: has checkpoints; resume it, or remove it / choose another --exp")
-    exp.mkdir(parents=True, exist_ok=True)
-    log = Logger(exp / "train.log", quiet, hold=has_ckpt) if rank == 0 else Logger(None, quiet=True)
-    conf = load_config(config, overrides)
-    from punctkit.train.audio import model_needs, wants_audio
+    return has_ckpt
 
-    conf["audio"]["use"] = wants_audio(conf, model_needs(conf["model"]))  # resolved, as saved in config.yaml
-    if has_ckpt and (exp / "config.yaml").is_file():
-        saved = load_config(exp / "config.yaml")
-        saved.pop("resolved", None)
-        if {k: v for k, v in conf.items() if k != "resolved"} != saved:
-            log(f"warning: {config} differs from {exp / 'config.yaml'}; resuming with the new one")
-    if "freeze" in conf["embeddings"]:  # `embeddings.freeze` is the model's `freeze_embeddings`
-        conf["model"].setdefault("freeze_embeddings", bool(conf["embeddings"]["freeze"]))
-    t = conf["train"]
-    if t["threads"]:
-        torch.set_num_threads(int(t["threads"]))
-    device = device or pick_device(ngpu)
-    log(f"punctkit train: {train_dir} (dev {valid_dir}) -> {exp} on {device}"
-        + (f" x {world_size} processes (DDP)" if world_size > 1 else ""))
 
-    dd = read_data_dir(train_dir)
-    inventory = dd.inventory
-    vd = read_data_dir(valid_dir) if valid_dir else None
-    if vd is not None and vd.inventory.name != inventory.name:
-        raise PunctkitError(f"{valid_dir}: label inventory {vd.inventory.name} differs from the training "
-                            f"data's {inventory.name} ({train_dir})")
-    if has_ckpt and (exp / "inventory").is_file() and (exp / "inventory").read_text().strip() != inventory.name:
+def check_resumable(exp: Path, train_dir: str | Path, inventory: LabelSet) -> None:
+    """A resumed experiment must have the data's inventory and its frontend (checked before anything is written)."""
+    if (exp / "inventory").is_file() and (exp / "inventory").read_text().strip() != inventory.name:
         raise PunctkitError(f"{train_dir}: label inventory {inventory.name} differs from {exp / 'inventory'} "
                             f"of the checkpoints in {exp / 'checkpoints'}; choose another --exp")
-    if has_ckpt and not (exp / "frontend" / "frontend.yaml").is_file():
+    if not (exp / "frontend" / "frontend.yaml").is_file():
         raise PunctkitError(f"{exp}: has checkpoints but no frontend/frontend.yaml to resume with; "
                             f"choose another --exp")
-    inputs = Path(inputs_dir) if inputs_dir else exp
-    if rank > 0:  # rank 0 first writes the frontend (and word2vec vectors); the others then read them
-        torch.distributed.barrier()
+
+
+def read_run_config(run: RunArgs, exp: Path, resuming: bool,
+                    log: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The run's config (overrides applied, `audio.use` resolved), and the saved config.yaml
+    of a resumed experiment (read once; a difference is logged)."""
+    conf = load_config(run.config, run.overrides)
+    conf["audio"]["use"] = wants_audio(conf, model_needs(conf["model"]))  # resolved, as saved in config.yaml
+    saved = load_config(exp / "config.yaml") if resuming and (exp / "config.yaml").is_file() else None
+    if saved is not None:
+        bare = {k: v for k, v in saved.items() if k != "resolved"}
+        if {k: v for k, v in conf.items() if k != "resolved"} != bare:
+            log(f"warning: {run.config} differs from {exp / 'config.yaml'}; resuming with the new one")
+    if "freeze" in conf["embeddings"]:  # `embeddings.freeze` is the model's `freeze_embeddings`
+        conf["model"].setdefault("freeze_embeddings", bool(conf["embeddings"]["freeze"]))
+    return conf, saved
+
+
+def load_frontend_for(run: RunArgs, exp: Path, conf: dict[str, Any], dd: Any) -> Frontend:
+    """The experiment's frontend, else stage 3's (copied in), else one trained on the data now."""
+    inputs = Path(run.inputs_dir) if run.inputs_dir else exp
     if (exp / "frontend" / "frontend.yaml").is_file():
-        frontend = load_frontend(exp / "frontend")
-    elif inputs_dir and (inputs / "frontend" / "frontend.yaml").is_file():
+        return load_frontend(exp / "frontend")
+    if run.inputs_dir and (inputs / "frontend" / "frontend.yaml").is_file():
         frontend = load_frontend(inputs / "frontend")
         frontend.save(exp / "frontend")
-    else:
-        frontend = train_frontend(conf["frontend"], _sentences(dd), exp / "frontend")
+        return frontend
+    return train_frontend(conf["frontend"], _sentences(dd), exp / "frontend")
+
+
+def load_experiment(run: RunArgs, conf: dict[str, Any], saved: dict[str, Any] | None, resuming: bool,
+                    log: Callable[[str], None], rank: int = 0, world_size: int = 1) -> Experiment:
+    """Read the data and the frontend, and make the embeddings and audio inputs, once (`conf`
+    and the `saved` config.yaml of a resumed run: `read_run_config`).
+
+    With DDP, rank 0 writes the frontend (and word vectors) first; the others then read them.
+    """
+    exp = Path(run.exp_dir)
+    t = conf["train"]
+    dd = read_data_dir(run.train_dir)
+    inventory = dd.inventory
+    vd = read_data_dir(run.valid_dir) if run.valid_dir else None
+    if vd is not None and vd.inventory.name != inventory.name:
+        raise PunctkitError(f"{run.valid_dir}: label inventory {vd.inventory.name} differs from the training "
+                            f"data's {inventory.name} ({run.train_dir})")
+    if resuming:
+        check_resumable(exp, run.train_dir, inventory)
+    if rank > 0:
+        torch.distributed.barrier()
+    frontend = load_frontend_for(run, exp, conf, dd)
     train_streams = make_streams(dd, inventory)
     valid_streams = make_streams(vd, inventory) if vd else None
     words = [w for s in train_streams for w in s.words]
     log(f"train: {len(train_streams)} streams, {len(words)} words; frontend {frontend.kind} "
         f"({frontend.vocab_size} tokens, {100 * frontend.unk_rate(words):.1f}% words with <unk>); "
         f"labels {inventory.name}")
-
     seed_everything(t["seed"])
-    emb = None if has_ckpt else _embeddings(conf, frontend, inputs, exp, dd, log)
-    if has_ckpt and conf["embeddings"]:
-        shape = (load_config(exp / "config.yaml").get("resolved", {}).get("env", {}).get("embeddings_shape"))
+    if resuming:
+        shape = ((saved or {}).get("resolved", {}).get("env", {}).get("embeddings_shape")
+                 if conf["embeddings"] else None)
         emb = np.zeros(shape, dtype=np.float32) if shape else None  # the checkpoint holds the weights
+    else:
+        inputs = Path(run.inputs_dir) if run.inputs_dir else exp
+        emb = _embeddings(conf, frontend, inputs, exp, dd, log)
     if rank == 0 and world_size > 1:
         torch.distributed.barrier()
-    if extra is None:
-        extra = _audio_extra(conf, train_dir, valid_dir, log)
-    feat_dim = getattr(extra, "feat_dim", None)
+    extra = run.extra if run.extra is not None else _audio_extra(conf, run.train_dir, run.valid_dir, log)
     env = {"vocab_size": frontend.vocab_size, "n_labels": len(inventory), "pad_id": frontend.pad_id,
-           "embeddings": emb, "feat_dim": feat_dim}
-    model = make_model(conf, env, device)
+           "embeddings": emb, "feat_dim": getattr(extra, "feat_dim", None)}
+    return Experiment(exp, conf, inventory, frontend, train_streams, valid_streams, extra, env)
+
+
+def _train_process(run: RunArgs, rank: int = 0, world_size: int = 1,
+                   device: torch.device | None = None) -> TrainState:
+    """The training run of one process (all of it when there is a single process).
+
+    A resume writes nothing (train.log lines are held) until every check has passed:
+    the data's inventory, the frontend and the last checkpoint against this config's model.
+    """
+    exp_dir = Path(run.exp_dir)
+    resuming = resume_policy(exp_dir, run.resume)
+    exp_dir.mkdir(parents=True, exist_ok=True)
+    log = Logger(exp_dir / "train.log", run.quiet, hold=resuming) if rank == 0 else Logger(None, quiet=True)
+    conf, saved = read_run_config(run, exp_dir, resuming, log)
+    opts = TrainOptions.from_section(conf["train"])
+    if opts.threads:
+        torch.set_num_threads(int(opts.threads))
+    device = device or pick_device(run.ngpu)
+    log(f"punctkit train: {run.train_dir} (dev {run.valid_dir}) -> {exp_dir} on {device}"
+        + (f" x {world_size} processes (DDP)" if world_size > 1 else ""))
+    exp = load_experiment(run, conf, saved, resuming, log, rank, world_size)
+    model = build_model(exp, device)
     n_params = sum(p.numel() for p in model.parameters())
-    log(f"model {conf['model']['type']}: {n_params} parameters ({sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable)")
-    conf["resolved"] = {"inventory": inventory.name, "env": {
-        "vocab_size": frontend.vocab_size, "n_labels": len(inventory), "pad_id": frontend.pad_id,
-        "embeddings_shape": list(emb.shape) if emb is not None else None, "feat_dim": feat_dim}}
-    counts = np.bincount([x for s in train_streams for x in s.labels if x != IGNORE], minlength=len(inventory))
-    trainer = Trainer(model, conf, exp, WindowDataset(train_streams, frontend, extra=extra,
-                                                      max_tokens=t["max_tokens"]),
-                      inventory, valid_streams, device, log, counts.tolist(), on_step, on_epoch_end,
-                      rank=rank, world_size=world_size)
-    if has_ckpt:
+    n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    log(f"model {conf['model']['type']}: {n_params} parameters ({n_train} trainable)")
+    conf["resolved"] = exp.resolved()
+    validate = None
+    if run.validation is not None and exp.valid_streams:
+        validate, conf["decode"] = run.validation(conf["decode"], exp.frontend, exp.valid_streams, device,
+                                                  exp.extra, log)
+    counts = np.bincount([x for s in exp.train_streams for x in s.labels if x != IGNORE],
+                         minlength=len(exp.inventory))
+    train_set = WindowDataset(exp.train_streams, exp.frontend, extra=exp.extra, max_tokens=opts.max_tokens)
+    trainer = Trainer(model, opts, exp_dir, train_set, exp.inventory, exp.valid_streams, device, log,
+                      counts.tolist(), run.on_step, run.on_epoch_end, rank=rank, world_size=world_size,
+                      validate=validate)
+    if resuming:
         trainer.resume()  # the last check: a refused resume has written nothing
     if rank == 0:
         log.release()
-        save_config(conf, exp / "config.yaml")
-        with atomic_write(exp / "inventory") as f:
-            f.write(inventory.name + "\n")
+        save_config(conf, exp_dir / "config.yaml")
+        with atomic_write(exp_dir / "inventory") as f:
+            f.write(exp.inventory.name + "\n")
     return trainer.fit()

@@ -9,8 +9,8 @@
 #   2 features, CMVN and validation (only with --use-audio true)
 #   3 vocabulary / BPE / embeddings
 #   4 train                       (through $train_cmd or $cuda_cmd)
-#   5 decode each test set        (through $decode_cmd, --nj jobs)
-#   6 score                       (exp/<tag>/decode_<set>/score.{txt,json})
+#   5 decode each test set        (through $decode_cmd, --nj jobs; exp/<tag>/decode_<set>[_<dtag>])
+#   6 score                       (exp/<tag>/decode_<set>[_<dtag>]/score.{txt,json})
 #   7 pack                        (exp/<tag>/model.pkt, for punctkit punctuate; text-only models)
 #   8 demo: the packed model punctuates the first --demo-words words of the first
 #     test set, printed next to the reference (text-only models)
@@ -45,7 +45,8 @@ train_set=train
 valid_set=valid
 test_sets=test
 train_config=
-decode_config=conf/decode.yaml
+default_decode_config=conf/decode.yaml  # its results go to decode_<set>; any other to decode_<set>_<dtag>
+decode_config=$default_decode_config
 train_args=
 decode_args=
 pack_args=
@@ -68,6 +69,14 @@ expdir=exp
 [ -n "$train_config" ] || [ "$stop_stage" -lt 3 ] || { echo "$0: --train-config is required for stages >= 3" >&2; exit 1; }
 tag=${tag:-$(basename "${train_config:-none}" .yaml)}
 exp=$expdir/$tag
+# The decoding tag (ESPnet's inference_tag): empty for the default decoding config without
+# overrides, else the config's name (when not the default) and the overrides, so runs with
+# other settings never overwrite each other: --decode-args "--beam 1" -> decode_<set>_beam1.
+dtag=
+[ "$decode_config" = "$default_decode_config" ] || dtag=$(basename "$decode_config" .yaml)
+[ -z "$decode_args" ] || dtag=${dtag}$(echo " $decode_args" | sed -e 's/ *--/_/g' -e 's/[ =|/]//g')
+dtag=${dtag#_}
+decode_dir_of() { echo "$exp/decode_$1${dtag:+_$dtag}"; }
 
 if [ "$stage" -le 0 ] && [ "$stop_stage" -ge 0 ]; then
   log "stage 0: corpus download (when needed)"
@@ -112,7 +121,7 @@ fi
 
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
   for x in $test_sets; do
-    dir=$exp/decode_$x
+    dir=$(decode_dir_of "$x")
     # Jobs split the set by speaker (= document/stream), so every stream is decoded
     # whole and the result equals --nj 1 byte for byte; hence at most one job per speaker.
     if [ -f "$data/$x/utt2spk" ]; then nspk=$(awk '{print $2}' "$data/$x/utt2spk" | sort -u | wc -l)
@@ -133,13 +142,15 @@ if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
         punctkit decode "$exp" "$data/$x/split$_nj/JOB" "$dir/split$_nj/JOB" --config "$decode_config" $decode_args
       punctkit combine-data "$dir/hyp" $(seq -f "$dir/split$_nj/%g" 1 "$_nj")
     fi
+    cp "$dir/hyp/decode_options.yaml" "$dir/decode_options.yaml"  # beside score.json (pack's card)
   done
 fi
 
 if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
   for x in $test_sets; do
-    log "stage 6: score $x -> $exp/decode_$x/score.txt"
-    punctkit score "$data/$x" "$exp/decode_$x/hyp" --out "$exp/decode_$x"
+    dir=$(decode_dir_of "$x")
+    log "stage 6: score $x -> $dir/score.txt"
+    punctkit score "$data/$x" "$dir/hyp" --out "$dir"
   done
 fi
 
@@ -149,7 +160,8 @@ if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then
   else
     cards=()
     for x in $test_sets; do
-      [ ! -f "$exp/decode_$x/score.json" ] || cards+=(--card-results "$exp/decode_$x/score.json")
+      dir=$(decode_dir_of "$x")
+      [ ! -f "$dir/score.json" ] || cards+=(--card-results "$dir/score.json")
     done
     log "stage 7: pack $exp -> $exp/model.pkt"
     punctkit pack "$exp" -o "$exp/model.pkt" "${cards[@]}" $pack_args

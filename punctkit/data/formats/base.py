@@ -15,16 +15,8 @@ from typing import Any, Iterator
 
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import Passage, Written, read_passage
+from punctkit.data.utterance import Utterance  # noqa: F401 (the readers' and writers' type, re-exported)
 from punctkit.files import PunctkitError, iter_lines, stdin_lines
-
-
-@dataclass
-class Utterance:
-    """One utterance: its id, its words and one label per word."""
-
-    uttid: str
-    words: list[str]
-    labels: list[str]
 
 
 @dataclass

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.formats import asr, labelled, text
 from punctkit.data.formats.base import AsrUtterance, Report, Utterance
 from punctkit.data.labels import O, LabelSet, Substitution, default_substitution, get_inventory, inventory_for
@@ -87,16 +88,12 @@ def _read_text(with_ids: bool) -> Reader:
 
 
 def _read_datadir(p: Path, inv: LabelSet | None, *_: object) -> tuple[list[Utterance], LabelSet | None]:
-    from punctkit.data.datadir import read_data_dir  # datadir.py imports this package's Utterance
-
     dd = read_data_dir(p, inv)
     return dd.utterances, dd.inventory
 
 
 def _write_datadir(utts: list[Utterance], path: str | Path, inventory: LabelSet | None = None,
                    overwrite: bool = False, inputs: Iterable[str | Path] = ()) -> None:
-    from punctkit.data.datadir import write_data_dir
-
     inv = inventory or inventory_for({lab for u in utts for lab in u.labels} or {O})
     write_data_dir(path, utts, inv, overwrite=overwrite, inputs=list(inputs))
 

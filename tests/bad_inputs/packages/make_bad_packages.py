@@ -103,7 +103,7 @@ def main() -> None:
     evil = io.BytesIO()
     torch.save({"pwn": Pwn()}, evil)
     write("code_weights.pkt", [(i, evil.getvalue() if i.filename == "model.pt" else d) for i, d in good])
-    from punctkit.train.checkpoint import load_checkpoint
+    from punctkit.expdir import load_checkpoint
 
     state = load_checkpoint(HERE.parents[1] / "data" / "legacy" / "exp" / "checkpoints" / "epoch_2.pt")
     torch.save(dict(state, note=Pwn()), HERE / "code_checkpoint.pt")

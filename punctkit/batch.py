@@ -1,8 +1,9 @@
-"""The audio inputs of a window (`WindowDataset(extra=...)`), built from data directories with features.
+"""What training and decoding both feed a model (torch side; the numpy side is data/streams.py):
+padded batches as tensors (`collate`), and the audio inputs of a window (`AudioExtra`).
 
-For a window of a stream: the frames of the utterance(s) it covers (CMVN applied,
-subsampled; punctkit/feats/loader.py), cut to the window's words when it starts
-or ends inside an utterance, concatenated when it spans several utterances, with
+The audio inputs of a window of a stream: the frames of the utterance(s) it covers
+(CMVN applied, subsampled; punctkit/feats/loader.py), cut to the window's words when it
+starts or ends inside an utterance, concatenated when it spans several utterances, with
 each word's last frame re-based to the window, and the pauses around each word.
 """
 from __future__ import annotations
@@ -11,10 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
+from punctkit.data.streams import Stream, Window, pad_batch
 from punctkit.feats.loader import AcousticData, AcousticUtterance
 from punctkit.files import PunctkitError
-from punctkit.data.streams import Stream, Window
+
+
+def collate(examples: list[dict[str, Any]], pad_id: int = 0,
+            pad_values: dict[str, float] | None = None) -> dict[str, torch.Tensor]:
+    """`pad_batch` as tensors: `tokens, token_mask, word_pos, word_mask, labels, index` and every
+    extra key padded along its first dimension."""
+    return {k: torch.from_numpy(v) for k, v in pad_batch(examples, pad_id, pad_values).items()}
 
 
 def wants_audio(conf: dict[str, Any], needs: tuple[str, ...] = ()) -> bool:
@@ -79,11 +88,3 @@ def audio_extra(*data_dirs: str | Path | None) -> AudioExtra:
     """An AudioExtra over the given data dirs (None entries are skipped)."""
     return AudioExtra([d for d in data_dirs if d])
 
-
-def model_needs(model_conf: dict[str, Any]) -> tuple[str, ...]:
-    """The batch keys the configured model type declares (without building it)."""
-    from punctkit.models import registry
-
-    registry._load_all()
-    cls = registry.MODELS.get(model_conf.get("type"))
-    return tuple(getattr(cls, "needs", ()))

@@ -120,15 +120,3 @@ def save_config(conf: dict[str, Any], path: str | Path) -> None:
     with atomic_write(path) as f:
         yaml.safe_dump(conf, f, sort_keys=False, default_flow_style=None)
 
-
-def read_model_config(model_dir: str | Path) -> dict[str, Any]:
-    """The resolved config of a trained model dir (one-line error when missing)."""
-    p = Path(model_dir) / "config.yaml"
-    if not Path(model_dir).is_dir():
-        raise PunctkitError(f"model directory not found: {model_dir}")
-    if not p.is_file():
-        raise PunctkitError(f"{model_dir}: no config.yaml (not a trained model directory?)")
-    conf = load_config(p)
-    if "resolved" not in conf:
-        raise PunctkitError(f"{p}: no 'resolved' section (written by punctkit train)")
-    return conf

@@ -1,0 +1,124 @@
+"""Decoding options: one dataclass, resolved once (ESPnet's `inference_config` + command line).
+
+Precedence, highest first:
+1. the command line (every option defaults to None = unset);
+2. what training fixed: the window the model was trained and validated at (its frontend is
+   always the model's own). A decoding config cannot change it silently: its window is
+   ignored with a log line; only an explicit command-line option can, and that is logged;
+3. the decoding config file (beam, step, batch size, n-best, format, checkpoint);
+4. the model's own `decode:` section (what training validated with), then the defaults below.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import yaml
+
+from punctkit.files import PunctkitError, atomic_write
+
+OPTIONS_FILE = "decode_options.yaml"  # written next to a decoding output (pack's card reads it)
+FIXED_BY_TRAINING = ("window",)
+# what the resolved options of a run record (and what a model's `decode:` section holds)
+SEARCH_KEYS = ("window", "step", "batch_size", "beam")
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    """How a model decodes: windows of `window` words every `step` words, `batch_size` windows
+    at once, a `beam` for encoder-decoders (taggers take the arg-max), `nbest` lists, the
+    output `format` and the `checkpoint` (None: model.avg.pt, model.best.pt, the last epoch)."""
+
+    window: int = 100
+    step: int = 50
+    batch_size: int = 32
+    beam: int = 6
+    nbest: int = 1
+    format: str = "datadir"
+    checkpoint: str | None = None
+
+    def search(self) -> dict[str, Any]:
+        """The settings that decide the labels (a model's `decode:` section)."""
+        return {k: getattr(self, k) for k in SEARCH_KEYS}
+
+
+NAMES = tuple(f.name for f in fields(DecodeOptions))
+
+
+def read_decode_config(path: str | Path | None) -> dict[str, Any]:
+    """A decode YAML (`beam: 6`, `step: 25`, ...; see NAMES); {} when `path` is None."""
+    if path is None:
+        return {}
+    p = Path(path)
+    if not p.is_file():
+        raise PunctkitError(f"decode config not found: {p}")
+    try:
+        conf = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise PunctkitError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
+    bad = [k for k in conf if k not in NAMES] if isinstance(conf, dict) else ["(not a mapping)"]
+    if bad:
+        raise PunctkitError(f"{p}: unknown decode option(s) {', '.join(map(str, bad))} (known: {', '.join(NAMES)})")
+    return conf
+
+
+def resolve(command_line: Mapping[str, Any] | None = None, trained: Mapping[str, Any] | None = None,
+            config: Mapping[str, Any] | None = None, config_name: str = "the decoding config",
+            log: Callable[[str], None] | None = None) -> DecodeOptions:
+    """The one place decoding options are decided (see the module's docstring for the order).
+
+    `command_line`: options given on the command line (None values are unset); `trained`: the
+    model's `decode:` section (config.yaml); `config`: a decoding config file's options."""
+    cli = {k: v for k, v in (command_line or {}).items() if v is not None}
+    trained, config = dict(trained or {}), dict(config or {})
+    unknown = [k for k in (*cli, *trained) if k not in NAMES]
+    if unknown:
+        raise PunctkitError(f"unknown decode option(s) {', '.join(unknown)} (known: {', '.join(NAMES)})")
+    say = log or (lambda _msg: None)
+    for k in FIXED_BY_TRAINING:
+        if k not in trained:
+            continue
+        if k in config and config[k] != trained[k] and k not in cli:
+            say(f"decode: {config_name} sets {k} {config[k]}, but the model was trained at {trained[k]}: "
+                f"keeping {trained[k]} (give --{k} {config[k]} to decode at {config[k]})")
+        if k in cli and cli[k] != trained[k]:
+            say(f"decode: {k} {cli[k]} from the command line (the model was trained at {trained[k]})")
+        config.pop(k, None)
+    values = {**{k: v for k, v in trained.items() if k in NAMES}, **config, **cli}
+    opts = DecodeOptions(**values)
+    check(opts, given=tuple(cli))
+    return opts
+
+
+def check(opts: DecodeOptions, given: tuple[str, ...] = ()) -> None:
+    """One-line errors for values no decoding can use (named as options when in `given`)."""
+    for k in ("window", "step", "batch_size", "beam", "nbest"):
+        v = getattr(opts, k)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise PunctkitError(f"decode option {k}: expected a positive integer, got {v!r}")
+    if opts.step > opts.window:
+        name = "--step" if "step" in given else "decode step"
+        raise PunctkitError(f"{name} {opts.step}: must be between 1 and the window ({opts.window} words)")
+
+
+def options_lines(opts: DecodeOptions) -> list[str]:
+    """The options a decoding ran with, as the lines of a YAML file."""
+    return yaml.safe_dump(asdict(opts), sort_keys=False).splitlines()
+
+
+def write_options(opts: DecodeOptions, path: str | Path) -> None:
+    """Record the options a decoding ran with (YAML; the file appears when complete)."""
+    with atomic_write(path) as f:
+        f.writelines(ln + "\n" for ln in options_lines(opts))
+
+
+def read_options(path: str | Path) -> DecodeOptions:
+    """Options recorded by `write_options` (one-line error when unreadable)."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        return DecodeOptions(**{k: v for k, v in data.items() if k in NAMES})
+    except (OSError, yaml.YAMLError, AttributeError, TypeError) as e:
+        raise PunctkitError(f"{p}: not a decode_options.yaml written by punctkit decode "
+                            f"({type(e).__name__})") from None
