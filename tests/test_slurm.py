@@ -102,5 +102,5 @@ def test_recipe_decode_nj2_on_slurm_equals_nj1_local(slurm, tmp_path):
         log = (exp / "decode_test" / "log" / f"decode.{j}.log").read_text()
         assert log.startswith(f"# punctkit launcher (slurm): job {j} of JOB=1:2 (scheduler job ")
         assert log.endswith("# exit status: 0\n")
-    assert sorted(one) == ["inventory", "labels", "spk2utt", "text", "utt2spk"]
+    assert sorted(one) == ["decode_options.yaml", "inventory", "labels", "spk2utt", "text", "utt2spk"]
     assert dir_bytes(hyp) == one

@@ -71,9 +71,9 @@ def test_tiny_run_all_stages_writes_scores(iwslt, tmp_path):
     used = (exp / "decode_test_ref" / "decode_options.yaml").read_text()
     assert f"beam: {card['decode']['beam']}\n" in used and card["results"]["decode_test_ref"]["decode"] == card["decode"]
     # other decoding settings go to their own directory (ESPnet's inference_tag), never over decode_test_ref
-    r = run_recipe(tmp_path, "--stage", "5", "--stop-stage", "6", "--train-config", "conf/train_tiny.yaml",
-                   "--tag", "tiny", "--decode-args", "--beam 2 --step 10")
-    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
+    r2 = run_recipe(tmp_path, "--stage", "5", "--stop-stage", "6", "--train-config", "conf/train_tiny.yaml",
+                    "--tag", "tiny", "--decode-args", "--beam 2 --step 10")
+    assert r2.returncode == 0, (r2.stdout[-2000:], r2.stderr[-2000:])
     assert (exp / "decode_test_ref" / "decode_options.yaml").read_text() == used
     other = (exp / "decode_test_ref_beam2_step10" / "decode_options.yaml").read_text()
     assert "beam: 2\n" in other and "step: 10\n" in other
