@@ -14,7 +14,7 @@ config. Every kind implements the same small interface:
   `frontend.yaml` (kind + options) and the kind's own files.
 
 A new kind subclasses `Frontend`, implements `pieces`, `piece_strs`,
-`vocab_size`, `_train`, `_write` and `_read`, and registers itself with
+`vocab_size`, `learn`, `_write` and `read_dir`, and registers itself with
 `@register_frontend("kind")`. Kinds living in other modules are listed in
 `_MODULES` so that loading a model dir finds them.
 """
@@ -75,7 +75,7 @@ class Frontend:
         raise NotImplementedError
 
     @classmethod
-    def _train(cls, sentences: list[list[str]], out_dir: Path, **options: Any) -> None:
+    def learn(cls, sentences: list[list[str]], out_dir: Path, **options: Any) -> None:
         """Learn this kind's files into `out_dir` from training sentences."""
         raise NotImplementedError
 
@@ -84,8 +84,8 @@ class Frontend:
         raise NotImplementedError
 
     @classmethod
-    def _read(cls, in_dir: Path, **options: Any) -> "Frontend":
-        """Build the frontend from files written by `_write` (or `_train`)."""
+    def read_dir(cls, in_dir: Path, **options: Any) -> "Frontend":
+        """Build the frontend from files written by `_write` (or `learn`)."""
         raise NotImplementedError
 
     # --- shared behaviour
@@ -129,8 +129,8 @@ class Frontend:
         if not any(sentences):
             raise PunctkitError(f"{out}: no training words to build a '{cls.kind}' frontend from")
         with output_dir(out, FRONTEND_FILES, overwrite=overwrite):
-            cls._train(sentences, out, **options)
-            fe = cls._read(out, **options)
+            cls.learn(sentences, out, **options)
+            fe = cls.read_dir(out, **options)
             fe.save(out, overwrite=True)
         return fe
 
@@ -165,7 +165,7 @@ def load_frontend(in_dir: str | Path) -> Frontend:
     """Read `frontend.yaml` in `in_dir` and the files of its kind."""
     d = Path(in_dir)
     conf = dict(read_yaml_mapping(d / CONF_FILE, "frontend description", "a mapping with the frontend's kind"))
-    return _find(conf.pop("kind", "word"))._read(d, **conf)
+    return _find(conf.pop("kind", "word")).read_dir(d, **conf)
 
 
 def piece_lines(frontend: Frontend, src: str | Path) -> Iterable[str]:
@@ -216,7 +216,7 @@ class WordFrontend(Frontend):
         return len(self.vocab)
 
     @classmethod
-    def _train(cls, sentences: list[list[str]], out_dir: Path, min_count: int = 1, max_size: int | None = None,
+    def learn(cls, sentences: list[list[str]], out_dir: Path, min_count: int = 1, max_size: int | None = None,
                lowercase: bool = False, **_: Any) -> None:
         words = (w.lower() if lowercase else w for s in sentences for w in s)
         Vocab.build(words, min_count, max_size).save(out_dir / "vocab.txt")
@@ -225,7 +225,7 @@ class WordFrontend(Frontend):
         self.vocab.save(out_dir / "vocab.txt")
 
     @classmethod
-    def _read(cls, in_dir: Path, **options: Any) -> "WordFrontend":
+    def read_dir(cls, in_dir: Path, **options: Any) -> "WordFrontend":
         return cls(Vocab.load(require_file(in_dir / "vocab.txt", "vocabulary")), **options)
 
 
@@ -252,7 +252,7 @@ class SubwordNmtFrontend(Frontend):
         return len(self.vocab)
 
     @classmethod
-    def _train(cls, sentences: list[list[str]], out_dir: Path, merges: int = 10000, min_frequency: int = 2,
+    def learn(cls, sentences: list[list[str]], out_dir: Path, merges: int = 10000, min_frequency: int = 2,
                **_: Any) -> None:
         from punctkit.text.bpe import SubwordNmt, learn_subword_nmt
 
@@ -267,7 +267,7 @@ class SubwordNmtFrontend(Frontend):
         self.vocab.save(out_dir / "vocab.txt")
 
     @classmethod
-    def _read(cls, in_dir: Path, **options: Any) -> "SubwordNmtFrontend":
+    def read_dir(cls, in_dir: Path, **options: Any) -> "SubwordNmtFrontend":
         vocab = Vocab.load(require_file(in_dir / "vocab.txt", "vocabulary"))
         return cls(in_dir / "bpe.codes", vocab, **options)
 
@@ -294,7 +294,7 @@ class SentencePieceFrontend(Frontend):
         return len(self.sp)
 
     @classmethod
-    def _train(cls, sentences: list[list[str]], out_dir: Path, vocab_size: int = 8000, model_type: str = "bpe",
+    def learn(cls, sentences: list[list[str]], out_dir: Path, vocab_size: int = 8000, model_type: str = "bpe",
                **_: Any) -> None:
         from punctkit.text.bpe import train_sentencepiece
 
@@ -307,5 +307,5 @@ class SentencePieceFrontend(Frontend):
                 f.write(self.model_path.read_bytes())
 
     @classmethod
-    def _read(cls, in_dir: Path, **options: Any) -> "SentencePieceFrontend":
+    def read_dir(cls, in_dir: Path, **options: Any) -> "SentencePieceFrontend":
         return cls(in_dir / "spm.model", **options)

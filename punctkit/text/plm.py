@@ -205,7 +205,7 @@ class PlmFrontend(Frontend):
         return ids, word_pos
 
     @classmethod
-    def _train(cls, sentences: list[list[str]], out_dir: Path, path: str = "auto", **options: Any) -> None:
+    def learn(cls, sentences: list[list[str]], out_dir: Path, path: str = "auto", **options: Any) -> None:
         """Nothing to learn: copy the tokenizer (and config.json) into `out_dir/plm`."""
         cls.from_path(path, **options)._write(out_dir)
 
@@ -224,7 +224,7 @@ class PlmFrontend(Frontend):
                     out.write_bytes(f.name, f.read_bytes())
 
     @classmethod
-    def _read(cls, in_dir: Path, path: str = "auto", **options: Any) -> "PlmFrontend":
+    def read_dir(cls, in_dir: Path, path: str = "auto", **options: Any) -> "PlmFrontend":
         local = Path(in_dir) / TOKENIZER_DIR
         if not local.is_dir():
             return cls.from_path(path, **options)
