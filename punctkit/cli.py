@@ -21,6 +21,7 @@ from typing import List, NoReturn, Optional
 import typer
 
 from punctkit.data.formats import FORMATS, names
+from punctkit.data.labels import INVENTORIES
 from punctkit.files import PunctkitError
 
 app = typer.Typer(
@@ -54,6 +55,16 @@ def _global_options(
 CORPUS = " | ".join(FORMATS)
 PUNCT_IN = " | ".join(names("units"))
 PUNCT_OUT = " | ".join(names("emit") + FORMATS)
+INVENTORY_NAMES = tuple(INVENTORIES)
+
+
+def _one_of(*choices: str):  # noqa: ANN202 (a click callback)
+    """A callback making a value outside `choices` a usage error (exit 2) before any work."""
+    def check(value: Optional[str]) -> Optional[str]:
+        if value is not None and value not in choices:
+            raise typer.BadParameter(f"'{value}' is not one of: {', '.join(choices)}")
+        return value
+    return check
 ENCODING = typer.Option(None, help="text encoding of the inputs, e.g. latin-1 "
                                    "(default: UTF-8, or UTF-16/32 by its BOM)")
 
@@ -94,9 +105,9 @@ OWH = ("write into an output directory that holds files punctkit does not write 
 def convert(
     src: Path = typer.Argument(..., help="input file or data directory"),
     dst: Path = typer.Argument(..., help="output file or data directory"),
-    from_fmt: Optional[str] = typer.Option(None, "--from", help=f"{CORPUS} (detected when omitted)"),
-    to_fmt: Optional[str] = typer.Option(None, "--to", help=f"{CORPUS} (default: text, or datadir for a dir/)"),
-    inventory: Optional[str] = typer.Option(None, help="label inventory (default: inferred; 4class for text)"),
+    from_fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*FORMATS), help=f"{CORPUS} (detected when omitted)"),
+    to_fmt: Optional[str] = typer.Option(None, "--to", callback=_one_of(*FORMATS), help=f"{CORPUS} (default: text, or datadir for a dir/)"),
+    inventory: Optional[str] = typer.Option(None, callback=_one_of(*INVENTORY_NAMES), help="label inventory (default: inferred; 4class for text)"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
     encoding: Optional[str] = ENCODING,
 ) -> None:
@@ -111,8 +122,8 @@ def convert(
 def prepare(
     inputs: List[Path] = typer.Argument(..., help="punctuated text files (any format)"),
     out: Path = typer.Option(..., "--out", "-o", help="data directory to write"),
-    fmt: Optional[str] = typer.Option(None, "--from", help=f"{CORPUS} (detected when omitted)"),
-    inventory: str = typer.Option("4class", help="4class | 6class | case4 | case6"),
+    fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*FORMATS), help=f"{CORPUS} (detected when omitted)"),
+    inventory: str = typer.Option("4class", callback=_one_of(*INVENTORY_NAMES), help="4class | 6class | case4 | case6"),
     rules: Optional[Path] = typer.Option(None, help="YAML substitution rules (default: Faber 2020 table)"),
     lowercase: bool = typer.Option(False, help="lower-case every word"),
     rechunk: Optional[str] = typer.Option(None, callback=_chunk_spec_opt,
@@ -156,9 +167,9 @@ def score(
     samples: int = typer.Option(1000, min=1, help="bootstrap samples"),
     seed: int = typer.Option(1, help="bootstrap seed"),
     block_len: Optional[int] = typer.Option(None, min=1, help="bootstrap unit: N-word blocks (default: utterances)"),
-    ref_format: Optional[str] = typer.Option(None, help=f"REF format: {CORPUS} (detected when omitted)"),
-    hyp_format: Optional[str] = typer.Option(None, help="HYP (and HYP2) format, as --ref-format"),
-    inventory: Optional[str] = typer.Option(None, help="inventory for unlabelled text inputs (case4: score casing)"),
+    ref_format: Optional[str] = typer.Option(None, callback=_one_of(*FORMATS), help=f"REF format: {CORPUS} (detected when omitted)"),
+    hyp_format: Optional[str] = typer.Option(None, callback=_one_of(*FORMATS), help="HYP (and HYP2) format, as --ref-format"),
+    inventory: Optional[str] = typer.Option(None, callback=_one_of(*INVENTORY_NAMES), help="inventory for unlabelled text inputs (case4: score casing)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="also write score.txt and score.json here"),
     encoding: Optional[str] = ENCODING,
 ) -> None:
@@ -228,8 +239,8 @@ def decode(
     model_dir: Path = typer.Argument(..., help="experiment dir written by punctkit train"),
     data_dir: Path = typer.Argument(..., help="data directory to punctuate (text; labels optional)"),
     out: Path = typer.Argument(..., help="output data directory or file"),
-    fmt: Optional[str] = typer.Option(None, "--format", help="datadir (default) | twocol | punctuator2 | text | "
-                                                             "kaldi_text"),
+    fmt: Optional[str] = typer.Option(None, "--format", callback=_one_of(*FORMATS),
+                                      help=f"{CORPUS} (default: datadir)"),
     beam: Optional[int] = typer.Option(None, min=1, help="beam size for encoder-decoders (default: decode.beam, 6)"),
     nbest: Optional[int] = typer.Option(None, min=1, help="also write N-best lists (OUT/nbest or OUT.nbest; "
                                                           "default 1)"),
@@ -273,10 +284,10 @@ app.add_typer(bpe_app, name="bpe")
 def bpe_train(
     data_dir: Path = typer.Argument(..., help="data directory whose text is learnt from"),
     out: Path = typer.Argument(..., help="directory for the codes/model and vocabulary"),
-    kind: str = typer.Option("subword_nmt", help="subword_nmt | sentencepiece"),
+    kind: str = typer.Option("subword_nmt", callback=_one_of("subword_nmt", "sentencepiece"), help="subword_nmt | sentencepiece"),
     merges: int = typer.Option(10000, min=1, help="subword_nmt: merge operations"),
     vocab_size: int = typer.Option(8000, min=1, help="sentencepiece: vocabulary size"),
-    model_type: str = typer.Option("bpe", help="sentencepiece: bpe | unigram"),
+    model_type: str = typer.Option("bpe", callback=_one_of("bpe", "unigram"), help="sentencepiece: bpe | unigram"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Learn BPE codes (subword-nmt) or a sentencepiece model from a data dir's text."""
@@ -383,7 +394,7 @@ def extract_feats_cmd(
     featdir: Path = typer.Argument(..., help="where the ark/scp files go"),
     fbank_conf: Optional[Path] = typer.Option(None, help="Kaldi-style fbank options (e.g. conf/fbank.conf)"),
     pitch_conf: Optional[Path] = typer.Option(None, help="Kaldi-style pitch options (e.g. conf/pitch.conf)"),
-    kind: str = typer.Option("fbank_pitch", help="fbank_pitch | fbank | pitch"),
+    kind: str = typer.Option("fbank_pitch", callback=_one_of("fbank_pitch", "fbank", "pitch"), help="fbank_pitch | fbank | pitch"),
     nj: int = typer.Option(1, min=1, help="number of parts"),
     job: Optional[int] = typer.Option(None, min=1, help="compute only part JOB of NJ (merge later with --merge)"),
     subsample: int = typer.Option(3, min=1, help="frame subsampling factor, stored in DATA/feats.info"),
@@ -469,9 +480,9 @@ def punctuate(
     src: str = typer.Argument("-", help="input file, or - for standard input"),
     model: Path = typer.Option(..., "--model", "-m", help="packed model (punctkit pack)"),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="output file (default: standard output)"),
-    input_format: Optional[str] = typer.Option(None, "--input-format", help=f"{PUNCT_IN} (default: detected from the content)"),
+    input_format: Optional[str] = typer.Option(None, "--input-format", callback=_one_of(*names("units")), help=f"{PUNCT_IN} (default: detected from the content)"),
     encoding: Optional[str] = ENCODING,
-    fmt: str = typer.Option("readable", "--format", help=PUNCT_OUT),
+    fmt: str = typer.Option("readable", "--format", callback=_one_of(*names("emit"), *FORMATS), help=PUNCT_OUT),
     keep_input_marks: bool = typer.Option(False, help="keep the marks the input has; predict only the other slots"),
     capitalize: bool = typer.Option(True, "--capitalize/--no-capitalize", help="capitalise sentence starts and 'I' (models without case labels)"),
     threads: int = typer.Option(0, min=0, help="CPU threads (0: the backend's default)"),
@@ -483,7 +494,7 @@ def punctuate(
     quantize: bool = typer.Option(False, help="int8 weights for Linear/GRU/LSTM layers (CPU): faster, "
                                               "labels may differ slightly"),
     ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
-    backend: str = typer.Option("auto", help="torch | onnx (models packed with --onnx) | auto: onnx when "
+    backend: str = typer.Option("auto", callback=_one_of("auto", "torch", "onnx"), help="torch | onnx (models packed with --onnx) | auto: onnx when "
                                              "the model has it and onnxruntime is installed"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:

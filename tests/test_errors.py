@@ -93,6 +93,16 @@ def test_version_and_bare_command() -> None:
     (["extract-feats", "DATA", "FEATS", "--nj", "2", "--job", "3"], "--job"),
     (["synthesize", "SRC", "OUT", "--rates", "0,150"], "--rates"),
     (["synthesize", "SRC", "OUT", "--nj", "0"], "--nj"),
+    (["prepare", TEXT, "-o", "OUT", "--inventory", "5class"], "--inventory"),
+    (["prepare", TEXT, "-o", "OUT", "--from", "csv"], "--from"),
+    (["convert", TEXT, "OUT", "--to", "json"], "--to"),
+    (["score", TEXT, TEXT, "--hyp-format", "srt"], "--hyp-format"),
+    (["bpe", "train", "DATA", "OUT", "--kind", "wordpiece"], "--kind"),
+    (["extract-feats", "DATA", "FEATS", "--kind", "mfcc"], "--kind"),
+    (["decode", "EXP", "DATA", "OUT", "--format", "readable"], "--format"),
+    (["punctuate", TEXT, "-m", "M", "--backend", "gpu"], "--backend"),
+    (["punctuate", TEXT, "-m", "M", "--input-format", "twocol"], "--input-format"),
+    (["punctuate", TEXT, "-m", "M", "--format", "srt"], "--format"),
 ])
 def test_bad_option_values_are_usage_errors_before_any_work(tmp_path: Path, args: list, option: str) -> None:
     """Checked while the command line is parsed: nothing is read or written (OUT never appears)."""
