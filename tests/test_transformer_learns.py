@@ -147,3 +147,21 @@ def test_padding_does_not_leak_through_the_convolution():
     longer["tokens"][:, WORDS:] = 7  # not the pad id: only the mask may hide these
     with torch.no_grad():
         torch.testing.assert_close(model(longer)[:, :WORDS], model(batch))
+
+
+def test_configured_tagger_exports_to_onnx_unchanged():
+    """`punctkit pack --onnx` of the configured tagger (convolution, input LayerNorm, learned positions):
+    the graph gives torch's logits on every real word, whatever the batch's padding."""
+    pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
+    from punctkit.data.streams import pad_batch
+    from punctkit.onnx import INPUTS, OnnxTagger, export_onnx
+
+    torch.manual_seed(0)
+    model = build_model(model_conf("transformer_tagger"), vocab_size=VOCAB, n_labels=4, pad_id=0).eval()
+    tagger = OnnxTagger(export_onnx(model, VOCAB, 0), threads=1)
+    rng = np.random.default_rng(0)
+    b = pad_batch([{"tokens": rng.integers(1, VOCAB, n).tolist(), "word_pos": list(range(n)), "labels": [0] * n,
+                    "index": i} for i, n in enumerate((7, 40, 3))])
+    with torch.no_grad():
+        want = model({k: torch.from_numpy(b[k]) for k in INPUTS}).numpy()
+    assert np.abs(tagger.logits(b) - want)[b["word_mask"]].max() < 1e-4

@@ -9,6 +9,7 @@ layers how local their self-attention is (the mean attention mass on the 5 token
 distance <= 2, 5/T for uniform attention) and its entropy in nats.
 
     local/transformer_scales.py CONFIG data/train data/valid EXP [--steps 2,10,50,100,168] [--set k=v ...]
+    local/transformer_scales.py - - data/valid EXP --trained    # locality of every layer of a trained EXP
 """
 from __future__ import annotations
 
@@ -30,6 +31,47 @@ def group_of(name: str) -> str:
     if parts[0] == "encoder":
         return parts[1]
     return parts[0]
+
+
+def attention_stats(key: str, layer: torch.nn.Module, x: torch.Tensor, pad: torch.Tensor) -> dict[str, float]:
+    """How local an encoder layer's self-attention is on input x (B, T, d): per head, the mean attention
+    mass on the 5 tokens at distance <= 2 and the entropy (nats); reported as the mean over heads, the
+    most local head's mass, and the entropy of uniform attention for comparison."""
+    with torch.no_grad():
+        h = layer.norm1(x) if layer.norm_first else x
+        _, w = layer.self_attn(h, h, h, key_padding_mask=pad, need_weights=True,
+                               average_attn_weights=False)  # (B, H, T, T)
+    t = torch.arange(x.size(1), device=x.device)
+    near = ((t[:, None] - t[None, :]).abs() <= 2).float()
+    real = (~pad).float()[:, None, :]  # (B, 1, T) queries that are real tokens
+    n = real.sum()
+    mass = ((w * near).sum(-1) * real).sum((0, 2)) / n  # (H,)
+    ent = (-(w.clamp_min(1e-12).log() * w).sum(-1) * real).sum((0, 2)) / n  # (H,)
+    lengths = real.sum(-1)  # (B, 1)
+    return {f"{key}_local_mass": round(float(mass.mean()), 4), f"{key}_local_mass_max_head": round(float(mass.max()), 4),
+            f"{key}_entropy": round(float(ent.mean()), 3),
+            f"{key}_uniform_entropy": round(float((lengths.log() * lengths).sum() / n), 3)}
+
+
+def trained_locality(exp: str, valid_dir: str, n_windows: int = 32) -> None:
+    """Attention locality of every encoder layer of a trained tagger (model.avg.pt) on valid windows."""
+    from punctkit.data.datadir import read_data_dir
+    from punctkit.data.streams import WindowDataset, make_streams, train_windows
+    from punctkit.decode.decoder import load_model
+    from punctkit.train.dataset import collate
+
+    model, frontend, inventory, conf = load_model(exp)
+    streams = make_streams(read_data_dir(valid_dir), inventory)
+    ds = WindowDataset(streams, frontend, windows=train_windows(streams, conf["train"]["window"], 1, 1))
+    b = collate([ds[i] for i in range(min(n_windows, len(ds)))], frontend.pad_id)
+    enc, pad = model.encoder, ~b["token_mask"]
+    out = {"exp": exp}
+    with torch.no_grad():
+        x = enc.inputs(b["tokens"], b["token_mask"])
+        for i, layer in enumerate(enc.encoder.layers):
+            out.update(attention_stats(f"layer{i}", layer, x, pad))
+            x = layer(x, src_key_padding_mask=pad)
+    print(json.dumps(out), flush=True)
 
 
 class Probe:
@@ -67,21 +109,8 @@ class Probe:
         with torch.no_grad():
             for i, layer in enumerate(layers):
                 if i in (0, len(layers) - 1):
-                    self._attention(f"layer{i}", layer, x, pad)
+                    self.acts.update(attention_stats(f"layer{i}", layer, x, pad))
                 x = layer(x, src_key_padding_mask=pad)
-
-    def _attention(self, key: str, layer: torch.nn.Module, x: torch.Tensor, pad: torch.Tensor) -> None:
-        h = layer.norm1(x) if layer.norm_first else x
-        _, w = layer.self_attn(h, h, h, key_padding_mask=pad, need_weights=True)  # (B, T, T), head mean
-        t = torch.arange(x.size(1), device=x.device)
-        near = ((t[:, None] - t[None, :]).abs() <= 2).float()
-        real = (~pad).float()
-        mass = (w * near).sum(-1)  # (B, T)
-        ent = -(w.clamp_min(1e-12).log() * w).sum(-1)
-        n = real.sum()
-        self.acts[f"{key}_local_mass"] = round(float((mass * real).sum() / n), 4)
-        self.acts[f"{key}_entropy"] = round(float((ent * real).sum() / n), 3)
-        self.acts[f"{key}_uniform_entropy"] = round(float((real.sum(-1).log() * real.sum(-1)).sum() / n), 3)
 
     def __call__(self, trainer: Trainer) -> None:
         self.step += 1
@@ -102,7 +131,11 @@ def main() -> None:
     ap.add_argument("exp")
     ap.add_argument("--steps", default="2,10,50,100,168")
     ap.add_argument("--set", action="append", default=[], dest="overrides")
+    ap.add_argument("--trained", action="store_true", help="no training: the attention locality of the trained "
+                    "model in EXP on windows of valid_dir (config and train_dir unused)")
     a = ap.parse_args()
+    if a.trained:
+        return trained_locality(a.exp, a.valid_dir)
     steps = {int(s) for s in a.steps.split(",")}
     probes: list[Probe] = []
 
