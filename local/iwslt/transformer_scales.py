@@ -106,11 +106,13 @@ class Probe:
         pos = self.model.encoder.pos.positions(0, x.size(1), x.device)
         self.acts["pos_rms"] = round(float(pos.detach().pow(2).mean().sqrt()), 4)
         layers = self.model.encoder.encoder.layers
+        layers.eval()  # no dropout on the weights measured, and no random numbers drawn from training's stream
         with torch.no_grad():
             for i, layer in enumerate(layers):
                 if i in (0, len(layers) - 1):
                     self.acts.update(attention_stats(f"layer{i}", layer, x, pad))
                 x = layer(x, src_key_padding_mask=pad)
+        layers.train()
 
     def __call__(self, trainer: Trainer) -> None:
         self.step += 1
