@@ -59,12 +59,14 @@ class ConcatTransformer(TransformerSeq2Seq):
                  d_model: int = 512, n_heads: int = 8, d_ff: int = 2048, dropout: float = 0.1,
                  positions: str = "sinusoidal", max_len: int = 1024, norm_first: bool = True,
                  freeze_embeddings: bool = True, audio_hidden: int = 256, audio_layers: int = 2,
-                 pool: int = 2, max_frames: int = 4096) -> None:
+                 pool: int = 2, max_frames: int = 4096, local_conv: int = 0, embed_std: float | None = None,
+                 input_norm: bool = False) -> None:
         if not feat_dim:
             raise PunctkitError("concat_transformer needs features (feat_dim unknown: train with "
                                 "audio: {use: true} on a data dir with feats.scp)")
         super().__init__(vocab_size, n_labels, pad_id, embeddings, n_layers, n_dec_layers, d_model, n_heads, d_ff,
-                         dropout, positions, max_len, norm_first, True, freeze_embeddings)
+                         dropout, positions, max_len, norm_first, True, freeze_embeddings,
+                         local_conv, embed_std, input_norm)
         self.audio = PooledBLSTM(int(feat_dim), audio_hidden, audio_layers, pool)
         self.audio_proj = nn.Linear(2 * audio_hidden, d_model)
         self.audio_pos = PositionalEncoding(d_model, "sinusoidal", max_frames, dropout)
@@ -73,7 +75,7 @@ class ConcatTransformer(TransformerSeq2Seq):
     def encode_concat(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Encoder states over [text; audio] (B, T + F', d_model) and their mask."""
         enc = self.encoder
-        text = enc.pos(enc.embed(batch["tokens"])) + self.modality.weight[0]
+        text = enc.inputs(batch["tokens"], batch["token_mask"]) + self.modality.weight[0]  # (B, T, d)
         a, a_mask = self.audio(batch["feats"], batch["feat_mask"])
         audio = self.audio_pos(self.audio_proj(a)) + self.modality.weight[1]
         mask = torch.cat([batch["token_mask"], a_mask], dim=1)
@@ -91,5 +93,5 @@ class ConcatTransformer(TransformerSeq2Seq):
         h, mask = self.encode_concat(batch)
         bos = torch.full_like(labels[:, :1], self.bos_id)
         prev = torch.cat([bos, labels[:, :-1].clamp(min=0)], dim=1)
-        x = self.dec_pos(self._dec_input(prev, gather_words(h, batch["word_pos"])))
+        x = self.dec_pos(self.dec_input(prev, gather_words(h, batch["word_pos"])))
         return self.out(self.decoder(x, h, mask))

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from punctkit.files import PunctkitError
 from punctkit.models.base import Batch, PunctModel, gather_words, select_rows
 from punctkit.models.registry import register
 from punctkit.nn.embedding import InputEmbedding
@@ -24,7 +25,15 @@ from punctkit.nn.transformer import PositionalEncoding, TransformerDecoder, tran
 
 
 class TokenEncoder(nn.Module):
-    """Embedding (learned or pre-trained, projected) + positions + Transformer encoder."""
+    """Embedding (learned or pre-trained, projected) [+ local convolution] + positions
+    [+ LayerNorm] + Transformer encoder.
+
+    `local_conv` k > 0 puts one 1-D convolution of width k over the embeddings before the
+    encoder: each token then starts with its k-1 neighbours mixed in, the locality bias
+    that self-attention lacks and that 266k training words do not teach it quickly
+    (RESULTS.md, "Why the Transformers learned slowly"). `embed_std` (BERT: 0.02) and
+    `input_norm` (LayerNorm on embeddings + positions, as BERT) set the input scale.
+    """
 
     def __init__(
         self,
@@ -40,16 +49,35 @@ class TokenEncoder(nn.Module):
         positions: str,
         max_len: int,
         norm_first: bool,
+        local_conv: int = 0,
+        embed_std: float | None = None,
+        input_norm: bool = False,
     ) -> None:
         super().__init__()
+        if local_conv < 0 or (local_conv and local_conv % 2 == 0):
+            raise PunctkitError(f"local_conv must be 0 (off) or an odd width, not {local_conv}")
         self.embed = InputEmbedding(vocab_size, d_model, pad_id, embeddings, freeze=freeze_embeddings)
-        self.pos = PositionalEncoding(d_model, positions, max_len, dropout)
+        if embed_std is not None and embeddings is None:
+            nn.init.normal_(self.embed.embed.weight, std=embed_std)
+            with torch.no_grad():
+                self.embed.embed.weight[pad_id] = 0.0
+        self.conv = nn.Conv1d(d_model, d_model, local_conv, padding=local_conv // 2) if local_conv else None
+        self.pos = PositionalEncoding(d_model, positions, max_len, dropout=0.0)
+        self.norm = nn.LayerNorm(d_model) if input_norm else nn.Identity()
+        self.drop = nn.Dropout(dropout)
         self.encoder = transformer_encoder(d_model, n_heads, d_ff, n_layers, dropout, norm_first)
+
+    def inputs(self, tokens: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
+        """(B, T) ids -> (B, T, d_model) encoder inputs."""
+        x = self.embed(tokens)  # (B, T, d)
+        if self.conv is not None:
+            x = x.masked_fill(~token_mask[..., None], 0.0)  # padding adds nothing to its neighbours
+            x = self.conv(x.transpose(1, 2)).transpose(1, 2)  # (B, d, T) -> (B, T, d)
+        return self.drop(self.norm(self.pos(x)))
 
     def forward(self, tokens: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
         """(B, T) ids -> (B, T, d_model) states; padded tokens are not attended to."""
-        x = self.pos(self.embed(tokens))
-        return self.encoder(x, src_key_padding_mask=~token_mask)
+        return self.encoder(self.inputs(tokens, token_mask), src_key_padding_mask=~token_mask)
 
 
 @register("transformer_tagger")
@@ -61,6 +89,11 @@ class TransformerTagger(PunctModel):
         positions: "sinusoidal" or "learned" (then at most `max_len` tokens).
         norm_first: pre-LayerNorm layers (more stable on short schedules) or post-LN (the paper).
         freeze_embeddings: keep pre-trained vectors fixed.
+        local_conv: width (odd) of a 1-D convolution over the embeddings before the encoder; 0: none.
+        embed_std: std of the learned embeddings' normal init (BERT: 0.02); None: torch's N(0, 1).
+        input_norm: LayerNorm on embeddings + positions, before the encoder (BERT).
+        The CPU-size configs set local_conv 5, embed_std 0.02, input_norm, learned positions
+        (RESULTS.md, "Why the Transformers learned slowly"); the defaults are the papers' setup.
     """
 
     def __init__(
@@ -78,11 +111,14 @@ class TransformerTagger(PunctModel):
         max_len: int = 1024,
         norm_first: bool = True,
         freeze_embeddings: bool = True,
+        local_conv: int = 0,
+        embed_std: float | None = None,
+        input_norm: bool = False,
     ) -> None:
         super().__init__()
         self.encoder = TokenEncoder(
             vocab_size, pad_id, embeddings, freeze_embeddings, d_model, n_heads, d_ff, n_layers,
-            dropout, positions, max_len, norm_first,
+            dropout, positions, max_len, norm_first, local_conv, embed_std, input_norm,
         )
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(d_model, n_labels)
@@ -100,6 +136,7 @@ class TransformerSeq2Seq(PunctModel):
     Args:
         n_layers: encoder layers; n_dec_layers: decoder layers (default: n_layers).
         d_model, n_heads, d_ff, dropout, positions, max_len, norm_first: as the tagger.
+        local_conv, embed_std, input_norm: the encoder's input, as the tagger.
         aligned_input: add the encoder state of word t to the decoder input at step t.
         freeze_embeddings: keep pre-trained vectors fixed (the paper freezes them).
     """
@@ -123,6 +160,9 @@ class TransformerSeq2Seq(PunctModel):
         norm_first: bool = True,
         aligned_input: bool = True,
         freeze_embeddings: bool = True,
+        local_conv: int = 0,
+        embed_std: float | None = None,
+        input_norm: bool = False,
     ) -> None:
         super().__init__()
         self.n_labels = n_labels
@@ -130,7 +170,7 @@ class TransformerSeq2Seq(PunctModel):
         self.aligned_input = aligned_input
         self.encoder = TokenEncoder(
             vocab_size, pad_id, embeddings, freeze_embeddings, d_model, n_heads, d_ff, n_layers,
-            dropout, positions, max_len, norm_first,
+            dropout, positions, max_len, norm_first, local_conv, embed_std, input_norm,
         )
         self.label_embed = nn.Embedding(n_labels + 1, d_model)
         self.dec_pos = PositionalEncoding(d_model, positions, max_len, dropout)
@@ -149,7 +189,7 @@ class TransformerSeq2Seq(PunctModel):
             "words": gather_words(enc, batch["word_pos"]),
         }
 
-    def _dec_input(self, prev: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
+    def dec_input(self, prev: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
         x = self.label_embed(prev)
         return x + words if self.aligned_input else x
 
@@ -162,7 +202,7 @@ class TransformerSeq2Seq(PunctModel):
         enc = self.encoder(batch["tokens"], batch["token_mask"])
         bos = torch.full_like(labels[:, :1], self.bos_id)
         prev = torch.cat([bos, labels[:, :-1].clamp(min=0)], dim=1)  # -100 (unscored) fed as O
-        x = self.dec_pos(self._dec_input(prev, gather_words(enc, batch["word_pos"])))
+        x = self.dec_pos(self.dec_input(prev, gather_words(enc, batch["word_pos"])))
         return self.out(self.decoder(x, enc, batch["token_mask"]))
 
     def _greedy_logprobs(self, memory: dict[str, Any], n_words: int) -> torch.Tensor:
@@ -178,7 +218,7 @@ class TransformerSeq2Seq(PunctModel):
     # --- incremental decoding for beam search ---
     def step(self, memory: Any, prev: torch.Tensor, state: Any, t: int) -> tuple[torch.Tensor, Any]:
         """Log-probs (N, n_labels) for word t; the state is the per-layer self-attention cache."""
-        x = self._dec_input(prev[:, None], memory["words"][:, t : t + 1])
+        x = self.dec_input(prev[:, None], memory["words"][:, t : t + 1])
         x = self.dec_pos(x, start=t)
         h, cache = self.decoder.step(x, state, memory["kv"], memory["mask"])
         return torch.log_softmax(self.out(h[:, 0]), dim=-1), cache
