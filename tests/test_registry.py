@@ -6,6 +6,8 @@ its own writer wrote, and what it says it carries (labels, ids, times) survives 
 """
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import pytest
@@ -134,8 +136,9 @@ def test_unknown_names_on_the_command_line(tmp_path):
     known = ", ".join(FORMATS)
     for args in (["convert", src, tmp_path / "o", "--from", "xml"], ["convert", src, tmp_path / "o", "--to", "xml"],
                  ["prepare", src, "-o", tmp_path / "d", "--from", "xml"], ["score", src, src, "--ref-format", "xml"]):
-        r = cli(*args, ok=False)
-        assert r.returncode == 1 and r.stderr.strip() == f"punctkit: error: unknown format 'xml' (known: {known})"
+        r = cli(*args, ok=False)  # a usage error, found while the command line is parsed
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+        assert f"Invalid value for '{args[-2]}': 'xml' is not one of: {known}" in r.stderr
     assert not (tmp_path / "o").exists() and not (tmp_path / "d").exists()
 
 
@@ -151,11 +154,20 @@ def pkg(tmp_path_factory) -> Path:
 def test_punctuate_names_its_formats_from_the_registry(tmp_path, pkg):
     src = tmp_path / "in.txt"
     src.write_text("so if we go\n")
-    r = cli("punctuate", "-m", pkg, src, "--input-format", "xml", ok=False)
-    assert r.stderr.strip() == f"punctkit: error: unknown input format 'xml' (known: {', '.join(names('units'))})"
-    r = cli("punctuate", "-m", pkg, src, "--format", "srt", ok=False)
     outs = ", ".join(names("emit") + FORMATS)
-    assert r.stderr.strip() == f"punctkit: error: unknown output format 'srt' (known: {outs})"
+    # the command line refuses the names while it is parsed (usage errors), with the registry's lists
+    r = cli("punctuate", "-m", pkg, src, "--input-format", "xml", ok=False)
+    assert r.returncode == 2 and f"'xml' is not one of: {', '.join(names('units'))} " in r.stderr
+    r = cli("punctuate", "-m", pkg, src, "--format", "srt", ok=False)
+    assert r.returncode == 2 and f"'srt' is not one of: {outs} " in r.stderr
+    # and so does the library, for callers from Python
+    from punctkit.punctuator import Punctuator, punctuate_file
+
+    punct = Punctuator.load(pkg)
+    with pytest.raises(PunctkitError, match=re.escape(f"unknown input format 'xml' (known: {', '.join(names('units'))})")):
+        punctuate_file(punct, src, tmp_path / "o1", input_format="xml")
+    with pytest.raises(PunctkitError, match=re.escape(f"unknown output format 'srt' (known: {outs})")):
+        punctuate_file(punct, src, tmp_path / "o2", fmt="srt")
     r = cli("punctuate", "-m", pkg, src, "--format", "ctm", ok=False)
     assert r.stderr.strip() == "punctkit: error: --format ctm needs word times: input format ctm or jsonl, not text"
     for fmt in FORMATS:  # every corpus format is a punctuate output through its registry writer
