@@ -48,6 +48,8 @@ def where(path: str | os.PathLike, lineno: int | None = None, utt: str | None = 
 def require_file(path: str | os.PathLike, what: str = "file") -> Path:
     """Return `path` as a Path, or raise a one-line error if it is not a readable file."""
     p = Path(path)
+    if p.is_dir():
+        raise PunctkitError(f"{p}: is a directory; give a {what} here")
     if not p.is_file():
         raise PunctkitError(f"{what} not found: {p}")
     return p
