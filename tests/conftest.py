@@ -15,3 +15,14 @@ def iwslt() -> Path:
     if not (IWSLT / "test2011").is_file():
         pytest.skip(f"IWSLT reference data not found at {IWSLT}")
     return IWSLT
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One torch thread while a test runs (tiny models run faster so on a shared, busy CPU)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -27,13 +27,7 @@ SMALL = {
 }
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run faster on one thread, above all on a shared, busy CPU."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def build(name: str, embeddings: np.ndarray | None = None, **over) -> torch.nn.Module:

@@ -100,13 +100,7 @@ def punct_f1_of(name: str, **override: Any) -> float:
     return train_and_score(model_conf(name, **override))
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One CPU thread (the suite shares two cores), restored afterwards."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
