@@ -20,16 +20,16 @@ from punctkit.data.utterance import Utterance
 from punctkit.files import OutputDir, PunctkitError, check_output_dir, iter_lines, output_dir, where
 
 # Files keyed by utterance id (split/combine keep them consistent).
-UTT_FILES = ("text", "labels", "utt2spk", "segments", "feats.scp", "utt2num_frames", "ctm", "utt2dur")
+UTT_FILES = ("text", "labels", "probs", "utt2spk", "segments", "feats.scp", "utt2num_frames", "ctm", "utt2dur")
 
 # Every entry punctkit (or a Kaldi stage before it) writes into a data directory: a
 # directory holding only these may be written again (a recipe rerun over its data/).
-DATA_DIR_FILES = ("text", "labels", "utt2*", "spk2*", "reco2*", "inventory", "nbest", "segments", "wav.scp",
+DATA_DIR_FILES = ("text", "labels", "probs", "utt2*", "spk2*", "reco2*", "inventory", "nbest", "segments", "wav.scp",
                   "feats.scp", "feats.info", "cmvn.scp", "cmvn.ark", "ctm", "frame_shift", "*.log",
                   "score.txt", "score.json", "decode_options.yaml", "split[0-9]*/", "log/", "feats/", "data/")
 # Files the data-directory writers themselves write and that contradict a new `text` when
 # left from an earlier run: a new output without labels (or n-best lists) removes the old ones.
-DATA_DIR_STALE = ("labels", "nbest")
+DATA_DIR_STALE = ("labels", "nbest", "probs")
 
 
 def read_table(path: str | Path, check_sorted: bool = True) -> "OrderedDict[str, str]":
