@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Install everything punctkit needs on a fresh Debian machine (run as root, or with sudo):
-# system packages (espeak-ng and sox for the synthesized-speech recipe, SLURM and
+# system packages (espeak-ng, flite and sox for the synthesized-speech recipes, SLURM and
 # munge for the cluster tests), then a virtual environment .venv with punctkit
 # installed editable with its optional extras. Safe to run again.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-apt_pkgs="espeak-ng libespeak-ng1 sox slurm-wlm munge"
+apt_pkgs="espeak-ng libespeak-ng1 flite sox slurm-wlm munge"
 missing=""
 for p in $apt_pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -27,7 +27,7 @@ pipq() {  # quiet pip install; keeps pip's exit status
 }
 # torch first: the tested release (a CPU build on these machines); any torch>=2.1 works
 .venv/bin/python -c "import torch" 2>/dev/null || pipq "torch==2.13.0" || pipq "torch>=2.1"
-pipq -e ".[plm,onnx,test]"
-.venv/bin/python -c "import punctkit, torch, kaldiio, kaldi_native_fbank, sentencepiece, gensim, typer, onnxruntime" \
+pipq -e ".[plm,onnx,serve,speech,bench,test]"
+.venv/bin/python -c "import punctkit, torch, kaldiio, kaldi_native_fbank, sentencepiece, gensim, typer, onnxruntime, aiohttp, pocketsphinx" \
   || { echo "$0: installation incomplete" >&2; exit 1; }
 echo "punctkit installed in $root/.venv (activate with: . ./path.sh)"
