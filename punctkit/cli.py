@@ -253,13 +253,16 @@ def decode(
     config: Optional[Path] = typer.Option(None, "--config", help="conf/decode.yaml: defaults for these options "
                                                                  "(over the model's decode: section)"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    probs: bool = typer.Option(False, "--probs", help="also write each word's label probabilities "
+                                                      "(OUT/probs or OUT.probs: uttid p,p,.. p,p,.., inventory order)"),
 ) -> None:
     """Predict one label per word of a data directory; the options it ran with go to
     OUT/decode_options.yaml (OUT.decode_options.yaml for a file)."""
     from punctkit.decode.decoder import decode_dir
 
     decode_dir(model_dir, data_dir, out, fmt, beam, nbest, batch_size, checkpoint, ngpu, window, step,
-               log=lambda m: typer.echo(m, err=True), overwrite=overwrite, config=config)  # logs its summary
+               log=lambda m: typer.echo(m, err=True), overwrite=overwrite, config=config,
+               probs=probs)  # logs its summary
 
 
 @app.command("average-checkpoints")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from punctkit.data.streams import WindowDataset, bucket_batches, pad_batch
-from punctkit.decode.windows import Hyps, tagger_hyps
+from punctkit.decode.windows import Predicted, tagger_predicted
 from punctkit.files import PunctkitError
 
 if TYPE_CHECKING:
@@ -173,13 +173,14 @@ class OnnxTagger:
         """(B, W, n_labels) logits of a padded batch (data/streams.py: pad_batch)."""
         return self.session.run(None, {k: batch[k] for k in self.inputs})[0]
 
-    def predict(self, dataset: WindowDataset, batch_size: int = 64, pad_id: int = 0) -> list[Hyps]:
-        """Arg-max label ids and their summed log-probability for every window (1-best)."""
+    def predict(self, dataset: WindowDataset, batch_size: int = 64, pad_id: int = 0) -> list[Predicted]:
+        """Arg-max label ids and their summed log-probability for every window (1-best), and each
+        word's softmax (decode/windows.py: tagger_predicted, as torch)."""
         lengths = [dataset.n_words(i) for i in range(len(dataset))]
-        out: list[Hyps] = [[] for _ in range(len(dataset))]
+        out: list[Predicted] = [([], np.zeros((0, 0))) for _ in range(len(dataset))]
         for idx in bucket_batches(lengths, batch_size, shuffle=False):
             batch = pad_batch([dataset[i] for i in idx], pad_id)
-            hyps = tagger_hyps(self.logits(batch), batch["word_mask"].sum(1).tolist())
+            preds = tagger_predicted(self.logits(batch), batch["word_mask"].sum(1).tolist())
             for b, i in enumerate(idx):
-                out[i] = hyps[b]
+                out[i] = preds[b]
         return out

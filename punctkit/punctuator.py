@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
+import numpy as np
+
 from punctkit.data.datadir import check_data_dir_output
 from punctkit.data.formats import FORMATS, AsrUtterance, Utterance, detect_for, get_format, names, split_text, write
 from punctkit.data.labels import O, LabelSet, case_of, default_substitution, get_inventory
 from punctkit.data.tokenize import ends_sentence, show_tokens
 from punctkit.data.streams import IGNORE, Stream
-from punctkit.decode.windows import Predict, decode_windows
+from punctkit.decode.windows import Predict, decode_windows_rows
 from punctkit.files import PunctkitError, atomic_write, check_not_input
 from punctkit.decode.options import SEARCH_KEYS, DecodeOptions, resolve
 from punctkit.package import Package, read_package
@@ -176,19 +178,21 @@ class Punctuator:
     # --- labelling
     def _decode(self, streams: list[list[str]]) -> list[list[int]]:
         """Best label ids of each word of each stream (decode/windows.py)."""
+        return [ids for ids, _ in self._decode_rows(streams)]
+
+    def _decode_rows(self, streams: list[list[str]]) -> list[tuple[list[int], np.ndarray]]:
+        """Best label ids of each word of each stream and their distributions (decode/windows.py)."""
         ss = [Stream(f"s{k}", [f"s{k}"], [0], words, [IGNORE] * len(words)) for k, words in enumerate(streams)]
-        return [h[0][0] for h in decode_windows(ss, self.frontend, self.window, self.step, self.predict)]
+        return [(h[0][0], rows) for h, rows in decode_windows_rows(ss, self.frontend, self.window, self.step,
+                                                                   self.predict)]
 
     def _labels(self, ids: list[int], fixed: Fixed | None) -> list[str]:
-        labels = [self.inventory.labels[i] for i in ids]
-        if fixed is not None:
-            for i, mk in enumerate(fixed):
-                if mk is not None:
-                    labels[i] = self.inventory.make(mk, case_of(labels[i]) == "U")
-        return labels
+        return fixed_labels(self.inventory, ids, fixed)
 
-    def stream_labels(self, items: Iterable[tuple[str, str | None]]) -> Iterator[str]:
-        """The label of every word of one stream of (word, fixed mark or None), in order, in bounded memory.
+    def stream_labels(self, items: Iterable[tuple[str, str | None]], probs: bool = False) -> Iterator[Any]:
+        """The label of every word of one stream of (word, fixed mark or None), in order, in bounded memory;
+        with `probs`, (label, row): the row is the model's distribution over the inventory's labels
+        (also for a word whose mark is fixed).
 
         Segments start on the window grid (multiples of `step`) and overlap by
         at least a window on each side of the words they keep, so every kept
@@ -200,9 +204,10 @@ class Punctuator:
         buf: list[tuple[str, str | None]] = []
         buf_start = keep = 0
 
-        def run(seg: list[tuple[str, str | None]], a: int, b: int) -> list[str]:
-            ids = self._decode([[w for w, _ in seg]])[0]
-            return self._labels(ids[a:b], [f for _, f in seg[a:b]])
+        def run(seg: list[tuple[str, str | None]], a: int, b: int) -> Iterator[Any]:
+            ids, rows = self._decode_rows([[w for w, _ in seg]])[0]
+            labels = self._labels(ids[a:b], [f for _, f in seg[a:b]])
+            return zip(labels, rows[a:b]) if probs else iter(labels)
 
         for it in items:
             buf.append(it)
@@ -215,21 +220,26 @@ class Punctuator:
         if buf_start + len(buf) > keep:
             yield from run(buf, keep - buf_start, len(buf))
 
-    def label_utterances(self, utts: Iterable[tuple[list[str], Fixed | None]]) -> Iterator[list[str]]:
-        """Labels of independent utterances (each its own stream), batched across utterances."""
+    def label_utterances(self, utts: Iterable[tuple[list[str], Fixed | None]],
+                         probs: bool = False) -> Iterator[Any]:
+        """Labels of independent utterances (each its own stream), batched across utterances;
+        with `probs`, (labels, words x labels array) per utterance."""
         group: list[tuple[list[str], Fixed | None]] = []
         size = 0
+        n_labels = len(self.inventory.labels)
 
-        def flush() -> Iterator[list[str]]:
+        def flush() -> Iterator[Any]:
             nonlocal size
-            ids = self._decode([w for w, _ in group if w]) if any(w for w, _ in group) else []
+            done = self._decode_rows([w for w, _ in group if w]) if any(w for w, _ in group) else []
             k = 0
             for words, fixed in group:
                 if words:
-                    yield self._labels(ids[k], fixed)
+                    ids, rows = done[k]
+                    labels = self._labels(ids, fixed)
                     k += 1
                 else:
-                    yield []
+                    labels, rows = [], np.zeros((0, n_labels))
+                yield (labels, rows) if probs else labels
             group.clear()
             size = 0
 
@@ -237,7 +247,8 @@ class Punctuator:
             if len(words) > self.chunk_words:
                 yield from flush()
                 items = zip(words, fixed if fixed is not None else [None] * len(words))
-                yield list(self.stream_labels(items))
+                yield split_rows(self.stream_labels(items, True), n_labels) if probs \
+                    else list(self.stream_labels(items))
                 continue
             group.append((words, fixed))
             size += len(words)
@@ -245,9 +256,17 @@ class Punctuator:
                 yield from flush()
         yield from flush()
 
-    def label_words(self, words: list[str], fixed: Fixed | None = None) -> list[str]:
-        """Labels of one stream of words (`fixed`: marks to keep, None where predicted)."""
-        return list(self.stream_labels(zip(words, fixed if fixed is not None else [None] * len(words))))
+    def label_words(self, words: list[str], fixed: Fixed | None = None, probs: bool = False) -> Any:
+        """Labels of one stream of words (`fixed`: marks to keep, None where predicted); with `probs`,
+        (labels, words x labels array of the model's distributions, also where a mark is fixed)."""
+        items = zip(words, fixed if fixed is not None else [None] * len(words))
+        if probs:
+            return split_rows(self.stream_labels(items, True), len(self.inventory.labels))
+        return list(self.stream_labels(items))
+
+    def probs(self, words: list[str]) -> np.ndarray:
+        """The model's distribution over the inventory's labels for each word of one stream (words x labels)."""
+        return self.label_words(words, probs=True)[1]
 
     def punctuate(self, text: str, keep_input_marks: bool = False, capitalize: bool = True) -> str:
         """Punctuated, readable text (one stream; line breaks kept): the input's words in order, as
@@ -259,6 +278,26 @@ class Punctuator:
                  for i, p in enumerate(passages, 1))
         return "\n".join(" ".join(shown) for _, _, shown in label_units(self, lines, True, keep_input_marks,
                                                                          capitalize))
+
+
+def fixed_labels(inventory: LabelSet, ids: list[int], fixed: Fixed | None) -> list[str]:
+    """The labels of label ids, with each fixed mark (None: predicted) kept and the predicted case."""
+    labels = [inventory.labels[i] for i in ids]
+    if fixed is not None:
+        for i, mk in enumerate(fixed):
+            if mk is not None:
+                labels[i] = inventory.make(mk, case_of(labels[i]) == "U")
+    return labels
+
+
+def split_rows(pairs: Iterable[tuple[str, np.ndarray]], n_labels: int) -> tuple[list[str], np.ndarray]:
+    """(labels, words x labels array) from (label, row) pairs."""
+    labels: list[str] = []
+    rows: list[np.ndarray] = []
+    for label, row in pairs:
+        labels.append(label)
+        rows.append(row)
+    return labels, np.array(rows, dtype=np.float64).reshape(len(rows), n_labels)
 
 
 # ------------------------------------------------------------------ files in, files out
@@ -274,6 +313,8 @@ def _fixed(marks: list[str], keep: bool) -> Fixed | None:
 
 
 Labelled = tuple[AsrUtterance, list[str], list[str]]  # an utterance, its labels, its words as shown
+# with probs: also the utterance's words x labels distributions
+LabelledRows = tuple[AsrUtterance, list[str], list[str], np.ndarray]
 
 
 def _kept(utt: AsrUtterance, keep: bool) -> list[str] | None:
@@ -281,13 +322,15 @@ def _kept(utt: AsrUtterance, keep: bool) -> list[str] | None:
     return utt.marks if keep else None
 
 
-def label_units(punct: Punctuator, units: Iterable[AsrUtterance], one_stream: bool, keep_input_marks: bool,
-                capitalize: bool) -> Iterator[Labelled]:
-    """Each utterance in order with its labels and its words as shown (marks and case set):
+def label_units(punct: Any, units: Iterable[AsrUtterance], one_stream: bool, keep_input_marks: bool,
+                capitalize: bool, probs: bool = False) -> Iterator[Any]:
+    """Each utterance in order with its labels and its words as shown (marks and case set), as
+    `Labelled`; with `probs`, `LabelledRows` (4th item: its words x labels distributions).
     `one_stream` (plain-text lines) labels all words as one stream, sentences crossing lines;
-    otherwise each utterance is its own stream and starts a sentence."""
+    otherwise each utterance is its own stream and starts a sentence. `punct`: a Punctuator or
+    an Ensemble (punctkit/ensemble.py)."""
     if one_stream:
-        yield from _stream_units(punct, iter(units), keep_input_marks, capitalize)
+        yield from _stream_units(punct, iter(units), keep_input_marks, capitalize, probs)
         return
     seen: deque[AsrUtterance] = deque()  # utterances waiting for their labels (at most one chunk)
 
@@ -296,15 +339,18 @@ def label_units(punct: Punctuator, units: Iterable[AsrUtterance], one_stream: bo
             seen.append(u)
             yield u.words, _fixed(u.marks, keep_input_marks)
 
-    for labels in punct.label_utterances(feed()):
+    for res in punct.label_utterances(feed(), probs=probs):
+        labels, rows = res if probs else (res, None)
         u = seen.popleft()
-        yield u, labels, show_tokens(u.written, labels, capitalize, kept=_kept(u, keep_input_marks))
+        shown = show_tokens(u.written, labels, capitalize, kept=_kept(u, keep_input_marks))
+        yield (u, labels, shown, rows) if probs else (u, labels, shown)
 
 
-def _stream_units(punct: Punctuator, units: Iterator[AsrUtterance], keep_input_marks: bool,
-                  capitalize: bool) -> Iterator[Labelled]:
+def _stream_units(punct: Any, units: Iterator[AsrUtterance], keep_input_marks: bool,
+                  capitalize: bool, probs: bool = False) -> Iterator[Any]:
     """Lines as one stream: words flow through `stream_labels`, lines come out whole, in order."""
     pending: deque[AsrUtterance] = deque()  # lines whose words are not all labelled yet
+    n_labels = len(punct.inventory.labels)
 
     def items() -> Iterator[tuple[str, str | None]]:
         for ln in units:
@@ -313,13 +359,15 @@ def _stream_units(punct: Punctuator, units: Iterator[AsrUtterance], keep_input_m
             yield from zip(ln.words, fixed)
 
     start = True
-    labels: deque[str] = deque()
-    labelled = punct.stream_labels(items())
+    labels: deque[Any] = deque()
+    labelled = punct.stream_labels(items(), probs=probs)
     while True:
         while pending and len(labels) >= len(pending[0].words):  # the first pending line is complete
             ln = pending.popleft()
-            mine = [labels.popleft() for _ in ln.words]
-            yield ln, mine, show_tokens(ln.written, mine, capitalize, start, _kept(ln, keep_input_marks))
+            got = [labels.popleft() for _ in ln.words]
+            mine, rows = split_rows(got, n_labels) if probs else (got, None)
+            shown = show_tokens(ln.written, mine, capitalize, start, _kept(ln, keep_input_marks))
+            yield (ln, mine, shown, rows) if probs else (ln, mine, shown)
             start = ends_sentence(mine, start)
         nxt = next(labelled, None)
         if nxt is None:
@@ -328,7 +376,7 @@ def _stream_units(punct: Punctuator, units: Iterator[AsrUtterance], keep_input_m
     for ln in pending:  # only lines without words can be left
         if ln.words:
             raise PunctkitError(f"line {ln.lineno}: the model returned no labels for its words")
-        yield ln, [], []
+        yield (ln, [], [], np.zeros((0, n_labels))) if probs else (ln, [], [])
 
 
 @dataclass

@@ -13,16 +13,18 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
 from punctkit.batch import audio_extra, collate, wants_audio
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
 from punctkit.data.formats import FORMATS, write
+from punctkit.data.probs import PROBS_FILE, format_probs, write_probs
 from punctkit.data.streams import Stream, WindowDataset, bucket_batches, make_streams
 from punctkit.data.utterance import Utterance
 from punctkit.decode.options import OPTIONS_FILE, options_lines, read_decode_config, resolve, write_options
-from punctkit.decode.search import beam_search, greedy
-from punctkit.decode.windows import Hyps, decode_windows, tagger_hyps
+from punctkit.decode.search import beam_search_rows, greedy_rows
+from punctkit.decode.windows import Hyps, Predicted, decode_windows_rows, tagger_predicted
 from punctkit.expdir import load_model, pick_device, read_model_config
 from punctkit.files import PunctkitError, atomic_write, check_not_input
 from punctkit.models.base import PunctModel
@@ -33,28 +35,32 @@ from punctkit.text.frontend import Frontend
 
 @torch.no_grad()
 def predict(model: PunctModel, dataset: WindowDataset, batch_size: int = 32, device: torch.device | str = "cpu",
-            beam: int = 1, nbest: int = 1, pad_id: int = 0) -> list[Hyps]:
-    """n-best label ids for every window of `dataset`: taggers' arg-max, encoder-decoders' greedy
-    search (beam <= 1) or beam search (decode/search.py); nbest > 1 always runs the beam search."""
+            beam: int = 1, nbest: int = 1, pad_id: int = 0) -> list[Predicted]:
+    """n-best label ids for every window of `dataset` and the 1-best's per-word distributions:
+    taggers' arg-max and softmax (decode/windows.py: tagger_predicted), encoder-decoders' greedy
+    search (beam <= 1) or beam search with their step distributions (decode/search.py); nbest > 1
+    always runs the beam search."""
     was_training = model.training
     model.eval()
     lengths = [dataset.n_words(i) for i in range(len(dataset))]
-    out: list[Hyps] = [[] for _ in range(len(dataset))]
+    out: list[Predicted] = [([], np.zeros((0, 0))) for _ in range(len(dataset))]
     for idx in bucket_batches(lengths, batch_size, shuffle=False):
         batch = {k: v.to(device) for k, v in collate([dataset[i] for i in idx], pad_id).items()}
         n_words = batch["word_mask"].sum(1).tolist()
+        res: list[Predicted]
         if nbest > 1 or (model.seq2seq and beam > 1):
-            res = beam_search(model, batch, beam=max(beam, nbest), nbest=nbest)
+            res = beam_search_rows(model, batch, beam=max(beam, nbest), nbest=nbest)
         elif model.seq2seq:
-            ids = greedy(model, batch).tolist()
-            res = [[(ids[b][: n_words[b]], 0.0)] for b in range(len(idx))]
+            pred, rows = greedy_rows(model, batch)
+            ids, rows_np = pred.tolist(), rows.double().cpu().numpy()
+            res = [([(ids[b][: n_words[b]], 0.0)], rows_np[b, : n_words[b]]) for b in range(len(idx))]
         else:  # a tagger's greedy decoding is its per-word arg-max
-            res = tagger_hyps(model(batch).float().cpu().numpy(), n_words)
+            res = tagger_predicted(model(batch).float().cpu().numpy(), n_words)
         for b, i in enumerate(idx):
-            if any(len(h) != n_words[b] for h, _ in res[b]):
+            if any(len(h) != n_words[b] for h, _ in res[b][0]):
                 raise PunctkitError(f"model {type(model).__name__} returned a label count different from "
                                     f"the {n_words[b]} words of a window")
-            out[i] = list(res[b])
+            out[i] = (list(res[b][0]), res[b][1])
     model.train(was_training)
     return out
 
@@ -64,8 +70,17 @@ def decode_streams(model: PunctModel, frontend: Frontend, streams: list[Stream],
                    nbest: int = 1, extra: Callable | None = None) -> list[Hyps]:
     """n-best label ids per stream from `model`, each word's label from its most central window
     (decode/windows.py: decode_windows)."""
-    return decode_windows(streams, frontend, window, step,
-                          lambda ds: predict(model, ds, batch_size, device, beam, nbest, frontend.pad_id), extra)
+    return [h for h, _ in decode_streams_rows(model, frontend, streams, window, step, batch_size, device, beam,
+                                              nbest, extra)]
+
+
+def decode_streams_rows(model: PunctModel, frontend: Frontend, streams: list[Stream], window: int = 100,
+                        step: int = 50, batch_size: int = 32, device: torch.device | str = "cpu", beam: int = 1,
+                        nbest: int = 1, extra: Callable | None = None) -> list[Predicted]:
+    """`decode_streams` with each stream's per-word label distributions (words x labels) of its 1-best."""
+    return decode_windows_rows(streams, frontend, window, step,
+                               lambda ds: predict(model, ds, batch_size, device, beam, nbest, frontend.pad_id),
+                               extra)
 
 
 def split_utterances(streams: list[Stream]) -> list[Stream]:
@@ -83,9 +98,10 @@ def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt
                beam: int | None = None, nbest: int | None = None, batch_size: int | None = None,
                checkpoint: str | None = None, ngpu: int = 0, window: int | None = None,
                step: int | None = None, log: Callable[[str], None] | None = None,
-               overwrite: bool = False, config: str | Path | None = None) -> dict[str, Any]:
+               overwrite: bool = False, config: str | Path | None = None, probs: bool = False) -> dict[str, Any]:
     """Label every word of `data_dir` and write `out` in the resolved format (+ an `nbest` file
-    when nbest > 1) and the resolved options (`decode_options.yaml` in a data-directory `out`,
+    when nbest > 1, + a `probs` file with `probs`: each word's label distribution, data/probs.py)
+    and the resolved options (`decode_options.yaml` in a data-directory `out`,
     else `OUT.decode_options.yaml`).
 
     The keyword options are the command line (None: unset), `config` a decoding config file;
@@ -111,6 +127,8 @@ def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt
         check_not_input(f"{out}.{OPTIONS_FILE}", inputs)
         if opts.nbest > 1:
             check_not_input(f"{out}.nbest", inputs)
+        if probs:
+            check_not_input(f"{out}.{PROBS_FILE}", inputs)
     dd = read_data_dir(data_dir, need_labels=False)
     if any(u.labels for u in dd.utterances) and dd.inventory.name != inv.name:
         raise PunctkitError(f"{data_dir}: label inventory {dd.inventory.name} differs from the model's "
@@ -124,18 +142,21 @@ def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt
     extra = None
     if wants_audio(conf, model.needs):  # the config's resolved `audio.use`, else the model's needs
         extra = audio_extra(data_dir)
-    hyps = decode_streams(model, frontend, units, opts.window, opts.step, opts.batch_size, device, opts.beam, nbest,
-                          extra=extra)
-    utts, nbest_lines = [], []
-    for s, h in zip(units, hyps):
+    hyps = decode_streams_rows(model, frontend, units, opts.window, opts.step, opts.batch_size, device, opts.beam,
+                               nbest, extra=extra)
+    utts, nbest_lines, rows = [], [], {}
+    for s, (h, dist) in zip(units, hyps):
         best = h[0][0]
         for uttid, a, b in s.utt_spans():
             utts.append(Utterance(uttid, s.words[a:b], [inv.labels[i] for i in best[a:b]]))
+            rows[uttid] = dist[a:b]
         if nbest > 1:
             nbest_lines += [f"{s.key} {r} {score:.4f} {' '.join(inv.labels[i] for i in ids)}"
                             for r, (ids, score) in enumerate(h, 1)]
     if opts.format == "datadir":
         files = {OPTIONS_FILE: options_lines(opts), **({"nbest": nbest_lines} if nbest > 1 else {})}
+        if probs:  # sorted as write_data_dir sorts text and labels
+            files[PROBS_FILE] = [format_probs(u, rows[u]) for u in sorted(rows)]
         write_data_dir(out, utts, inv, dd.utt2spk, extra=files, overwrite=overwrite, inputs=inputs)
     else:
         write(sorted(utts, key=lambda u: u.uttid), out, opts.format, inv, inputs=inputs)
@@ -143,6 +164,8 @@ def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt
         if nbest > 1:
             with atomic_write(f"{out}.nbest") as f:
                 f.writelines(ln + "\n" for ln in nbest_lines)
+        if probs:
+            write_probs(f"{out}.{PROBS_FILE}", ((u, rows[u]) for u in sorted(rows)))
     n_words = sum(len(u.words) for u in utts)
     if log:
         log(f"decode: {len(utts)} utterances, {n_words} words -> {out}")

@@ -7,12 +7,17 @@ the per-word argmax), an encoder-decoder (`seq2seq = True`) is stepped through
 hypotheses of all items advance together, and an item whose words are all labelled
 keeps its hypotheses unchanged (score + 0) until the longest item is done.
 Words are assumed to be left-aligned: `word_mask` is True on a prefix of each row.
+
+Both searches also give each chosen label's step distribution (`greedy_rows`,
+`beam_search_rows`): the probabilities over all labels of the decoder step that
+emitted it, given the labels chosen before it (a tagger's: the softmax of its logits).
 """
 from __future__ import annotations
 
 import contextlib
 from typing import Any, Iterator
 
+import numpy as np
 import torch
 
 from punctkit.data.streams import IGNORE
@@ -62,18 +67,26 @@ def greedy(model: PunctModel, batch: Batch) -> torch.Tensor:
 
     Positions without a word hold IGNORE (-100).
     """
+    return greedy_rows(model, batch)[0]
+
+
+def greedy_rows(model: PunctModel, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """`greedy`'s labels (B, W) and, per word, the distribution of the step that chose its label
+    (B, W, n_labels; rows of positions without a word are meaningless)."""
     mask = batch["word_mask"]
     steps = _steps(model)
     with _inference(model):
         memory = steps.encode(batch)
         prev = torch.full((mask.size(0),), steps.bos_id, dtype=torch.long, device=mask.device)
-        state, out = None, []
+        state, out, dists = None, [], []
         for t in range(mask.size(1)):
             logp, state = steps.step(memory, prev, state, t)
             prev = logp.argmax(-1)
             out.append(prev)
+            dists.append(logp.float().exp())
         pred = torch.stack(out, dim=1) if out else mask.long()
-    return pred.masked_fill(~mask, IGNORE)
+        rows = torch.stack(dists, dim=1) if dists else mask.new_zeros(mask.size(0), 0, 0, dtype=torch.float)
+    return pred.masked_fill(~mask, IGNORE), rows
 
 
 def beam_search(
@@ -85,6 +98,15 @@ def beam_search(
     the words' log-probabilities), best first; fewer when the item has fewer distinct
     label sequences than asked for.
     """
+    return [hyps for hyps, _ in beam_search_rows(model, batch, beam, nbest)]
+
+
+def beam_search_rows(
+    model: PunctModel, batch: Batch, beam: int = 6, nbest: int = 1
+) -> list[tuple[list[tuple[list[int], float]], np.ndarray]]:
+    """`beam_search`'s n-best of every item, with the step distributions of its best hypothesis:
+    (n_words, n_labels), row t the probabilities of the decoder step that emitted label t,
+    given the hypothesis' labels before it."""
     if beam < 1 or nbest < 1:
         raise ValueError(f"beam ({beam}) and nbest ({nbest}) must be at least 1")
     nbest = min(nbest, beam)
@@ -98,10 +120,11 @@ def beam_search(
         scores = torch.full((b, k), float("-inf"), device=dev)
         scores[:, 0] = 0.0  # one live hypothesis at the start, so the beam holds no duplicates
         prev = torch.full((b * k,), steps.bos_id, dtype=torch.long, device=dev)
-        state, origins, labels = None, [], []
+        state, origins, labels, dists = None, [], [], []
         for t in range(w):
             logp, state = steps.step(memory, prev, state, t)
             logp = logp.float().view(b, k, -1)
+            dists.append(logp.exp())  # before freezing: rows past an item's words are dropped anyway
             n_labels = logp.size(-1)
             done = t >= n_words  # (B,) items with no word t: extend with a free, fixed label
             if done.any():
@@ -115,23 +138,29 @@ def beam_search(
             labels.append(label)
             state = steps.reorder_state(state, (torch.arange(b, device=dev)[:, None] * k + origin).view(-1))
             prev = label.view(-1)
-    return _backtrack(origins, labels, scores, n_words, nbest)
+    return _backtrack(origins, labels, dists, scores, n_words, nbest)
 
 
 def _backtrack(
-    origins: list[torch.Tensor], labels: list[torch.Tensor], scores: torch.Tensor, n_words: torch.Tensor, nbest: int
-) -> list[list[tuple[list[int], float]]]:
-    """Follow the back-pointers from the final beams; keep each item's first n_words labels."""
+    origins: list[torch.Tensor], labels: list[torch.Tensor], dists: list[torch.Tensor], scores: torch.Tensor,
+    n_words: torch.Tensor, nbest: int
+) -> list[tuple[list[tuple[list[int], float]], np.ndarray]]:
+    """Follow the back-pointers from the final beams; keep each item's first n_words labels, and
+    the best hypothesis' step distributions (step t's row of the beam it extended)."""
     b, k = scores.shape
     seqs = torch.zeros(b, k, len(labels), dtype=torch.long)
+    n_labels = dists[0].size(-1) if dists else 0
+    rows = torch.zeros(b, len(labels), n_labels)
     beam_idx = torch.arange(k).expand(b, k).clone()
     for t in range(len(labels) - 1, -1, -1):
         seqs[:, :, t] = labels[t].cpu().gather(1, beam_idx)
         beam_idx = origins[t].cpu().gather(1, beam_idx)
+        best_from = beam_idx[:, 0]  # the slot at step t-1 that the best hypothesis extended at step t
+        rows[:, t] = dists[t].cpu()[torch.arange(b), best_from]
     scores = scores.cpu()
     out = []
     for i in range(b):
         n = int(n_words[i])
         hyps = [(seqs[i, j, :n].tolist(), float(scores[i, j])) for j in range(k) if torch.isfinite(scores[i, j])]
-        out.append(hyps[:nbest])
+        out.append((hyps[:nbest], rows[i, :n].double().numpy()))
     return out

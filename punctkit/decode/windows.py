@@ -5,6 +5,11 @@ words, the last one aligned to the stream's end. A word seen by several windows
 takes its prediction from the window where it is most central: the one where
 its distance to the nearest *cut* edge (a window edge that is not the stream's
 own start or end) is largest; ties go to the earlier window.
+
+Every predictor also gives, per word, the probabilities of all the inventory's labels
+(`Predicted`): a tagger's softmax (`tagger_predicted`, shared by torch and onnxruntime),
+an encoder-decoder's step distribution (decode/search.py). A word's row comes from its
+owner window, as its label does.
 """
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ from punctkit.files import PunctkitError
 
 T = TypeVar("T")
 Hyps = list[tuple[list[int], float]]  # n-best: (label ids, log-probability), best first
-Predict = Callable[[WindowDataset], list[Hyps]]  # n-best of every window of a dataset
+Predicted = tuple[Hyps, np.ndarray]  # n-best, and the 1-best's per-word distributions (words x labels)
+Predict = Callable[[WindowDataset], list[Predicted]]  # of every window of a dataset
 
 
 def plan_windows(n: int, length: int, step: int) -> list[tuple[int, int]]:
@@ -60,7 +66,15 @@ def stitch(n: int, windows: Sequence[tuple[int, int]], preds: Sequence[Sequence[
 
 def decode_windows(streams: list[Stream], frontend: object, window: int, step: int, predict: Predict,
                    extra: Extra | None = None) -> list[Hyps]:
-    """n-best label ids per stream, each word's label taken from its most central window.
+    """n-best label ids per stream, each word's label taken from its most central window
+    (`decode_windows_rows` without the distributions)."""
+    return [h for h, _ in decode_windows_rows(streams, frontend, window, step, predict, extra)]
+
+
+def decode_windows_rows(streams: list[Stream], frontend: object, window: int, step: int, predict: Predict,
+                        extra: Extra | None = None) -> list[Predicted]:
+    """n-best label ids per stream and the 1-best's per-word distributions (words x labels), each
+    word's label and row taken from its most central window.
 
     `predict` labels the windows (torch: decode/decoder.py; onnxruntime: punctkit/onnx.py).
     With n-best lists the k-th hypothesis joins the k-th hypotheses of the windows
@@ -68,27 +82,39 @@ def decode_windows(streams: list[Stream], frontend: object, window: int, step: i
     """
     plans = [plan_windows(len(s), window, step) for s in streams]
     wins = [Window(k, a, b) for k, plan in enumerate(plans) for a, b in plan]
-    hyps = predict(WindowDataset(streams, frontend, wins, extra=extra))
-    out: list[Hyps] = []
+    preds = predict(WindowDataset(streams, frontend, wins, extra=extra))
+    out: list[Predicted] = []
     pos = 0
     for s, plan in zip(streams, plans):
-        mine = hyps[pos: pos + len(plan)]
+        mine = preds[pos: pos + len(plan)]
         pos += len(plan)
         own = owners(len(s), plan)
         used = sorted({k for k, _ in own})
-        n = min(len(mine[k]) for k in used)
-        out.append([([mine[k][r][0][j] for k, j in own], sum(mine[k][r][1] for k in used)) for r in range(n)])
+        n = min(len(mine[k][0]) for k in used) if used else 1
+        hyps = [([mine[k][0][r][0][j] for k, j in own], sum(mine[k][0][r][1] for k in used)) for r in range(n)]
+        n_labels = mine[0][1].shape[-1] if mine else 0
+        rows = np.array([mine[k][1][j] for k, j in own], dtype=np.float64).reshape(len(own), n_labels)
+        out.append((hyps, rows))
     return out
 
 
 def tagger_hyps(logits: np.ndarray, n_words: Sequence[int]) -> list[Hyps]:
+    """1-best of every row of a tagger's (B, W, n_labels) logits (`tagger_predicted`'s hypotheses)."""
+    return [h for h, _ in tagger_predicted(logits, n_words)]
+
+
+def tagger_predicted(logits: np.ndarray, n_words: Sequence[int]) -> list[Predicted]:
     """1-best of every row of a tagger's (B, W, n_labels) logits: each real word's arg-max label,
-    scored by the sum of their log-probabilities; row b's real words are its first `n_words[b]`.
+    scored by the sum of their log-probabilities, and each word's softmax; row b's real words
+    are its first `n_words[b]`.
 
     Both backends take a tagger's greedy decoding from here (torch: decode/decoder.py, onnxruntime:
-    punctkit/onnx.py), so they cannot disagree on ties or scores.
+    punctkit/onnx.py), so they cannot disagree on ties, scores or probabilities.
     """
     z = np.asarray(logits, dtype=np.float64)
     ids = z.argmax(-1)
-    logp = -np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1))  # log-softmax at the arg-max
-    return [[(ids[b, :n].tolist(), float(logp[b, :n].sum()))] for b, n in enumerate(n_words)]
+    e = np.exp(z - z.max(-1, keepdims=True))
+    total = e.sum(-1, keepdims=True)
+    logp = -np.log(total[..., 0])  # log-softmax at the arg-max
+    probs = e / total
+    return [([(ids[b, :n].tolist(), float(logp[b, :n].sum()))], probs[b, :n]) for b, n in enumerate(n_words)]

@@ -1,0 +1,195 @@
+"""Per-word label probabilities from every model and backend: the Python API and `decode --probs`."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from punct_util import cli, tiny_conf, train_tiny
+from punctkit.data.formats import AsrUtterance, read, split_text
+from punctkit.data.labels import default_substitution
+from punctkit.data.probs import read_probs
+from punctkit.decode.search import beam_search_rows, greedy_rows
+from punctkit.models.registry import build_model
+
+TAGGER = tiny_conf({"type": "transformer_tagger", "n_layers": 1, "d_model": 32, "n_heads": 2, "d_ff": 64,
+                    "dropout": 0.1}, epochs=2)
+SEQ2SEQ = {"type": "transformer_seq2seq", "n_layers": 1, "n_dec_layers": 1, "d_model": 16, "n_heads": 2,
+           "d_ff": 32}
+VOCAB, N_LABELS = 25, 4
+
+
+@pytest.fixture(scope="module")
+def tagger(tmp_path_factory):
+    """A tiny tagger trained on 8000 words of dev2012 (d/exp), packed with --onnx (d/m.pkt), test words."""
+    d = tmp_path_factory.mktemp("probs")
+    cli("pack", train_tiny(d, TAGGER), "-o", d / "m.pkt", *(["--onnx"] if _has_onnxruntime() else []))
+    utts, _ = read(d / "test")
+    d.joinpath("words.txt").write_text(" ".join(w for u in utts for w in u.words) + "\n")
+    return d
+
+
+def _has_onnxruntime() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("onnxruntime") is not None
+
+
+def _words(d) -> list[str]:
+    return d.joinpath("words.txt").read_text().split()
+
+
+def _check_rows(punct, labels: list[str], rows: np.ndarray) -> None:
+    """Distributions over the inventory whose arg-max is the label."""
+    assert rows.shape == (len(labels), len(punct.inventory.labels))
+    assert np.allclose(rows.sum(1), 1.0, atol=1e-6) and (rows >= 0).all()
+    assert [punct.inventory.labels[i] for i in rows.argmax(1)] == labels
+
+
+def test_tagger_rows_are_its_softmax_in_torch_and_onnx(tagger):
+    """Torch and ONNX packages: rows sum to one, arg-max = label, same rows within 1e-4."""
+    from punctkit import Punctuator
+
+    words = _words(tagger)[:600]
+    fp = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch")
+    labels, rows = fp.label_words(words, probs=True)
+    _check_rows(fp, labels, rows)
+    assert labels == fp.label_words(words)  # probs changes nothing else
+    assert len(set(labels)) > 1 and rows.max(1).min() < 0.99  # real distributions, not one-hot
+    assert np.array_equal(fp.probs(words), rows)
+    if not _has_onnxruntime():
+        pytest.skip("onnxruntime is not installed: torch checked only")
+    ox = Punctuator.load(tagger / "m.pkt", threads=1, backend="onnx")
+    labels_o, rows_o = ox.label_words(words, probs=True)
+    _check_rows(ox, labels_o, rows_o)
+    assert np.abs(rows_o - rows).max() < 1e-4
+    assert labels_o == labels
+
+
+def test_stream_labels_in_chunks_give_the_one_shot_rows(tagger):
+    """A long input through stream_labels in small segments gives the rows of a one-shot call."""
+    from punctkit import Punctuator
+
+    words = _words(tagger)[:700]
+    whole = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch", chunk_words=100000)
+    small = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch", chunk_words=45)
+    labels, rows = whole.label_words(words, probs=True)
+    pairs = list(small.stream_labels(((w, None) for w in words), probs=True))
+    assert [lab for lab, _ in pairs] == labels
+    assert np.abs(np.array([r for _, r in pairs]) - rows).max() < 1e-5
+    assert list(small.stream_labels((w, None) for w in words)) == labels  # labels only by default
+
+
+def test_fixed_marks_keep_the_model_distribution_and_units_carry_rows(tagger):
+    """--keep-input-marks: the label is the input's mark, the row the model's distribution;
+    label_units gives 3-tuples by default and the utterance's rows as a 4th item with probs."""
+    from punctkit import Punctuator
+    from punctkit.punctuator import label_units
+
+    punct = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch")
+    words = _words(tagger)[:200]
+    fixed = [None] * len(words)
+    fixed[10] = "?" if "?" in punct.inventory.labels else punct.inventory.labels[-1]
+    labels, rows = punct.label_words(words, probs=True)
+    kept, kept_rows = punct.label_words(words, fixed, probs=True)
+    assert kept[10] == fixed[10] and np.array_equal(kept_rows, rows)
+    rules = default_substitution(punct.inventory)
+    passages = [split_text(" ".join(words[a:a + 50]), punct.inventory, rules) for a in range(0, 200, 50)]
+    units = [AsrUtterance(f"u{i}", p.words, p.marks, p.written, lineno=i + 1) for i, p in enumerate(passages)]
+    for one_stream in (True, False):
+        plain = list(label_units(punct, units, one_stream, False, True))
+        assert all(len(t) == 3 for t in plain)
+        with_rows = list(label_units(punct, units, one_stream, False, True, probs=True))
+        for (u, lab, shown), (u2, lab2, shown2, r) in zip(plain, with_rows):
+            assert (u, lab, shown) == (u2, lab2, shown2)
+            _check_rows(punct, lab, r)
+        if one_stream:  # the lines as one stream: the rows of the whole stream
+            assert np.allclose(np.concatenate([t[3] for t in with_rows]), rows, atol=1e-6)
+
+
+def test_decode_probs_file_matches_the_api(tagger, tmp_path):
+    """`decode --probs` writes OUT/probs (sorted like text and labels) or OUT.probs, read back by read_probs."""
+    from punctkit import Punctuator
+
+    punct = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch")
+    n = len(punct.inventory.labels)
+    cli("decode", tagger / "exp", tagger / "test", tmp_path / "dec", "--probs")
+    table = read_probs(tmp_path / "dec" / "probs", n)
+    utts, _ = read(tmp_path / "dec")
+    assert list(table) == [u.uttid for u in utts] == sorted(table)
+    for u in utts:
+        assert len(table[u.uttid]) == len(u.words)
+        assert [punct.inventory.labels[i] for i in table[u.uttid].argmax(1)] == u.labels
+    words = [w for u in utts for w in u.words]
+    labels, rows = punct.label_words(words, probs=True)
+    assert np.abs(np.concatenate(list(table.values())) - rows).max() <= 1e-4  # 4 decimals written
+    cli("decode", tagger / "exp", tagger / "test", tmp_path / "dec.twocol", "--format", "twocol", "--probs")
+    again = read_probs(tmp_path / "dec.twocol.probs", n)
+    assert list(again) == list(table) and all(np.array_equal(again[k], table[k]) for k in table)
+    cli("decode", tagger / "exp", tagger / "test", tmp_path / "plain")
+    assert not (tmp_path / "plain" / "probs").exists()
+
+
+# ------------------------------------------------------------------ encoder-decoders (decode/search.py)
+
+def _seq2seq(seed: int = 0):
+    torch.manual_seed(seed)
+    model = build_model(SEQ2SEQ, vocab_size=VOCAB, n_labels=N_LABELS, pad_id=0)
+    with torch.no_grad():
+        model.out.weight.mul_(8.0)  # peaky distributions: beam and greedy disagree
+    return model.eval()
+
+
+def _batch(lengths: list[int], seed: int = 0) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    w = max(lengths)
+    batch = {"tokens": torch.zeros(len(lengths), w, dtype=torch.long),
+             "token_mask": torch.zeros(len(lengths), w, dtype=torch.bool),
+             "word_pos": torch.arange(w).repeat(len(lengths), 1),
+             "word_mask": torch.zeros(len(lengths), w, dtype=torch.bool)}
+    for i, n in enumerate(lengths):
+        batch["tokens"][i, :n] = torch.randint(1, VOCAB, (n,), generator=gen)
+        batch["token_mask"][i, :n] = True
+        batch["word_mask"][i, :n] = True
+    return batch
+
+
+def _teacher_forced(model, batch, i: int, labels: list[int]) -> np.ndarray:
+    """The model's distributions for item i's words given `labels` as the previous labels (forward pass)."""
+    n = len(labels)
+    one = {k: v[i:i + 1] for k, v in batch.items()}
+    one = {k: (v[:, :n] if k in ("word_pos", "word_mask") else v) for k, v in one.items()}
+    one["labels"] = torch.tensor([labels])
+    with torch.no_grad():
+        return torch.softmax(model(one).float(), -1)[0].double().numpy()
+
+
+def test_greedy_rows_are_the_steps_given_the_chosen_prefix():
+    model = _seq2seq()
+    lengths = [9, 4, 1]
+    batch = _batch(lengths)
+    pred, rows = greedy_rows(model, batch)
+    for i, n in enumerate(lengths):
+        r = rows[i, :n].double().numpy()
+        assert np.allclose(r.sum(1), 1.0, atol=1e-6)
+        assert r.argmax(1).tolist() == pred[i, :n].tolist()  # greedy: the label is the arg-max
+        assert np.abs(r - _teacher_forced(model, batch, i, pred[i, :n].tolist())).max() < 1e-5
+
+
+def test_beam_rows_give_the_chosen_label_its_step_probability():
+    """Beam search: row t is the step distribution of the best hypothesis given its own prefix, so the
+    chosen labels' probabilities multiply to the hypothesis' score; not always the arg-max."""
+    model = _seq2seq(seed=3)
+    lengths = [10, 7, 3]
+    batch = _batch(lengths, seed=3)
+    res = beam_search_rows(model, batch, beam=6, nbest=3)
+    not_argmax = 0
+    for i, (hyps, rows) in enumerate(res):
+        best, score = hyps[0]
+        assert rows.shape == (lengths[i], N_LABELS) and np.allclose(rows.sum(1), 1.0, atol=1e-6)
+        assert np.abs(rows - _teacher_forced(model, batch, i, best)).max() < 1e-5
+        assert np.log(rows[np.arange(len(best)), best]).sum() == pytest.approx(score, abs=1e-4)
+        not_argmax += int((rows.argmax(1) != np.array(best)).sum())
+    greedy = greedy_rows(model, batch)[0]
+    assert res[2][0][0][0] != greedy[2, :3].tolist()  # this seed's item 2: the beam beats greedy ...
+    assert not_argmax > 0  # ... so one of its chosen labels is not its step's arg-max
