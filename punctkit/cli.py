@@ -236,7 +236,8 @@ def train(
 
 @app.command()
 def decode(
-    model_dir: Path = typer.Argument(..., help="experiment dir written by punctkit train"),
+    model_dirs: List[Path] = typer.Argument(..., help="experiment dir written by punctkit train; several: "
+                                                      "an ensemble (label probabilities averaged)"),
     data_dir: Path = typer.Argument(..., help="data directory to punctuate (text; labels optional)"),
     out: Path = typer.Argument(..., help="output data directory or file"),
     fmt: Optional[str] = typer.Option(None, "--format", callback=_one_of(*FORMATS),
@@ -255,14 +256,16 @@ def decode(
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
     probs: bool = typer.Option(False, "--probs", help="also write each word's label probabilities "
                                                       "(OUT/probs or OUT.probs: uttid p,p,.. p,p,.., inventory order)"),
+    weights: Optional[str] = typer.Option(None, "--weights", help="with several MODEL_DIRS: their weights "
+                                                                  "(e.g. 0.6,0.4; default equal)"),
 ) -> None:
     """Predict one label per word of a data directory; the options it ran with go to
     OUT/decode_options.yaml (OUT.decode_options.yaml for a file)."""
     from punctkit.decode.decoder import decode_dir
 
-    decode_dir(model_dir, data_dir, out, fmt, beam, nbest, batch_size, checkpoint, ngpu, window, step,
-               log=lambda m: typer.echo(m, err=True), overwrite=overwrite, config=config,
-               probs=probs)  # logs its summary
+    decode_dir(model_dirs if len(model_dirs) > 1 else model_dirs[0], data_dir, out, fmt, beam, nbest, batch_size,
+               checkpoint, ngpu, window, step, log=lambda m: typer.echo(m, err=True), overwrite=overwrite,
+               config=config, probs=probs, weights=weights)  # logs its summary
 
 
 @app.command("average-checkpoints")
@@ -461,7 +464,7 @@ def synthesize(
 
 @app.command()
 def pack(
-    exp_dir: Path = typer.Argument(..., help="trained model directory (exp/NAME)"),
+    exp_dirs: List[Path] = typer.Argument(..., help="trained model directory (exp/NAME); several: an ensemble"),
     out: Path = typer.Option(..., "--out", "-o", help="packed model file to write (model.pkt)"),
     checkpoint: Optional[str] = typer.Option(None, help="checkpoint in EXP_DIR (default: model.avg.pt, model.best.pt, last epoch)"),
     card_results: Optional[List[Path]] = typer.Option(None, "--card-results", help="score.json to quote on the card (repeatable)"),
@@ -470,18 +473,37 @@ def pack(
                                           "onnxruntime, without torch (pip install 'punctkit[onnx]')"),
     int8: bool = typer.Option(False, help="with --onnx: int8 weights in the ONNX graph (faster on CPU; "
                                           "labels may differ slightly)"),
+    ensemble: bool = typer.Option(False, "--ensemble", help="pack the EXP_DIRS as one ensemble (implied by "
+                                                            "several EXP_DIRS): their label probabilities averaged"),
+    weights: Optional[str] = typer.Option(None, "--weights", help="ensemble weights, one per EXP_DIR "
+                                                                  "(e.g. 0.6,0.4; default equal)"),
 ) -> None:
-    """Pack a trained model (weights, frontend, config, labels, card) into one file."""
+    """Pack a trained model (weights, frontend, config, labels, card) into one file; several: an ensemble."""
     from punctkit.punctuator import pack as do_pack
+    from punctkit.punctuator import pack_ensemble
 
-    card = do_pack(exp_dir, out, checkpoint, card_results or [], train_data, onnx, int8)["card"]
-    typer.echo(f"pack: {exp_dir} ({card['model']}, {card['inventory']}, {card['checkpoint']}) -> {out}", err=True)
+    if ensemble or len(exp_dirs) > 1:
+        if train_data:
+            raise PunctkitError("--train-data names one model's data: an ensemble's cards take each member's "
+                                "from its train.log")
+        card = pack_ensemble(exp_dirs, out, weights, checkpoint=checkpoint, card_results=card_results or [],
+                             onnx=onnx, int8=int8)["card"]
+        shown = ", ".join(f"{m['exp']} {w:.2f}" for m, w in zip(card["members"], card["weights"]))
+        typer.echo(f"pack: ensemble of {len(exp_dirs)} ({card['inventory']}; {shown}) -> {out}", err=True)
+        return
+    if weights:
+        raise PunctkitError("--weights is for an ensemble: give several EXP_DIRS (or --ensemble)")
+    card = do_pack(exp_dirs[0], out, checkpoint, card_results or [], train_data, onnx, int8)["card"]
+    typer.echo(f"pack: {exp_dirs[0]} ({card['model']}, {card['inventory']}, {card['checkpoint']}) -> {out}", err=True)
 
 
 @app.command()
 def punctuate(
     src: str = typer.Argument("-", help="input file, or - for standard input"),
-    model: Path = typer.Option(..., "--model", "-m", help="packed model (punctkit pack)"),
+    model: List[Path] = typer.Option(..., "--model", "-m", help="packed model (punctkit pack); repeat for an "
+                                                                "ensemble (label probabilities averaged)"),
+    weights: Optional[str] = typer.Option(None, "--weights", help="ensemble weights, one per -m (e.g. 0.6,0.4; "
+                                                                  "default equal, or an ensemble package's)"),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="output file (default: standard output)"),
     input_format: Optional[str] = typer.Option(None, "--input-format", callback=_one_of(*names("units")), help=f"{PUNCT_IN} (default: detected from the content)"),
     encoding: Optional[str] = ENCODING,
@@ -504,7 +526,14 @@ def punctuate(
     """Restore punctuation (and casing) in text, Kaldi text, CTM or JSON-lines ASR output."""
     from punctkit.punctuator import Punctuator, punctuate_file
 
-    punct = Punctuator.load(model, ngpu, threads, batch_size, beam, chunk_words, step, quantize, backend)
+    opts = dict(ngpu=ngpu, threads=threads, batch_size=batch_size, beam=beam, chunk_words=chunk_words, step=step,
+                quantize=quantize, backend=backend)
+    if len(model) > 1 or weights:
+        from punctkit.ensemble import Ensemble
+
+        punct = Ensemble.load(model, weights, **opts)
+    else:
+        punct = Punctuator.load(model[0], **opts)
     stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, capitalize,
                            overwrite=overwrite, encoding=encoding)
     typer.echo(f"punctuate: {stats.summary()}", err=True)

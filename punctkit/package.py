@@ -15,6 +15,12 @@ A packed model (`model.pkt`) is a zip archive that needs nothing else to run:
 - `model.onnx` (optional, `punctkit pack --onnx`): the same tagger as an ONNX
   graph, run by onnxruntime without importing torch (punctkit/onnx.py).
 
+An ensemble package (`punctkit pack --ensemble EXP1 EXP2 ...`) holds one such model
+per member under `models/K/` (K = 0, 1, ...: `models/0/config.yaml`, `models/0/model.pt`,
+`models/0/frontend/...`, each with its own `punctkit.json`), and at the top only its
+`punctkit.json` (kind `ensemble`, the weights, a card listing the members); `read_package`
+returns it as an `EnsemblePackage`, every member validated like a single model.
+
 A package is read, not trusted (`read_package`): only the member names a package
 of its frontend kind can hold are accepted (`allowed_members`); absolute names,
 `..`, backslashes, links, duplicates and unknown members are refused, and so are
@@ -74,6 +80,28 @@ FRONTEND_FILES: dict[str, tuple[str, ...]] = {
 }
 DIRS = (FRONTEND, f"{FRONTEND}{TOKENIZER_DIR}/")  # directory entries a re-zipped package may have
 KNOWN = set(LIMITS) | {FRONTEND + n for files in FRONTEND_FILES.values() for n in files}  # of any kind
+MODELS = "models/"  # an ensemble's members: models/0/..., models/1/...
+MAX_MEMBERS = 16
+ENSEMBLE = "ensemble"  # the manifest `kind` of an ensemble package
+
+
+def member_prefix(k: int) -> str:
+    """Where member k of an ensemble package keeps its files."""
+    return f"{MODELS}{k}/"
+
+
+def split_member(name: str) -> tuple[str, str]:
+    """(`models/K/`, the name inside member K) for an ensemble member's file, else ('', name)."""
+    m = re.fullmatch(r"models/(0|[1-9][0-9]?)/(.*)", name, re.DOTALL)
+    if m and int(m.group(1)) < MAX_MEMBERS:
+        return member_prefix(int(m.group(1))), m.group(2)
+    return "", name
+
+
+def is_dir_entry(name: str) -> bool:
+    """A directory entry a re-zipped package may hold (they are skipped)."""
+    prefix, inner = split_member(name)
+    return name in DIRS or name == MODELS or bool(prefix) and (inner == "" or inner in DIRS)
 
 
 # ------------------------------------------------------------------ pack
@@ -171,16 +199,14 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
     return card
 
 
-def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
-         card_results: Iterable[str | Path] = (), train_data: str | None = None,
-         onnx: bool = False, int8: bool = False,
-         verify: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """Write the model of a trained model dir into one file; returns its manifest.
+def model_files(exp_dir: str | Path, checkpoint: str | None = None, card_results: Iterable[str | Path] = (),
+                train_data: str | None = None, onnx: bool = False, int8: bool = False,
+                quote: bool = True) -> tuple[dict[str, Any], list[tuple[str, bytes, int]]]:
+    """The manifest and the (name, bytes, compression) members of one trained model's package.
 
     `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch;
-    `int8` stores that graph with int8 weights (faster on CPU; labels may differ slightly).
-    `verify(path, backend=...)` loads the file back (with each backend it holds) before it
-    replaces `out` (punctkit.punctuator.pack passes `Punctuator.load`).
+    `int8` stores that graph with int8 weights. `quote`: the package decodes with the
+    settings behind the quoted `card_results` (else they are only listed on the card).
     """
     if int8 and not onnx:
         raise PunctkitError("--int8 is the ONNX graph's weight type: add --onnx")
@@ -194,7 +220,7 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
     require_file(fe_dir / CONF_FILE, "frontend description")
     conf = dict(conf, model=_offline_model_conf(conf["model"], fe_dir))
     results = [Path(p) for p in card_results]
-    quoted = quoted_decoding(results)
+    quoted = quoted_decoding(results) if quote else None
     if quoted is not None:  # the package decodes as its quoted scores were decoded
         conf["decode"] = {**conf["decode"], **quoted}
     manifest = {
@@ -213,22 +239,85 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
     weights = io.BytesIO()
     torch.save(model.state_dict(), weights)
     allowed = set(allowed_members(frontend.kind))
+    files = [(MANIFEST, json.dumps(manifest, indent=1).encode(), zipfile.ZIP_DEFLATED),
+             ("config.yaml", yaml.safe_dump(conf, sort_keys=False).encode(), zipfile.ZIP_DEFLATED)]
+    for p in sorted(fe_dir.rglob("*")):
+        name = FRONTEND + p.relative_to(fe_dir).as_posix()
+        if p.is_file() and name in allowed:  # what read_package accepts (no editor backups, ...)
+            files.append((name, p.read_bytes(), zipfile.ZIP_DEFLATED))
+    files.append(("model.pt", weights.getvalue(), zipfile.ZIP_STORED))
+    if graph is not None:
+        files.append(("model.onnx", graph, zipfile.ZIP_STORED))
+    return manifest, files
+
+
+def _write_zip(out: str | Path, files: list[tuple[str, bytes, int]], backends: Iterable[str],
+               verify: Callable[..., Any] | None) -> None:
+    """The members into `out` (atomically), loaded back with each backend by `verify` before the rename."""
     with atomic_write(out, "wb") as f:
         with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr(MANIFEST, json.dumps(manifest, indent=1))
-            z.writestr("config.yaml", yaml.safe_dump(conf, sort_keys=False))
-            for p in sorted(fe_dir.rglob("*")):
-                name = FRONTEND + p.relative_to(fe_dir).as_posix()
-                if p.is_file() and name in allowed:  # what read_package accepts (no editor backups, ...)
-                    z.write(p, name)
-            z.writestr(zipfile.ZipInfo("model.pt"), weights.getvalue(), zipfile.ZIP_STORED)
-            if graph is not None:
-                z.writestr(zipfile.ZipInfo("model.onnx"), graph, zipfile.ZIP_STORED)
+            for name, data, compress in files:
+                info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
+                info.compress_type = compress
+                info.external_attr = 0o644 << 16
+                z.writestr(info, data)
         f.flush()
-        for backend in ("torch", "onnx") if onnx else ("torch",):
+        for backend in backends:
             if verify is not None:
-                verify(f.name, backend=backend)  # the packed file rebuilds the model on its own
+                verify(f.name, backend=backend)  # the packed file rebuilds the model(s) on its own
+
+
+def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
+         card_results: Iterable[str | Path] = (), train_data: str | None = None,
+         onnx: bool = False, int8: bool = False,
+         verify: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """Write the model of a trained model dir into one file; returns its manifest.
+
+    `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch;
+    `int8` stores that graph with int8 weights (faster on CPU; labels may differ slightly).
+    `verify(path, backend=...)` loads the file back (with each backend it holds) before it
+    replaces `out` (punctkit.punctuator.pack passes `Punctuator.load`).
+    """
+    manifest, files = model_files(exp_dir, checkpoint, card_results, train_data, onnx, int8)
+    _write_zip(out, files, ("torch", "onnx") if onnx else ("torch",), verify)
     return manifest
+
+
+def member_scores(exp: Path) -> list[Path]:
+    """The scores a member's card quotes: EXP/decode_*/score.json (written by `punctkit score -o`)."""
+    return sorted(exp.glob("decode_*/score.json"))
+
+
+def pack_ensemble(exp_dirs: list[str | Path], out: str | Path, weights: list[float],
+                  checkpoint: str | None = None, card_results: Iterable[str | Path] = (),
+                  onnx: bool = False, int8: bool = False,
+                  verify: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """Write several trained models into one ensemble package (members `models/K/`, `weights`
+    summing to 1); the card lists each member (its experiment, model, checkpoint and the test
+    figures of its EXP/decode_*/score.json) and the weights; `card_results`: the ensemble's own
+    scores. Returns the top manifest."""
+    if not 1 <= len(exp_dirs) <= MAX_MEMBERS:
+        raise PunctkitError(f"an ensemble package holds 1 to {MAX_MEMBERS} models, not {len(exp_dirs)}")
+    if len(weights) != len(exp_dirs):
+        raise PunctkitError(f"--weights: {len(weights)} weights for {len(exp_dirs)} models; give one per model")
+    files: list[tuple[str, bytes, int]] = []
+    members = []
+    for k, exp in enumerate(exp_dirs):
+        manifest, mine = model_files(exp, checkpoint, member_scores(Path(exp)), None, onnx, int8, quote=False)
+        members.append(dict(manifest["card"], exp=str(exp)))
+        files += [(member_prefix(k) + name, data, compress) for name, data, compress in mine]
+    inventories = {m["inventory"] for m in members}
+    if len(inventories) > 1:
+        a, b = members[0], next(m for m in members if m["inventory"] != members[0]["inventory"])
+        raise PunctkitError(f"{a['exp']} (inventory {a['inventory']}) and {b['exp']} (inventory {b['inventory']}) "
+                            f"label different marks: the models of an ensemble must share one inventory")
+    card = {"model": ENSEMBLE, "inventory": members[0]["inventory"], "weights": weights, "members": members,
+            "results": {Path(p).parent.name: _results(Path(p)) for p in card_results}}
+    top = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "punctkit_version": __version__,
+           "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "kind": ENSEMBLE, "weights": weights, "card": card}
+    files.insert(0, (MANIFEST, json.dumps(top, indent=1).encode(), zipfile.ZIP_DEFLATED))
+    _write_zip(out, files, ("torch", "onnx") if onnx else ("torch",), verify)
+    return top
 
 
 # ------------------------------------------------------------------ read and validate
@@ -243,6 +332,16 @@ class Package:
     frontend: Frontend
     weights: bytes               # model.pt (torch state dict)
     onnx: bytes | None = None    # model.onnx, when packed with --onnx
+
+
+@dataclass
+class EnsemblePackage:
+    """An ensemble package: its top manifest, each member as a Package, the weights (sum 1)."""
+
+    path: Path
+    manifest: dict[str, Any]
+    members: list[Package]
+    weights: list[float]
 
 
 def allowed_members(kind: str) -> tuple[str, ...]:
@@ -288,8 +387,8 @@ def _file_type(info: zipfile.ZipInfo) -> str | None:
 
 
 def limit_of(name: str) -> int:
-    """The largest uncompressed size accepted for member `name`."""
-    return LIMITS.get(name, FRONTEND_LIMIT)
+    """The largest uncompressed size accepted for member `name` (an ensemble member's file: as in one model)."""
+    return LIMITS.get(split_member(name)[1], FRONTEND_LIMIT)
 
 
 def check_entries(path: Path, infos: list[zipfile.ZipInfo]) -> None:
@@ -301,7 +400,7 @@ def check_entries(path: Path, infos: list[zipfile.ZipInfo]) -> None:
         why = unsafe_name(name) or _file_type(info)
         if why is None and name in seen:
             why = "a duplicate name"
-        if why is None and name not in KNOWN and name not in DIRS:
+        if why is None and split_member(name)[1] not in KNOWN and not is_dir_entry(name):
             why = f"not a file of a punctkit package (known: {', '.join(LIMITS)} and a frontend's files)"
         if why is None and info.file_size > limit_of(name):
             why = f"declares {info.file_size} bytes, over the limit of {limit_of(name)} for this member"
@@ -359,22 +458,23 @@ def _yaml(path: Path, name: str, raw: bytes) -> Any:
         raise _bad(path, f"corrupt packed model ({name}: {type(e).__name__})") from None
 
 
-def _frontend(path: Path, members: dict[str, bytes], fe_conf: Any) -> Frontend:
-    """The frontend, from its members written into a private temporary directory by validated names."""
+def _frontend(path: Path, members: dict[str, bytes], fe_conf: Any, prefix: str = "") -> Frontend:
+    """The frontend, from its members written into a private temporary directory by validated names
+    (`prefix`: the member's place in an ensemble package, for messages)."""
     kind = fe_conf.get("kind", "word") if isinstance(fe_conf, dict) else None
     if not isinstance(kind, str):
-        raise _bad(path, f"corrupt packed model ({FRONTEND}{CONF_FILE} has no frontend kind)")
+        raise _bad(path, f"corrupt packed model ({prefix}{FRONTEND}{CONF_FILE} has no frontend kind)")
     try:
         allowed = set(allowed_members(kind))
     except PunctkitError as e:
         raise _bad(path, str(e)) from None
     for name in members:
         if name not in allowed:
-            raise _refuse(path, name, f"not a file of a '{kind}' frontend (known: "
+            raise _refuse(path, prefix + name, f"not a file of a '{kind}' frontend (known: "
                                       f"{', '.join(FRONTEND_FILES[kind])})")
     if kind == "plm" and not any(n.startswith(f"{FRONTEND}{TOKENIZER_DIR}/") for n in members):
         # without them the frontend would load the tokenizer from the path in frontend.yaml, outside the package
-        raise _bad(path, f"incomplete packed model (no {FRONTEND}{TOKENIZER_DIR}/ tokenizer files)")
+        raise _bad(path, f"incomplete packed model (no {prefix}{FRONTEND}{TOKENIZER_DIR}/ tokenizer files)")
     tmp = Path(tempfile.mkdtemp(prefix="punctkit-package-"))
     try:
         for name, data in members.items():
@@ -388,16 +488,17 @@ def _frontend(path: Path, members: dict[str, bytes], fe_conf: Any) -> Frontend:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def read_package(path: str | Path) -> Package:
-    """A packed model's manifest, config, frontend and weights, every member validated first;
-    one-line errors for foreign, hostile, truncated, corrupt or other-version files."""
+def read_package(path: str | Path) -> Package | EnsemblePackage:
+    """A packed model's manifest, config, frontend and weights (an ensemble package's: each
+    member's), every member validated first; one-line errors for foreign, hostile, truncated,
+    corrupt or other-version files."""
     p = require_file(path, "packed model")
     if not zipfile.is_zipfile(p):
         raise _bad(p, "not a packed punctkit model (truncated, or not written by `punctkit pack`)")
     try:
         with zipfile.ZipFile(p) as z:
             check_entries(p, z.infolist())
-            members = {i.filename: read_member(p, z, i) for i in z.infolist() if i.filename not in DIRS}
+            members = {i.filename: read_member(p, z, i) for i in z.infolist() if not is_dir_entry(i.filename)}
     except PunctkitError:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError, KeyError) as e:
@@ -405,11 +506,47 @@ def read_package(path: str | Path) -> Package:
     if MANIFEST not in members:
         raise _bad(p, f"not a packed punctkit model (no {MANIFEST})")
     manifest = _manifest(p, members[MANIFEST])
-    missing = [n for n in REQUIRED if n not in members]
+    if manifest.get("kind") == ENSEMBLE:
+        return _ensemble(p, manifest, members)
+    for name in members:
+        if split_member(name)[0]:
+            raise _refuse(p, name, "an ensemble member in a single-model package")
+    return _model(p, manifest, members)
+
+
+def _model(p: Path, manifest: dict[str, Any], members: dict[str, bytes], prefix: str = "") -> Package:
+    """One model from its members (names inside the model; `prefix`: its place in an ensemble)."""
+    missing = [prefix + n for n in REQUIRED if n not in members]
     if missing:
         raise _bad(p, f"incomplete packed model (missing {', '.join(missing)})")
-    frontend = _frontend(p, members, _yaml(p, FRONTEND + CONF_FILE, members[FRONTEND + CONF_FILE]))
-    conf = _yaml(p, "config.yaml", members["config.yaml"])
+    fe_name = FRONTEND + CONF_FILE
+    frontend = _frontend(p, members, _yaml(p, prefix + fe_name, members[fe_name]), prefix)
+    conf = _yaml(p, prefix + "config.yaml", members["config.yaml"])
     if not isinstance(conf, dict) or "resolved" not in conf or "model" not in conf:
-        raise _bad(p, "corrupt packed model (config.yaml has no model/resolved sections)")
+        raise _bad(p, f"corrupt packed model ({prefix}config.yaml has no model/resolved sections)")
     return Package(p, manifest, conf, frontend, members["model.pt"], members.get("model.onnx"))
+
+
+def _ensemble(p: Path, manifest: dict[str, Any], members: dict[str, bytes]) -> EnsemblePackage:
+    """The members `models/0/` ... `models/N-1/` of an ensemble package, N the number of its weights."""
+    weights = manifest.get("weights")
+    if (not isinstance(weights, list) or not 1 <= len(weights) <= MAX_MEMBERS
+            or any(not isinstance(w, (int, float)) or isinstance(w, bool) or not 0 <= w <= 1 for w in weights)
+            or abs(sum(weights) - 1) > 1e-6):
+        raise _bad(p, f"corrupt ensemble package ({MANIFEST}: 'weights' is not 1 to {MAX_MEMBERS} "
+                      f"numbers in [0, 1] summing to 1)")
+    groups: dict[str, dict[str, bytes]] = {member_prefix(k): {} for k in range(len(weights))}
+    for name, data in members.items():
+        if name == MANIFEST:
+            continue
+        prefix, inner = split_member(name)
+        if prefix not in groups:
+            raise _refuse(p, name, f"not a member of this ensemble of {len(weights)} models "
+                                   f"({MODELS}0/ to {member_prefix(len(weights) - 1)})")
+        groups[prefix][inner] = data
+    models = []
+    for prefix, files in groups.items():
+        if MANIFEST not in files:
+            raise _bad(p, f"incomplete ensemble package (no {prefix}{MANIFEST})")
+        models.append(_model(p, _manifest(p, files[MANIFEST]), files, prefix))
+    return EnsemblePackage(p, manifest, models, [float(w) for w in weights])

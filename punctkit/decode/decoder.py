@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from punctkit.batch import audio_extra, collate, wants_audio
+from punctkit.data.labels import get_inventory
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
 from punctkit.data.formats import FORMATS, write
 from punctkit.data.probs import PROBS_FILE, format_probs, write_probs
@@ -94,11 +95,12 @@ def split_utterances(streams: list[Stream]) -> list[Stream]:
 
 # ------------------------------------------------------------------ data dir in, labelled data out
 
-def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt: str | None = None,
-               beam: int | None = None, nbest: int | None = None, batch_size: int | None = None,
-               checkpoint: str | None = None, ngpu: int = 0, window: int | None = None,
-               step: int | None = None, log: Callable[[str], None] | None = None,
-               overwrite: bool = False, config: str | Path | None = None, probs: bool = False) -> dict[str, Any]:
+def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, out: str | Path,
+               fmt: str | None = None, beam: int | None = None, nbest: int | None = None,
+               batch_size: int | None = None, checkpoint: str | None = None, ngpu: int = 0,
+               window: int | None = None, step: int | None = None, log: Callable[[str], None] | None = None,
+               overwrite: bool = False, config: str | Path | None = None, probs: bool = False,
+               weights: str | None = None) -> dict[str, Any]:
     """Label every word of `data_dir` and write `out` in the resolved format (+ an `nbest` file
     when nbest > 1, + a `probs` file with `probs`: each word's label distribution, data/probs.py)
     and the resolved options (`decode_options.yaml` in a data-directory `out`,
@@ -108,18 +110,33 @@ def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt
     decode/options.py resolves them with the model's `decode:` section. A data-directory `out`
     is written by `write_data_dir` (`overwrite` there); no output may be `data_dir`, one of its
     files or a file of `model_dir`.
+
+    Several model dirs decode as an ensemble (punctkit/ensemble.py): each with its own options,
+    frontend and windows, one after the other; each word's label is the arg-max of their
+    distributions averaged with `weights` (`0.6,0.4`; default equal). The options file records
+    the first model's options; n-best lists need a single model.
     """
+    dirs = list(model_dir) if isinstance(model_dir, (list, tuple)) else [model_dir]
     given = {"format": fmt, "beam": beam, "nbest": nbest, "batch_size": batch_size, "checkpoint": checkpoint,
              "window": window, "step": step}
-    conf = read_model_config(model_dir)
-    opts = resolve(given, conf["decode"], read_decode_config(config), str(config), log=log or _stderr)
+    confs = [read_model_config(d) for d in dirs]
+    all_opts = [resolve(given, c["decode"], read_decode_config(config), str(config), log=log or _stderr)
+                for c in confs]
+    opts = all_opts[0]
     if opts.format not in FORMATS:
         raise PunctkitError(f"unknown output format '{opts.format}' (known: {', '.join(FORMATS)})")
+    if len(dirs) > 1 and opts.nbest > 1:
+        raise PunctkitError(f"--nbest {opts.nbest}: n-best lists come from one model's search, not an ensemble "
+                            f"of {len(dirs)}")
+    if weights is not None or len(dirs) > 1:
+        from punctkit.ensemble import check_inventories, parse_weights
+
+        shares = parse_weights(weights, len(dirs))
+        check_inventories([str(d) for d in dirs], [get_inventory(c["resolved"]["inventory"]) for c in confs])
     device = pick_device(ngpu)
-    model, frontend, inv, conf = load_model(model_dir, opts.checkpoint, device, conf)
-    if conf["train"].get("threads"):
-        torch.set_num_threads(int(conf["train"]["threads"]))
-    inputs = [data_dir, model_dir, *(f for d in (data_dir, model_dir) for f in Path(d).glob("*") if f.is_file())]
+    if confs[0]["train"].get("threads"):
+        torch.set_num_threads(int(confs[0]["train"]["threads"]))
+    inputs = [data_dir, *dirs, *(f for d in (data_dir, *dirs) for f in Path(d).glob("*") if f.is_file())]
     check_not_input(out, inputs)
     if opts.format == "datadir":
         check_data_dir_output(out, overwrite, inputs)
@@ -130,20 +147,23 @@ def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt
         if probs:
             check_not_input(f"{out}.{PROBS_FILE}", inputs)
     dd = read_data_dir(data_dir, need_labels=False)
+    inv = get_inventory(confs[0]["resolved"]["inventory"])
     if any(u.labels for u in dd.utterances) and dd.inventory.name != inv.name:
         raise PunctkitError(f"{data_dir}: label inventory {dd.inventory.name} differs from the model's "
-                            f"{inv.name} ({Path(model_dir) / 'config.yaml'})")
+                            f"{inv.name} ({Path(dirs[0]) / 'config.yaml'})")
     streams = make_streams(dd, inv)
-    words = [w for s in streams for w in s.words]
-    if frontend.unk_rate(words) == 1.0:
-        raise PunctkitError(f"{data_dir}: none of its {len(words)} words is in the vocabulary of {model_dir}")
     nbest = opts.nbest
     units = split_utterances(streams) if nbest > 1 else streams
-    extra = None
-    if wants_audio(conf, model.needs):  # the config's resolved `audio.use`, else the model's needs
-        extra = audio_extra(data_dir)
-    hyps = decode_streams_rows(model, frontend, units, opts.window, opts.step, opts.batch_size, device, opts.beam,
-                               nbest, extra=extra)
+    each = [_decode_units(d, c, o, units, data_dir, device) for d, c, o in zip(dirs, confs, all_opts)]
+    if len(each) == 1:
+        hyps = each[0]
+    else:
+        from punctkit.ensemble import combine
+
+        hyps = []
+        for k in range(len(units)):
+            avg = combine([member[k][1] for member in each], shares)
+            hyps.append(([(avg.argmax(1).tolist(), 0.0)], avg))
     utts, nbest_lines, rows = [], [], {}
     for s, (h, dist) in zip(units, hyps):
         best = h[0][0]
@@ -170,6 +190,20 @@ def decode_dir(model_dir: str | Path, data_dir: str | Path, out: str | Path, fmt
     if log:
         log(f"decode: {len(utts)} utterances, {n_words} words -> {out}")
     return {"utterances": len(utts), "words": n_words, "out": str(out), "options": opts}
+
+
+def _decode_units(model_dir: str | Path, conf: dict[str, Any], opts: Any, units: list[Stream],
+                  data_dir: str | Path, device: torch.device) -> list[Predicted]:
+    """One model dir's n-best and 1-best distributions of every unit (the model is freed after)."""
+    model, frontend, _, conf = load_model(model_dir, opts.checkpoint, device, conf)
+    words = [w for s in units for w in s.words]
+    if frontend.unk_rate(words) == 1.0:
+        raise PunctkitError(f"{data_dir}: none of its {len(words)} words is in the vocabulary of {model_dir}")
+    extra = None
+    if wants_audio(conf, model.needs):  # the config's resolved `audio.use`, else the model's needs
+        extra = audio_extra(data_dir)
+    return decode_streams_rows(model, frontend, units, opts.window, opts.step, opts.batch_size, device, opts.beam,
+                               opts.nbest, extra=extra)
 
 
 def _stderr(msg: str) -> None:

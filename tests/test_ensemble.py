@@ -1,0 +1,187 @@
+"""Ensembles: averaged per-word label probabilities (`punctuate -m A -m B`, `pack --ensemble`, decode EXP1 EXP2)."""
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+
+import numpy as np
+import pytest
+
+from punct_util import cli, tiny_conf, train_tiny
+from punctkit.data.formats import read
+from punctkit.data.prepare import prepare
+from punctkit.data.probs import read_probs
+from punctkit.files import PunctkitError
+
+TINY = tiny_conf({"type": "transformer_tagger", "n_layers": 1, "d_model": 32, "n_heads": 2, "d_ff": 64,
+                  "dropout": 0.1}, epochs=2)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """d/a.pkt: a tiny tagger (2 epochs); d/b.pkt: the same run after its first epoch (another model,
+    the same inventory); d/c.pkt: a 6-class model; d/test: test2011 words as a data dir."""
+    d = tmp_path_factory.mktemp("ens")
+    exp = train_tiny(d, TINY)
+    exp_b = d / "exp_b"
+    shutil.copytree(exp, exp_b)
+    for f in ("model.avg.pt", "model.best.pt"):
+        (exp_b / f).unlink(missing_ok=True)
+    for f in (exp_b / "checkpoints").glob("epoch_*.pt"):
+        if f.name != "epoch_1.pt":
+            f.unlink()
+    cli("pack", exp, "-o", d / "a.pkt")
+    cli("pack", exp_b, "-o", d / "b.pkt")
+    from conftest import IWSLT
+    from punctkit.fit import train
+
+    prepare([IWSLT / "dev2012"], d / "train6", block_len=100, lines=(1, 1500), inventory="6class")
+    train(dict(TINY, train=dict(TINY["train"], epochs=1)), d / "train6", d / "train6", d / "exp6", quiet=True)
+    cli("pack", d / "exp6", "-o", d / "c.pkt")
+    utts, _ = read(d / "test")
+    d.joinpath("words.txt").write_text(" ".join(w for u in utts[:6] for w in u.words) + "\n")
+    return d
+
+
+@pytest.fixture(scope="module")
+def ens_pkt(models):
+    """`pack --ensemble` of exp and exp_b with weights 0.6,0.4."""
+    cli("pack", "--ensemble", models / "exp", models / "exp_b", "--weights", "0.6,0.4", "-o", models / "e.pkt")
+    return models / "e.pkt"
+
+
+def _words(d) -> list[str]:
+    return d.joinpath("words.txt").read_text().split()
+
+
+def test_ensemble_of_a_model_with_itself_is_the_model(models):
+    from punctkit import Punctuator
+    from punctkit.ensemble import Ensemble
+
+    words = _words(models)
+    one = Punctuator.load(models / "a.pkt", threads=1)
+    ens = Ensemble.load([models / "a.pkt", models / "a.pkt"], threads=1)
+    labels, rows = one.label_words(words, probs=True)
+    e_labels, e_rows = ens.label_words(words, probs=True)
+    assert e_labels == labels and np.abs(e_rows - rows).max() < 1e-9
+    assert list(ens.stream_labels((w, None) for w in words)) == labels
+    r = cli("punctuate", "-m", models / "a.pkt", "-m", models / "a.pkt", models / "words.txt", "--threads", 1)
+    assert r.stdout == cli("punctuate", "-m", models / "a.pkt", models / "words.txt", "--threads", 1).stdout
+
+
+def test_weights_average_the_members_rows(models):
+    """0.7 a + 0.3 b, per word; the label is the arg-max of the average; fixed marks keep that row."""
+    from punctkit import Punctuator
+    from punctkit.ensemble import Ensemble
+
+    words = _words(models)[:500]
+    a = Punctuator.load(models / "a.pkt", threads=1, chunk_words=120)
+    b = Punctuator.load(models / "b.pkt", threads=1)
+    ens = Ensemble.load([models / "a.pkt", models / "b.pkt"], "0.7,0.3", threads=1, chunk_words=120)
+    ra, rb = a.probs(words), b.probs(words)
+    assert np.abs(ra - rb).max() > 0.01  # two different models
+    labels, rows = ens.label_words(words, probs=True)
+    assert np.abs(rows - (0.7 * ra + 0.3 * rb)).max() < 1e-9
+    assert labels == [ens.inventory.labels[i] for i in rows.argmax(1)]
+    utts = [(words[:40], None), ([], None), (words[40:100], None)]
+    got = list(ens.label_utterances(utts, probs=True))
+    assert [len(lab) for lab, _ in got] == [40, 0, 60]
+    want = 0.7 * a.probs(words[40:100]) + 0.3 * b.probs(words[40:100])
+    assert np.abs(got[2][1] - want).max() < 1e-9
+
+
+def test_two_member_package_round_trips_and_punctuates(models, ens_pkt):
+    from punctkit import Punctuator
+    from punctkit.ensemble import Ensemble
+    from punctkit.package import read_package
+
+    with zipfile.ZipFile(ens_pkt) as z:
+        names = z.namelist()
+    assert {"punctkit.json", "models/0/model.pt", "models/1/model.pt", "models/0/config.yaml",
+            "models/1/frontend/vocab.txt"} <= set(names)
+    assert not any(n in names for n in ("model.pt", "config.yaml"))
+    pkg = read_package(ens_pkt)
+    assert pkg.weights == [0.6, 0.4] and len(pkg.members) == 2
+    ens = Punctuator.load(ens_pkt, threads=1)
+    assert isinstance(ens, Ensemble) and ens.weights == [0.6, 0.4]
+    card = ens.card
+    assert card["weights"] == [0.6, 0.4] and [m["exp"] for m in card["members"]] == \
+        [str(models / "exp"), str(models / "exp_b")]
+    assert [m["checkpoint"] for m in card["members"]] == ["model.avg.pt", "epoch_1.pt"]
+    words = _words(models)[:300]
+    direct = Ensemble.load([models / "a.pkt", models / "b.pkt"], "0.6,0.4", threads=1)
+    assert ens.label_words(words, probs=True)[0] == direct.label_words(words)
+    assert np.abs(ens.probs(words) - direct.probs(words)).max() < 1e-9
+    r = cli("punctuate", "-m", ens_pkt, models / "words.txt", "--threads", 1)
+    assert r.stdout.split() and "punctuate: 1 lines" in r.stderr
+    r = cli("punctuate", "-m", ens_pkt, models / "words.txt", "--weights", "1,0", "--threads", 1)
+    assert r.stdout == cli("punctuate", "-m", models / "a.pkt", models / "words.txt", "--threads", 1).stdout
+
+
+def test_decode_of_several_experiments_averages_their_probs(models, tmp_path):
+    cli("decode", models / "exp", models / "exp_b", models / "test", tmp_path / "ens", "--weights", "0.5,0.5",
+        "--probs")
+    for k, exp in enumerate(("exp", "exp_b")):
+        cli("decode", models / exp, models / "test", tmp_path / f"m{k}", "--probs")
+    n = 4
+    a, b, e = (read_probs(tmp_path / x / "probs", n) for x in ("m0", "m1", "ens"))
+    assert list(e) == list(a)
+    for k in e:
+        assert np.abs(e[k] - (a[k] + b[k]) / 2).max() <= 2e-4  # each file has 4 decimals
+    utts, _ = read(tmp_path / "ens")
+    labels = {u.uttid: u.labels for u in utts}
+    assert sum(lab != ["O", ",", ".", "?"][i] for k in e for lab, i in zip(labels[k], e[k].argmax(1))) == 0
+
+
+def test_mismatched_inventories_are_one_line_errors(models, tmp_path):
+    from punctkit.ensemble import Ensemble
+
+    with pytest.raises(PunctkitError, match="must share one inventory"):
+        Ensemble.load([models / "a.pkt", models / "c.pkt"], threads=1)
+    r = cli("punctuate", "-m", models / "a.pkt", "-m", models / "c.pkt", models / "words.txt", ok=False)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1
+    assert "a.pkt" in r.stderr and "c.pkt" in r.stderr and "6class" in r.stderr
+    r = cli("pack", models / "exp", models / "exp6", "-o", tmp_path / "x.pkt", ok=False)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "exp6" in r.stderr
+    assert not (tmp_path / "x.pkt").exists()
+    r = cli("punctuate", "-m", models / "a.pkt", "-m", models / "b.pkt", "--weights", "1,2,3",
+            models / "words.txt", ok=False)
+    assert r.returncode == 1 and "3 weights for 2 models" in r.stderr and r.stderr.count("\n") == 1
+
+
+def _rezip(src, dst, rename: dict[str, str]) -> None:
+    with zipfile.ZipFile(src) as z, zipfile.ZipFile(dst, "w") as out:
+        for info in z.infolist():
+            out.writestr(rename.get(info.filename, info.filename), z.read(info))
+
+
+@pytest.mark.parametrize("bad, why", [
+    ("models/2/model.pt", "not a member of this ensemble of 2 models"),
+    ("models/0/../1/model.pt", "'..' in its path"),
+    ("models/1/frontend/hook.py", "not a file of a punctkit package"),
+    ("models/01/model.pt", "not a file of a punctkit package"),
+])
+def test_tampered_ensemble_package_is_refused(models, ens_pkt, tmp_path, bad, why):
+    _rezip(ens_pkt, tmp_path / "bad.pkt", {"models/1/model.pt": bad} if "hook" not in bad
+           else {"models/1/frontend/vocab.txt": bad})
+    from punctkit.package import read_package
+
+    with pytest.raises(PunctkitError, match="refused") as e:
+        read_package(tmp_path / "bad.pkt")
+    assert why in str(e.value) and "\n" not in str(e.value)
+    r = cli("punctuate", "-m", tmp_path / "bad.pkt", models / "words.txt", ok=False)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1
+
+
+def test_single_model_package_with_an_ensemble_member_is_refused(models, tmp_path):
+    with zipfile.ZipFile(models / "a.pkt") as z, zipfile.ZipFile(tmp_path / "bad.pkt", "w") as out:
+        for info in z.infolist():
+            out.writestr(info.filename, z.read(info))
+        out.writestr("models/0/model.pt", b"x")
+        manifest = json.loads(z.read("punctkit.json"))
+    assert manifest.get("kind") is None
+    from punctkit.package import read_package
+
+    with pytest.raises(PunctkitError, match="an ensemble member in a single-model package"):
+        read_package(tmp_path / "bad.pkt")
