@@ -193,3 +193,36 @@ def test_beam_rows_give_the_chosen_label_its_step_probability():
     greedy = greedy_rows(model, batch)[0]
     assert res[2][0][0][0] != greedy[2, :3].tolist()  # this seed's item 2: the beam beats greedy ...
     assert not_argmax > 0  # ... so one of its chosen labels is not its step's arg-max
+
+
+def test_calibration_script_bins_the_top_probability(tmp_path):
+    """A hand-made decode dir: 4 words in bins 0.9-1.0 (3 right), 0.5-0.6 (1 right of 2); ECE by hand."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    from punctkit.data.datadir import write_data_dir
+    from punctkit.data.labels import get_inventory
+    from punctkit.data.probs import write_probs
+    from punctkit.data.utterance import Utterance
+
+    inv = get_inventory("4class")
+    ref = [Utterance("u1", ["a", "b", "c"], ["O", "COMMA", "PERIOD"]),
+           Utterance("u2", ["d", "e", "f"], ["O", "O", "QUESTION"])]
+    write_data_dir(tmp_path / "ref", ref, inv)
+    dec = tmp_path / "dec"
+    write_data_dir(dec, [Utterance(u.uttid, u.words, ["O"] * 3) for u in ref], inv)
+    rows = {"u1": [[0.95, 0.05, 0, 0], [0.05, 0.95, 0, 0], [0.45, 0.55, 0, 0]],   # right, right, wrong
+            "u2": [[0.91, 0.09, 0, 0], [0.92, 0.08, 0, 0], [0, 0, 0.45, 0.55]]}   # right, right, right
+    write_probs(dec / "probs", ((k, np.array(v)) for k, v in rows.items()))
+    r = subprocess.run([sys.executable, ROOT / "local" / "iwslt" / "calibration.py", dec, tmp_path / "ref"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "| 0.9-1.0 | 4 | 0.933 | 1.000 |" in lines and "| 0.5-0.6 | 2 | 0.550 | 0.500 |" in lines
+    assert "| 0.0-0.1 | 0 | - | - |" in lines
+    ece = 4 / 6 * (1 - 0.9325) + 2 / 6 * (0.55 - 0.5)
+    assert f"ECE: {ece:.4f} (6 words)" in lines
+    r = subprocess.run([sys.executable, ROOT / "local" / "iwslt" / "calibration.py", tmp_path / "ref", dec],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "probs file" in r.stderr

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Ensemble weights chosen on the validation data: a grid search over the members' label probabilities.
+
+Each member (an experiment dir or a packed single model) labels VALID once, with its
+per-word label probabilities (an experiment as `punctkit decode --probs` does, into a
+temporary directory; a package through `Punctuator`, stream by stream as decode groups
+them); then every weighting on a grid of STEP (0.1: weights 0, 0.1, ..., 1 summing to 1)
+averages them in numpy, takes each word's arg-max and is scored against VALID's labels
+with punctkit.score. Prints each member's F1, the best weights and their valid F1:
+
+    local/iwslt/ensemble_weights.py exp/tagger exp/seq2seq --valid data/valid
+    punctkit pack --ensemble exp/tagger exp/seq2seq --weights 0.7,0.3 -o ens.pkt
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from punctkit.data.datadir import read_data_dir
+from punctkit.data.formats import read
+from punctkit.data.labels import LabelSet
+from punctkit.data.probs import PROBS_FILE, read_probs
+from punctkit.data.streams import make_streams
+from punctkit.data.utterance import Utterance
+from punctkit.ensemble import check_inventories, combine
+from punctkit.files import PunctkitError
+from punctkit.score import Transcript, score
+
+
+def member_probs(member: Path, valid: Path, tmp: Path) -> tuple[LabelSet, dict[str, np.ndarray]]:
+    """The member's inventory and uttid -> words x labels probabilities on `valid`."""
+    if member.is_dir():
+        from punctkit.decode.decoder import decode_dir
+        from punctkit.expdir import read_model_config
+        from punctkit.data.labels import get_inventory
+
+        inv = get_inventory(read_model_config(member)["resolved"]["inventory"])
+        out = tmp / f"m{len(list(tmp.iterdir()))}"
+        decode_dir(member, valid, out, probs=True, log=lambda m: print(m, file=sys.stderr))
+        return inv, dict(read_probs(out / PROBS_FILE, len(inv.labels)))
+    from punctkit.punctuator import Punctuator
+
+    punct = Punctuator.load(member)
+    if not isinstance(punct, Punctuator):
+        raise PunctkitError(f"{member}: an ensemble package; give its members' experiments or packages")
+    rows: dict[str, np.ndarray] = {}
+    for s in make_streams(read_data_dir(valid, punct.inventory, need_labels=False), punct.inventory):
+        _, r = punct.label_words(s.words, probs=True)
+        rows.update({u: r[a:b] for u, a, b in s.utt_spans()})
+    return punct.inventory, rows
+
+
+def grid(n: int, step: float) -> list[tuple[float, ...]]:
+    """Every n weights on the grid of `step` that sum to 1."""
+    k = round(1 / step)
+    if abs(k * step - 1) > 1e-9:
+        raise PunctkitError(f"--step {step}: 1 must be a whole number of steps")
+    return [tuple(c / k for c in combo) for combo in itertools.product(range(k + 1), repeat=n) if sum(combo) == k]
+
+
+def f1_of(weights: tuple[float, ...], tables: list[dict[str, np.ndarray]], ref_utts: list[Utterance],
+          inv: LabelSet, ref: Transcript) -> float:
+    """Overall valid F1 of the weighted average's arg-max labels."""
+    hyp = []
+    for u in ref_utts:
+        labels = [inv.labels[i] for i in combine([t[u.uttid] for t in tables], weights).argmax(1)] \
+            if u.words else []
+        hyp.append(Utterance(u.uttid, u.words, labels))
+    return float(score(ref, Transcript.from_utterances(hyp, "ensemble", ref.marks, keyed=True))["overall"]["f1"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("members", nargs="+", type=Path, help="experiment dirs or packed models (2 or more)")
+    ap.add_argument("--valid", type=Path, required=True, help="validation data directory (text + labels)")
+    ap.add_argument("--step", type=float, default=0.1, help="grid step of the weights (default 0.1)")
+    args = ap.parse_args()
+    try:
+        ref_utts, found = read(args.valid, "datadir")
+        ref = Transcript.from_utterances(ref_utts, str(args.valid), found.marks, keyed=True)
+        with tempfile.TemporaryDirectory(prefix="punctkit-ensemble-") as tmp:
+            got = [member_probs(m, args.valid, Path(tmp)) for m in args.members]
+        check_inventories([str(m) for m in args.members], [inv for inv, _ in got])
+        inv, tables = got[0][0], [t for _, t in got]
+        missing = [u.uttid for u in ref_utts if u.words and any(u.uttid not in t for t in tables)]
+        if missing:
+            raise PunctkitError(f"{args.valid}: utterance '{missing[0]}' has no probabilities from every member")
+        for k, m in enumerate(args.members):
+            one = tuple(float(i == k) for i in range(len(tables)))
+            print(f"member {k} {m}: valid F1 {f1_of(one, tables, ref_utts, inv, ref):.2f}")
+        scored = [(f1_of(w, tables, ref_utts, inv, ref), w) for w in grid(len(tables), args.step)]
+        best_f1, best = max(scored, key=lambda x: (x[0], -max(x[1])))  # ties: the more even weights
+        print(f"best weights {','.join(f'{w:g}' for w in best)}: valid F1 {best_f1:.2f} "
+              f"({len(scored)} weightings tried)")
+    except PunctkitError as e:
+        sys.exit(f"ensemble_weights.py: error: {e}")
+
+
+if __name__ == "__main__":
+    main()
