@@ -507,6 +507,33 @@ def punctuate(
     typer.echo(f"punctuate: {stats.summary()}", err=True)
 
 
+@app.command()
+def serve(
+    model: Path = typer.Option(..., "--model", "-m", help="packed model (punctkit pack; --onnx: served without torch)"),
+    host: str = typer.Option("127.0.0.1", help="address to listen on (0.0.0.0: every interface)"),
+    port: int = typer.Option(8080, min=0, max=65535, help="port (0: a free one, named in the log)"),
+    max_body: str = typer.Option("1MB", "--max-body", help="largest request body (413 beyond), e.g. 1MB, 256KB"),
+    batch_wait_ms: float = typer.Option(5.0, min=0, help="how long a request waits for others to share its "
+                                                         "forward pass (ms)"),
+    rate_limit: Optional[str] = typer.Option(None, help="N or N/s: requests a second per client address "
+                                                        "(429 beyond; default: no limit)"),
+    threads: int = typer.Option(0, min=0, help="CPU threads of the model (0: the backend's default)"),
+    backend: str = typer.Option("auto", callback=_one_of("auto", "torch", "onnx"), help="torch | onnx | auto: "
+                                "onnx when the model has it and onnxruntime is installed"),
+    log: Optional[Path] = typer.Option(None, "--log", help="append the log (a line per request) to this file "
+                                                          "(default: standard error)"),
+) -> None:
+    """HTTP service: POST /punctuate (text or any punctuate input), GET /health, GET /model; stops on SIGTERM."""
+    try:
+        from punctkit.serve import ServeOptions, parse_rate, parse_size, serve as run
+    except ModuleNotFoundError as e:
+        if e.name != "aiohttp":
+            raise
+        raise PunctkitError("punctkit serve needs aiohttp: pip install 'punctkit[serve]'") from None
+    opts = ServeOptions(host, port, parse_size(max_body), batch_wait_ms, parse_rate(rate_limit), log)
+    run(model, opts, threads, backend)
+
+
 
 def _debug() -> bool:
     """Whether tracebacks are wanted (PUNCTKIT_DEBUG=1 or the global --debug option)."""
