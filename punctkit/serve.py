@@ -50,7 +50,7 @@ from punctkit.punctuator import OUTPUT_FORMATS, Fixed, Punctuator
 
 REQUEST = "request"  # how errors name the body
 PARAMS = ("format", "input_format", "keep_input_marks", "capitalize")
-TIMED_DEFAULTS = ("timed-json", "jsonl")  # the default output for input with word times: the first one registered
+TIMED_JSON = "timed-json"  # the default output for words with times, when the registry has it
 JSON_TYPES = ("application/json", "application/x-ndjson", "application/jsonl", "application/x-jsonlines")
 MEDIA = {"jsonl": "application/x-ndjson", "timed-json": "application/json", "srt": "application/x-subrip",
          "vtt": "text/vtt"}
@@ -191,14 +191,23 @@ def shown_units(parsed: Parsed, labels: list[list[str]], keep: bool,
 
 def has_times(units: list[AsrUtterance]) -> bool:
     """Whether any word came with a start time."""
-    return any(isinstance(r, dict) and r.get("start_s") is not None for u in units for r in u.records)
+    return any(isinstance(r, dict) and (r.get("start_s") if "start_s" in r else r.get("start")) is not None
+               for u in units for r in u.records)
+
+
+def default_format(parsed: Parsed) -> str:
+    """Timed output for words that came with times (timed JSON once the registry has it, else the input's
+    own format when punctuate writes it, which keeps the times); else readable text."""
+    if parsed.reader.times and has_times(parsed.units):
+        for name in (TIMED_JSON, parsed.reader.name):
+            if name in names("emit"):
+                return name
+    return "readable"
 
 
 def output_format(name: str | None, parsed: Parsed) -> Format:
-    """The output format asked for, else timed output when times came in, else readable text."""
-    if name is None:
-        timed = [n for n in TIMED_DEFAULTS if n in names("emit")]
-        name = timed[0] if timed and parsed.reader.times and has_times(parsed.units) else "readable"
+    """The output format asked for, else `default_format`."""
+    name = name or default_format(parsed)
     fmt = get_format(name, "emit", "output format", OUTPUT_FORMATS)
     if fmt.directory:
         raise PunctkitError(f"format {name} is a directory, which a response cannot be")

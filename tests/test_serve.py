@@ -137,6 +137,22 @@ def test_plain_text_equals_punctuate(server, packed, punct, tmp_path):
     assert any(c in out for c in ",.?")
     assert out.split() != body.split()  # marks or case changed ...
     assert [w.strip(",.?").lower() for w in out.split()] == body.split()  # ... never the words
+    marked = "So, if we keep these marks: what happens? " + body
+    answers = []
+    for query, keep in [("?keep_input_marks=true&capitalize=false", True), ("", False)]:
+        (tmp_path / "m.txt").write_text(marked)
+        punctuate_file(punct, tmp_path / "m.txt", tmp_path / "m.out", keep_input_marks=keep, capitalize=not keep)
+        answers.append(post(server.url + "/punctuate" + query, marked.encode())[2])
+        assert answers[-1] == (tmp_path / "m.out").read_text()
+    assert answers[0] != answers[1] and answers[0].startswith("so, if")
+
+
+def test_ctm_body_is_detected_and_answered_as_punctuate_does(server, packed, punct, tmp_path):
+    words = packed["utts"][7][:60]
+    body = "".join(f"spk1_utt1 1 {0.3 * k:.2f} 0.25 {w} 0.9\n" for k, w in enumerate(words))
+    status, _, out = post(server.url + "/punctuate?format=ctm", body.encode())
+    assert status == 200 and out == expected(punct, tmp_path, "a.ctm", body, "ctm")
+    assert [ln.split()[:4] for ln in out.splitlines()] == [ln.split()[:4] for ln in body.splitlines()]
 
 
 def test_timed_jsonl_answers_timed_json_keeping_every_word_and_time(server, packed, punct, tmp_path):
