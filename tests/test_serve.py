@@ -338,6 +338,20 @@ def test_long_input_is_punctuated_in_chunks(packed):
     assert sum(lab != "O" for lab in got[1][0]) > 5
 
 
+def test_int8_package_batched_differs_from_alone_on_under_half_a_percent_of_words(packed, tmp_path):
+    """int8 activations are quantized per batch, so sharing a batch may move a label, rarely."""
+    from punctkit.punctuator import pack
+
+    pack(packed["dir"] / "exp", tmp_path / "m8.pkt", onnx=True, int8=True)
+    p8 = Punctuator.load(tmp_path / "m8.pkt", threads=1)
+    assert p8.card["onnx"] == "int8"
+    jobs = [[(u[:50], None), (u[50:], None)] for u in packed["utts"]]
+    batched = [lab for job in label_batch(p8, jobs) for labels in job for lab in labels]
+    alone = [lab for job in jobs for words, _ in job for lab in p8.label_words(words)]
+    assert len(batched) == len(alone) == 3000
+    assert sum(a != b for a, b in zip(batched, alone)) < 0.005 * len(alone)
+
+
 def test_sizes_and_rates():
     assert parse_size("1MB") == 1_000_000 and parse_size("64KiB") == 65536 and parse_size("512") == 512
     assert parse_size("1.5kb") == 1500
