@@ -2,12 +2,12 @@
 
     punctkit serve -m model.pkt [--host 127.0.0.1] [--port 8080]
 
-Routes (`ROUTES`): `POST /punctuate` (the body is plain text or any input `punctuate`
+Routes (`routes`, the route table): `POST /punctuate` (the body is plain text or any input `punctuate`
 reads, found by the format registry's detection over the body; the output format is the
 `format` query parameter), `GET /health`, `GET /model` (the package's card).
 
 Built on aiohttp: one well-kept library that is both the HTTP server and a websocket
-server (the streaming endpoint is one more row in `ROUTES`), with no separate ASGI
+server (the streaming endpoint is one more row in `routes`), with no separate ASGI
 server to install, and whose asyncio client is the benchmark's load generator
 (utils/serve_load.py). It is the `serve` extra: pip install 'punctkit[serve]'.
 
@@ -38,7 +38,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Awaitable, Callable
+from typing import IO, Any, Awaitable, Callable, Iterator
 
 from aiohttp import web
 
@@ -122,7 +122,7 @@ def model_inputs(units: list[AsrUtterance], one_stream: bool, keep: bool) -> Inp
 
 
 @contextlib.contextmanager
-def as_request(path: Path):  # noqa: ANN201 (a context manager)
+def as_request(path: Path) -> Iterator[None]:
     """Errors about the body's temporary file name the request instead."""
     try:
         yield

@@ -195,7 +195,8 @@ def test_timed_jsonl_answers_timed_json_keeping_every_word_and_time(server, pack
 def test_bad_input_is_a_json_error(server):
     for body, ctype, where in [(b'{"id": "u1", "words": [\n', "application/json", "request:1: not valid JSON"),
                                (b'{"id": "u1"}\n{"id": \n', "application/x-ndjson", "request:2: not valid JSON"),
-                               (b'{"id": "u1", "words": 3}\n', "application/json", "request:1 (utterance u1)")]:
+                               (b'{"id": "u1", "words": 3}\n', "application/json", "request:1 (utterance u1)"),
+                               (b"so\tO\nwe\tCOMMA\ngo\tPERIOD\n", "text/plain", "request: looks like twocol")]:
         status, ctype_out, out = post(server.url + "/punctuate", body, ctype)
         assert (status, ctype_out) == (400, "application/json"), out
         err = json.loads(out)["error"]
