@@ -13,7 +13,7 @@ from punctkit.batch import collate
 from punctkit.data.streams import IGNORE, Stream, Window, WindowDataset
 from punctkit.files import PunctkitError
 from punctkit.text.frontend import train_frontend
-from punctkit.train.augment import INSERT, KEEP, SUBSTITUTE, AugmentOptions, Augmenter, plan
+from punctkit.train.augment import INSERT, SUBSTITUTE, AugmentOptions, Augmenter, plan
 
 WORDS = [f"w{i}" for i in range(300)]
 

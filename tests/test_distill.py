@@ -14,7 +14,7 @@ from punct_util import cli
 from punctkit.batch import collate
 from punctkit.data.datadir import read_data_dir
 from punctkit.data.probs import write_probs
-from punctkit.data.streams import IGNORE, WindowDataset, make_streams
+from punctkit.data.streams import IGNORE, Window, WindowDataset, make_streams
 from punctkit.files import PunctkitError
 from punctkit.text.frontend import train_frontend
 from punctkit.train.distill import DistillOptions, distill_kl, distill_loss, soft_labels
@@ -97,12 +97,11 @@ def test_soft_labels_travel_with_the_windows(dirs, tmp_path):
     assert np.allclose(soft[0][first[1]:first[2]], [0.1, 0.2, 0.3, 0.4])
     fe = train_frontend({"kind": "word"}, [s.words for s in streams], tmp_path / "fe")
     ds = WindowDataset(streams, fe, soft=soft)
-    from punctkit.data.streams import Window
-
     ds.set_windows([Window(0, second[1] - 3, second[1] + 2), Window(0, 0, 2)])
     batch = collate([ds[0], ds[1]], fe.pad_id)
     assert batch["soft"].shape == (2, 5, 4)
-    assert np.allclose(batch["soft"][0, :3], [0.1, 0.2, 0.3, 0.4]) and np.allclose(batch["soft"][0, 3:], [0.7, 0.1, 0.1, 0.1])
+    assert np.allclose(batch["soft"][0, :3], [0.1, 0.2, 0.3, 0.4])
+    assert np.allclose(batch["soft"][0, 3:], [0.7, 0.1, 0.1, 0.1])
     assert (batch["soft"][1, 2:] == IGNORE).all()  # padding: no word, no teacher row
 
 
@@ -165,5 +164,6 @@ def test_the_distill_conf_takes_the_teacher_from_the_command_line():
 
     path = Path(__file__).resolve().parents[1] / "recipes/iwslt/conf/train_drnn_lwma_minilm_ctx_distill.yaml"
     conf = load_config(path, ["train.distill.probs=exp/ff2/decode_train/probs"])
-    assert DistillOptions.from_section(conf["train"]["distill"]) == DistillOptions("exp/ff2/decode_train/probs", 0.7, 1.0)
+    want = DistillOptions("exp/ff2/decode_train/probs", 0.7, 1.0)
+    assert DistillOptions.from_section(conf["train"]["distill"]) == want
     assert "--probs" in path.read_text() and "train.distill.probs=" in path.read_text()
