@@ -108,27 +108,40 @@ def train_windows(streams: list[Stream], window: int, seed: int, epoch: int) -> 
 
 
 Extra = Callable[[Stream, Window], dict[str, Any]]
+# (frontend, words, labels, soft rows or None, seed key) -> (token ids, word_pos, labels, soft rows):
+# training-time noise on a window (punctkit/train/augment.py)
+Augment = Callable[[Any, list[str], list[int], "np.ndarray | None", tuple[int, ...]],
+                   tuple[list[int], list[int], list[int], "np.ndarray | None"]]
 
 
 class WindowDataset:
     """Examples for a list of windows over `streams`, encoded by `frontend`.
 
     An example is a dict: `tokens`, `word_pos`, `labels` (lists), `index` (its
-    position in `windows`), plus whatever `extra(stream, window)` returns.
+    position in `windows`), plus whatever `extra(stream, window)` returns. With `soft`
+    (per stream, words x labels: a teacher's distributions, train/distill.py) it also
+    has `soft`, the window's rows. `augment` (training only) rewrites each window's
+    words, keyed by (epoch, stream, start) so every epoch draws anew.
     """
 
     def __init__(self, streams: list[Stream], frontend: Any, windows: list[Window] | None = None,
-                 extra: Extra | None = None, max_tokens: int | None = None):
+                 extra: Extra | None = None, max_tokens: int | None = None,
+                 soft: list[np.ndarray] | None = None, augment: Augment | None = None):
         self.streams = streams
         self.frontend = frontend
         self.extra = extra
         self.max_tokens = max_tokens
+        self.soft = soft
+        self.augment = augment
+        self.epoch = 0
+        if augment is not None and extra is not None:
+            raise PunctkitError("train.augment inserts and deletes words: it cannot be used with audio inputs")
         self.windows: list[Window] = windows if windows is not None else [
             Window(k, 0, len(s)) for k, s in enumerate(streams)]
 
-    def set_windows(self, windows: list[Window]) -> None:
+    def set_windows(self, windows: list[Window], epoch: int = 0) -> None:
         """Replace the windows (a new epoch's random offsets)."""
-        self.windows = windows
+        self.windows, self.epoch = windows, epoch
 
     def __len__(self) -> int:
         return len(self.windows)
@@ -136,11 +149,19 @@ class WindowDataset:
     def __getitem__(self, i: int) -> dict[str, Any]:
         w = self.windows[i]
         s = self.streams[w.stream]
-        ids, word_pos = self.frontend.encode(s.words[w.start:w.end])
+        words, labels = s.words[w.start:w.end], s.labels[w.start:w.end]
+        soft = self.soft[w.stream][w.start:w.end] if self.soft is not None else None
+        if self.augment is not None:
+            ids, word_pos, labels, soft = self.augment(self.frontend, words, labels, soft,
+                                                       (self.epoch, w.stream, w.start))
+        else:
+            ids, word_pos = self.frontend.encode(words)
         if self.max_tokens and len(ids) > self.max_tokens:
             raise PunctkitError(f"window of {w.end - w.start} words of stream {s.key} has {len(ids)} tokens, "
                                 f"more than max_tokens={self.max_tokens}: use a smaller window")
-        ex: dict[str, Any] = {"tokens": ids, "word_pos": word_pos, "labels": s.labels[w.start:w.end], "index": i}
+        ex: dict[str, Any] = {"tokens": ids, "word_pos": word_pos, "labels": labels, "index": i}
+        if soft is not None:
+            ex["soft"] = soft
         if self.extra is not None:
             ex.update(self.extra(s, w))
         return ex
@@ -156,7 +177,7 @@ def pad_batch(examples: list[dict[str, Any]], pad_id: int = 0,
     """Pad a list of examples into numpy arrays: `tokens, token_mask, word_pos, word_mask, labels,
     index` (int64 / bool), and every extra key padded along its first dimension with
     `pad_values.get(key, 0)`."""
-    pad_values = pad_values or {}
+    pad_values = {"soft": IGNORE, **(pad_values or {})}  # a padded word has no teacher row
     B = len(examples)
     t_len = np.array([len(e["tokens"]) for e in examples], dtype=np.int64)
     w_len = np.array([len(e["word_pos"]) for e in examples], dtype=np.int64)
