@@ -32,7 +32,7 @@ import numpy as np
 
 from punctkit.data.datadir import read_table, split_balanced
 from punctkit.feats.wav import Segment, data_segments, iter_audio
-from punctkit.files import PunctkitError, atomic_write, check_not_input, where, write_lines
+from punctkit.files import PunctkitError, atomic_write, check_not_input, iter_lines, where, write_lines
 
 SAMPLE_RATE = 16000  # pocketsphinx's English acoustic model
 FRAME_RATE = 100     # its frames per second
@@ -80,8 +80,9 @@ def pocketsphinx_module() -> Any:
 
 
 # Forced alignment searches a small grammar: no phone-loop lookahead, wide beams, and the best
-# path of the search itself (pocketsphinx's lattice best path often drops the grammar's end).
-ALIGN_OPTIONS = {"bestpath": False, "pl_window": 0, "beam": 1e-100, "wbeam": 1e-100, "pbeam": 1e-100,
+# path of the search itself (pocketsphinx's lattice best path often drops the grammar's end);
+# no language model (adding a word to the dictionary would rebuild its search: seconds).
+ALIGN_OPTIONS = {"lm": None, "bestpath": False, "pl_window": 0, "beam": 1e-100, "wbeam": 1e-100, "pbeam": 1e-100,
                  "maxhmmpf": -1}
 
 
@@ -267,9 +268,12 @@ def check_job_args(nj: int, job: int | None) -> None:
         raise PunctkitError(f"--job {job} is outside 1..{nj}")
 
 
-def utt_loc(data: Path, seg: Segment) -> str:
-    """`file:line: utterance` of an utterance's audio entry."""
-    return where(data / "segments", seg.line, seg.uttid) if seg.line else where(data / "wav.scp", None, seg.uttid)
+def audio_lines(data: Path) -> Callable[[Segment], str]:
+    """`file:line (utterance u)` of an utterance's line in `segments`, else in `wav.scp`."""
+    if (data / "segments").is_file():
+        return lambda seg: where(data / "segments", seg.line, seg.uttid)
+    lines = {ln.split(" ", 1)[0]: i for i, ln in iter_lines(data / "wav.scp") if ln.strip()}
+    return lambda seg: where(data / "wav.scp", lines.get(seg.recid), seg.uttid)
 
 
 def run_jobs(data: Path, job_files: Callable[[int], tuple[Path, Path, Path]], nj: int, job: int | None,
@@ -280,6 +284,7 @@ def run_jobs(data: Path, job_files: Callable[[int], tuple[Path, Path, Path]], nj
     from punctkit.progress import progress
 
     parts = split_jobs([s.uttid for s in data_segments(data)], nj)
+    utt_loc = audio_lines(data)
     jobs = [job] if job is not None else list(range(1, nj + 1))
     total = JobStats(0, nj)
     bar = progress(total=sum(len(parts[j - 1]) for j in jobs), desc=name, unit="utt", show=show_progress)
@@ -305,7 +310,7 @@ def run_jobs(data: Path, job_files: Callable[[int], tuple[Path, Path, Path]], nj
                             stats.audio_s += len(x) / rate
                             lines += per_utt(seg, pcm)
                         except BadUtterance as e:
-                            raise BadUtterance(f"{utt_loc(data, seg)}: {e}") from None
+                            raise BadUtterance(f"{utt_loc(seg)}: {e}") from None
                         stats.done += 1
                     except BadUtterance as e:
                         if not skip_bad:
