@@ -58,8 +58,8 @@ def _no_mark(inventory: LabelSet | None) -> str:
 
 def project_marks(ref_words: Sequence[str], ref_labels: Sequence[str] | None, hyp_words: Sequence[str],
                   inventory: LabelSet | None = None) -> Projection:
-    """Project `ref_labels` (one per reference word; None or empty: count errors only) onto `hyp_words`."""
-    with_labels = bool(ref_labels)
+    """Project `ref_labels` (one per reference word; None: count errors only) onto `hyp_words`."""
+    with_labels = ref_labels is not None
     out = Projection(ref_words=len(ref_words))
     labels: list[str | None] = [None] * len(hyp_words)
     last_hyp: int | None = None

@@ -22,10 +22,11 @@ part J in OUT/log/recognize_job.J{,.log,.json}; `--merge` writes OUT.
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from punctkit.align import (BadUtterance, JobStats, check_job_args, ctm_lines, decode_pcm, has_speech, new_decoder,
                             read_jobs, run_jobs)
@@ -59,11 +60,14 @@ def split_times(parts: list[str], start: float, end: float) -> list[tuple[float,
     return out
 
 
-def recognize_utterance(decoder, pcm: bytes) -> list[tuple[str, float, float]]:
-    """(word, start s, end s) of the recognized IWSLT tokens; BadUtterance for no speech or no words."""
+def recognize_utterance(decoder: Callable[[], Any], pcm: bytes) -> list[tuple[str, float, float]]:
+    """(word, start s, end s) of the recognized IWSLT tokens; BadUtterance for no speech or no words.
+
+    `decoder()` gives the decoder (made on first use: loading the model takes a second or two).
+    """
     if not has_speech(pcm):
         raise BadUtterance("no speech in the audio (pocketsphinx's voice activity detector)")
-    words = decode_pcm(decoder, pcm)
+    words = decode_pcm(decoder(), pcm)
     if not words:
         raise BadUtterance("the recognizer returned no words")
     out = []
@@ -140,12 +144,14 @@ def _merge(data: Path, out: Path, nj: int, overwrite: bool) -> RecognizeSummary:
     refs = {u.uttid: u for u in ref.utterances} if ref else {}
     inventory = ref.inventory if ref else get_inventory("4class")
     scores = Projection() if ref else None
+    has_labels = (data / "labels").is_file()
     utts = []
     for uttid, words in hyp.items():
         hw = [w for w, _ in words]
         labels: list[str] = []
-        if uttid in refs:
-            p = project_marks(refs[uttid].words, refs[uttid].labels or None, hw, inventory)
+        if ref is not None:  # an utterance DATA/text lacks has no reference words: all inserted
+            r = refs.get(uttid, Utterance(uttid, [], []))
+            p = project_marks(r.words, r.labels if has_labels else None, hw, inventory)
             scores.add(p)
             labels = p.labels
         utts.append(Utterance(uttid, hw, labels))
@@ -169,7 +175,7 @@ def recognize_data_dir(data: str | Path, out: str | Path, nj: int = 1, job: int 
     check_job_args(nj, job)
     check_data_dir_output(o, overwrite, [d])
     if not merge_only:
-        decoder = new_decoder()
+        decoder = functools.cache(new_decoder)
 
         def per_utt(seg, pcm: bytes) -> list[str]:
             got = recognize_utterance(decoder, pcm)
