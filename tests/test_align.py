@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from punct_util import cli
-from punctkit.align import ALIGN_OPTIONS, Lexicon, align_data_dir, boundary_errors, ipa_to_cmu, new_decoder
+from punctkit.align import Aligner, align_data_dir, boundary_errors, ipa_to_cmu, new_decoder
 from punctkit.data.datadir import write_data_dir
 from punctkit.data.labels import get_inventory
 from punctkit.data.utterance import Utterance
@@ -85,10 +85,13 @@ def test_ipa_mapping_and_clitics() -> None:
     assert ipa_to_cmu("s ˈɛ l f ɐ w ˈɛɹ n ə s") == "S EH L F AH W EH R N AH S"  # ɛɹ split greedily
     assert ipa_to_cmu("t͡ʃ ˈaɪ n") == "CH AY N"
     assert ipa_to_cmu("q ʘ") is None and ipa_to_cmu("") is None
-    lex = Lexicon(new_decoder(**ALIGN_OPTIONS))
-    assert lex.decoder.lookup_word("n't") == "N T" and lex.decoder.lookup_word("'s(2)") == "Z"
-    assert lex.entry("Hello") == "hello" and lex.added == {}
-    assert lex.entry("♪") is None  # espeak-ng says nothing for it: no pronunciation
+    al = Aligner()
+    for dec in al.decoders:
+        assert dec.lookup_word("n't") == "N T" and dec.lookup_word("'s(2)") == "Z"
+    assert al.entry("Hello") == "hello" and al.added == {}
+    assert al.entry("♪") is None  # espeak-ng says nothing for it: no pronunciation
+    assert al.entry("blicketstan") == "blicketstan" and al.decoders[1].lookup_word("blicketstan") == \
+        "B L IH K IH T S T AA N"
 
 
 def test_jobs_then_merge_equal_one_job(audio: Path, tmp_path: Path) -> None:
