@@ -11,7 +11,9 @@ A word it lacks gets one from espeak-ng's IPA phonemes mapped to CMU phones
 (`IPA_TO_CMU`); IWSLT's split contractions (`n't`, `'s`, ...) have their own
 (`CLITIC_PHONES`). An utterance with a word neither gives, with no speech (by
 pocketsphinx's voice activity detector), or that the aligner cannot align, is a
-one-line error naming it; with `skip_bad` it is logged and left out.
+one-line error naming it; with `skip_bad` it is logged and left out. The search is
+a grammar of the words with optional silence between them; when it cannot reach
+the last word, a second one without silences is tried (see `Aligner`).
 
 Jobs as in extract-feats: `--nj N --job J` aligns part J and leaves its CTM
 part, log and stats in `<CTM dir>/log/align_<ctm name>.J{,.log,.json}`;

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import wave
 from pathlib import Path
@@ -165,3 +166,18 @@ def test_sample_rate_must_be_16k(audio: Path, tmp_path: Path) -> None:
     d = make_data(tmp_path / "d8", [("r1", "hello", write_wav(tmp_path / "8k.wav", np.zeros(8000), rate=8000))])
     with pytest.raises(PunctkitError, match="sample rate 8000 Hz.*sox x.wav -r 16000"):
         align_data_dir(d, show_progress=False)
+
+
+def test_segments_of_one_recording(audio: Path, tmp_path: Path) -> None:
+    """Two utterances cut from one recording by `segments`: times are from each segment's start."""
+    rec = tmp_path / "rec.wav"
+    subprocess.run(["sox", wav_of(audio, "e1"), wav_of(audio, "e2"), str(rec)], check=True)
+    dur1 = float(subprocess.run(["soxi", "-D", wav_of(audio, "e1")], capture_output=True, text=True).stdout)
+    d = tmp_path / "seg"
+    d.mkdir()
+    (d / "text").write_text("".join(f"{u} {w}\n" for u, w, _ in UTTS))
+    (d / "wav.scp").write_text(f"rec {rec}\n")
+    (d / "segments").write_text(f"e1 rec 0 {dur1:.4f}\ne2 rec {dur1:.4f} -1\n")
+    align_data_dir(d, show_progress=False)
+    err = boundary_errors(read_ctm(audio / "ctm"), read_ctm(d / "ctm"))
+    assert len(err) == 30 and err.mean() < 0.05
