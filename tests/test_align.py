@@ -9,9 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from punct_util import cli
-from punctkit.align import Aligner, align_data_dir, boundary_errors, ipa_to_cmu, new_decoder
+from punctkit.align import IPA_TO_CMU, Aligner, align_data_dir, boundary_errors, ipa_to_cmu, new_decoder
 from punctkit.data.datadir import write_data_dir
 from punctkit.data.labels import get_inventory
 from punctkit.data.utterance import Utterance
@@ -93,6 +95,15 @@ def test_ipa_mapping_and_clitics() -> None:
     assert al.entry("♪") is None  # espeak-ng says nothing for it: no pronunciation
     assert al.entry("blicketstan") == "blicketstan" and al.decoders[1].lookup_word("blicketstan") == \
         "B L IH K IH T S T AA N"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(sorted(IPA_TO_CMU)), min_size=1, max_size=4), min_size=1, max_size=8),
+       st.sampled_from(["", "ˈ", "ˌ"]))
+def test_ipa_phonemes_map_to_their_cmu_phones(words: list[list[str]], stress: str) -> None:
+    """Any phonemes of the table, stressed or not, spaced as espeak-ng's --sep=' ' output, map one by one."""
+    ipa = "  ".join(" ".join(stress + p for p in w) for w in words)
+    assert ipa_to_cmu(ipa) == " ".join(IPA_TO_CMU[p] for w in words for p in w)
 
 
 def test_jobs_then_merge_equal_one_job(audio: Path, tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from punct_util import cli
 from punctkit.data.datadir import read_data_dir, read_table, write_data_dir
@@ -78,6 +80,12 @@ def test_iwslt_split() -> None:
     assert iwslt_split("don't") == ["do", "n't"] and iwslt_split("can't") == ["ca", "n't"]
     assert iwslt_split("It's") == ["it", "'s"] and iwslt_split("we're") == ["we", "'re"]
     assert iwslt_split("o'clock") == ["o'clock"] and iwslt_split("n't") == ["n't"]
+
+
+@given(st.text(alphabet="abcdnt'", min_size=1, max_size=10))
+def test_iwslt_split_keeps_the_word(word: str) -> None:
+    parts = iwslt_split(word)
+    assert "".join(parts) == word.lower() and all(parts) and len(parts) <= 2
 
 
 def test_jobs_then_merge_equal_one_job(speech: Path) -> None:
