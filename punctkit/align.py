@@ -245,6 +245,7 @@ class JobStats:
     bad: list[str] = field(default_factory=list)  # one-line reports
     audio_s: float = 0.0
     cpu_s: float = 0.0
+    part: str = ""  # the first and last utterance of the part, and how many, as a check at the merge
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__, indent=1)
@@ -257,6 +258,7 @@ class JobStats:
             raise PunctkitError(f"{path}: not a job summary written by punctkit ({e})") from None
 
     def add(self, other: "JobStats") -> None:
+        """Count `other` in (the sum of several jobs)."""
         self.utterances += other.utterances
         self.done += other.done
         self.bad += other.bad
@@ -272,6 +274,11 @@ class JobStats:
 def split_jobs(uttids: list[str], nj: int) -> list[list[str]]:
     """`nj` consecutive parts of near-equal size (as extract-feats splits)."""
     return [[uttids[i] for i in g] for g in split_balanced([1] * len(uttids), nj)]
+
+
+def part_key(uttids: list[str]) -> str:
+    """`first..last (n)` of a job's utterances."""
+    return f"{uttids[0]}..{uttids[-1]} ({len(uttids)})" if uttids else "(0)"
 
 
 def check_job_args(nj: int, job: int | None) -> None:
@@ -306,7 +313,7 @@ def run_jobs(data: Path, job_files: Callable[[int], tuple[Path, Path, Path]], nj
         for j in jobs:
             ctm_part, log_path, json_path = job_files(j)
             log_path.parent.mkdir(parents=True, exist_ok=True)
-            stats = JobStats(j, nj, utterances=len(parts[j - 1]))
+            stats = JobStats(j, nj, utterances=len(parts[j - 1]), part=part_key(parts[j - 1]))
             lines: list[str] = []
             with atomic_write(log_path) as logf:
                 def log(msg: str) -> None:
@@ -344,8 +351,11 @@ def run_jobs(data: Path, job_files: Callable[[int], tuple[Path, Path, Path]], nj
     return total
 
 
-def read_jobs(job_files: Callable[[int], tuple[Path, Path, Path]], nj: int) -> tuple[JobStats, list[str]]:
-    """The summed stats and the CTM lines (in job order) of jobs 1..nj; a missing job is an error."""
+def read_jobs(data: Path, job_files: Callable[[int], tuple[Path, Path, Path]], nj: int,
+              ) -> tuple[JobStats, list[str]]:
+    """The summed stats and the CTM lines (in job order) of jobs 1..nj; a missing job, or one
+    that ran over other utterances than DATA's part now, is an error."""
+    parts = split_jobs([s.uttid for s in data_segments(data)], nj)
     total = JobStats(0, nj)
     lines: list[str] = []
     for j in range(1, nj + 1):
@@ -355,6 +365,9 @@ def read_jobs(job_files: Callable[[int], tuple[Path, Path, Path]], nj: int) -> t
         stats = JobStats.read(json_path)
         if stats.nj != nj:
             raise PunctkitError(f"{json_path}: written by a run with --nj {stats.nj}, not {nj}")
+        if stats.part != part_key(parts[j - 1]):
+            raise PunctkitError(f"{json_path}: job {j} ran over utterances {stats.part}, but part {j} of {data} is "
+                                f"now {part_key(parts[j - 1])}; run job {j} again")
         total.add(stats)
         lines += [ln for ln in ctm_part.read_text(encoding="utf-8").splitlines() if ln.strip()]
     return total, lines
@@ -419,7 +432,7 @@ def align_data_dir(data: str | Path, ctm: str | Path | None = None, nj: int = 1,
             logf.write(f"aligned without silence between words (fallback): {aligner.fallbacks} utterances\n")
         if job is not None:
             return AlignSummary(stats, out, False)
-    total, lines = read_jobs(files, nj)
+    total, lines = read_jobs(d, files, nj)
     _check_ctm_output(d, out, overwrite)  # again: another process may have written it meanwhile
     with atomic_write(out) as f:
         for ln in sorted(lines, key=lambda s: s.split(" ", 1)[0]):

@@ -136,7 +136,7 @@ def _audio_lines(data: Path, kept: set[str]) -> dict[str, list[str]]:
 
 def _merge(data: Path, out: Path, nj: int, overwrite: bool) -> RecognizeSummary:
     """Write OUT from the jobs' parts (projecting the reference marks when DATA has labels)."""
-    stats, lines = read_jobs(_job_files(out), nj)
+    stats, lines = read_jobs(data, _job_files(out), nj)
     hyp = _by_utterance(lines)
     if not hyp:
         raise PunctkitError(f"{out}: no utterance was recognized (all skipped? see {out / 'log'})")

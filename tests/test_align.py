@@ -113,6 +113,9 @@ def test_jobs_then_merge_equal_one_job(audio: Path, tmp_path: Path) -> None:
         assert not s.merged and s.stats.done == 1 and not (tmp_path / "two.ctm").exists()
     with pytest.raises(PunctkitError, match="--nj 2, not 3"):
         align_data_dir(audio, tmp_path / "two.ctm", nj=3, merge_only=True)
+    other = make_data(tmp_path / "other", [("e1", UTTS[0][1], wav_of(audio, "e1"))])  # the data changed since
+    with pytest.raises(PunctkitError, match=r"job 2 ran over utterances e2..e2 \(1\), but part 2 .* is now \(0\)"):
+        align_data_dir(other, tmp_path / "two.ctm", nj=2, merge_only=True)
     s = align_data_dir(audio, tmp_path / "two.ctm", nj=2, merge_only=True)
     assert s.merged and s.stats.done == 2
     assert (tmp_path / "two.ctm").read_text() == (tmp_path / "one.ctm").read_text()
