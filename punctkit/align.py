@@ -416,7 +416,6 @@ def align_data_dir(data: str | Path, ctm: str | Path | None = None, nj: int = 1,
     check_job_args(nj, job)
     _check_ctm_output(d, out, overwrite)
     files = _align_files(out)
-    stats = None
     if not merge_only:
         text = {k: v.split() for k, v in read_table(d / "text").items()}
         aligner = Aligner()
