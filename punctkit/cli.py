@@ -453,6 +453,44 @@ def synthesize(
     typer.echo(f"synthesize: {n} utterances, {sec / 3600:.3f} h -> {out}", err=True)
 
 
+@app.command()
+def align(
+    data: Path = typer.Argument(..., help="audio data directory with text (wav.scp [, segments]; 16 kHz)"),
+    ctm: Optional[Path] = typer.Option(None, "--out", "-o", help="CTM to write (default: DATA/ctm)"),
+    nj: int = typer.Option(1, min=1, help="number of parts"),
+    job: Optional[int] = typer.Option(None, min=1, help="align only part JOB of NJ (merge later with --merge)"),
+    merge: bool = typer.Option(False, help="only merge the NJ parts into the CTM"),
+    skip_bad: bool = typer.Option(False, help="log utterances that cannot be aligned and go on (default: stop)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing CTM"),
+) -> None:
+    """Word timings by forced alignment of DATA/text with pocketsphinx (English) -> a CTM."""
+    from punctkit.align import align_data_dir
+
+    if job is not None and job > nj:
+        raise typer.BadParameter(f"part {job} of --nj {nj} does not exist", param_hint="'--job'")
+    s = align_data_dir(data, ctm, nj, job, merge, skip_bad, overwrite)
+    typer.echo(s.line(), err=True)
+
+
+@app.command()
+def recognize(
+    data: Path = typer.Argument(..., help="audio data directory (wav.scp [, segments]; 16 kHz; text/labels: scored)"),
+    out: Path = typer.Argument(..., help="data directory of recognized words to write"),
+    nj: int = typer.Option(1, min=1, help="number of parts"),
+    job: Optional[int] = typer.Option(None, min=1, help="recognize only part JOB of NJ (merge later with --merge)"),
+    merge: bool = typer.Option(False, help="only merge the NJ parts into OUT"),
+    skip_bad: bool = typer.Option(False, help="log utterances with no speech or no words and go on (default: stop)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+) -> None:
+    """Recognize speech with pocketsphinx (English): OUT gets text, ctm, projected labels, recognize.json (WER)."""
+    from punctkit.recognize import recognize_data_dir
+
+    if job is not None and job > nj:
+        raise typer.BadParameter(f"part {job} of --nj {nj} does not exist", param_hint="'--job'")
+    s = recognize_data_dir(data, out, nj, job, merge, skip_bad, overwrite)
+    typer.echo(s.line(), err=True)
+
+
 # ------------------------------------------------------------------ packed models
 # (punctuate commands)
 
