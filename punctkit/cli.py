@@ -533,7 +533,8 @@ def _punctuate_stream(punct: object, src: str, input_format: Optional[str], enco
         f = sys.stdin if src == "-" else stack.enter_context(open(src, encoding=encoding or "utf-8"))
         if src == "-" and encoding:
             f.reconfigure(encoding=encoding)  # type: ignore[attr-defined]
-        for line in stream_lines(state, iter(f.readline, ""), input_format, flush_on_final):
+        source = "standard input" if src == "-" else src
+        for line in stream_lines(state, iter(f.readline, ""), input_format, flush_on_final, source):
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
     typer.echo(f"punctuate: {state.committed} words streamed", err=True)

@@ -116,24 +116,23 @@ class PunctStream:
         self.cache = {s: v for s, v in self.cache.items() if s[0] >= keep_from}
 
 
-def _final_text(line: str, lineno: int) -> tuple[str, bool]:
+def _final_text(line: str, where: str) -> tuple[str, bool]:
     """(text, final) of one JSON line of a streaming recognizer; a line without `final` is final,
     one with only `partial` (Vosk) is not."""
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as e:
-        raise PunctkitError(f"standard input line {lineno}: not JSON ({e.msg}); give one object "
+        raise PunctkitError(f"{where}: not JSON ({e.msg}); give one object "
                             f"{{\"text\": ..., \"final\": true|false}} per line, or plain words") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("text", obj.get("partial")), str):
-        raise PunctkitError(f"standard input line {lineno}: expected an object with a \"text\" string "
-                            f"(and \"final\": true|false)")
+        raise PunctkitError(f"{where}: expected an object with a \"text\" string (and \"final\": true|false)")
     if "text" not in obj:
         return obj["partial"], False
     return obj["text"], obj.get("final", True) is not False
 
 
 def stream_lines(stream: PunctStream, lines: Iterable[str], input_format: str | None = None,
-                 flush_on_final: bool = False) -> Iterator[str]:
+                 flush_on_final: bool = False, source: str = "standard input") -> Iterator[str]:
     """`punctkit punctuate --stream`: one output line (committed words, single spaces; empty when
     none) per plain input line or JSON final, then at the end one line with the words still held,
     if any. JSON partials give no line; a final ends the context only with `flush_on_final`.
@@ -150,7 +149,7 @@ def stream_lines(stream: PunctStream, lines: Iterable[str], input_format: str | 
             continue
         if not line.strip():
             continue
-        text, final = _final_text(line, lineno)
+        text, final = _final_text(line, f"{source} line {lineno}")
         if final:
             out = stream.feed(text) + (stream.finish() if flush_on_final else [])
             yield " ".join(s for _, _, s in out)

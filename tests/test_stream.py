@@ -152,7 +152,7 @@ def test_trained_with_the_option(packed):
 def test_stream_commits_only_after_lookahead_words_and_never_revises(punct, packed, L):
     """Fed word by word: after n words exactly the first n - L are committed (n - window when
     unlimited), in order, each once; the result equals decoding the whole stream at that look-ahead."""
-    words = _words(packed)[:300]
+    words = _words(packed)[:160]
     s = punct.stream(lookahead=L)
     d = delay(punct.window, L)
     got: list[tuple[str, str, str]] = []
@@ -181,7 +181,7 @@ def test_committed_marks_do_not_depend_on_words_beyond_the_lookahead(punct, pack
 
 
 def test_capitalisation_follows_committed_marks(punct, packed):
-    got = list(punct.stream(lookahead=2).run(_words(packed)[:400]))
+    got = list(punct.stream(lookahead=2).run((packed / "words.txt").read_text().splitlines()[:4]))
     ends = 0
     for (_, lab, _), (w, _, shown) in zip(got, got[1:]):
         if mark_of(lab) in SENTENCE_END and w.isalpha():
@@ -206,8 +206,9 @@ def test_torch_and_onnx_lookahead_labels_are_the_same(punct, packed):
     onnx = Punctuator.load(packed / "m.pkt", threads=1, backend="onnx")
     assert onnx.backend == "onnx"
     words = _words(packed)[:400]
+    chunks = [words[k:k + 7] for k in range(0, 400, 7)]  # 7 words a chunk: batched windows too
     for L in (0, 3, None):
-        got = [[lab for _, lab, _ in p.stream(lookahead=L).run(words)] for p in (punct, onnx)]
+        got = [[lab for _, lab, _ in p.stream(lookahead=L).run(chunks)] for p in (punct, onnx)]
         assert got[0] == got[1]
 
 
@@ -275,6 +276,56 @@ def test_ff2_streams(punct, tmp_path):
     rng = random.Random(1)
     words = [rng.choice(VOCAB[5:]).lstrip("#") for _ in range(120)]
     _check_tagger(p, words)
+
+
+# ------------------------------------------------------------------ the line protocol (property tests)
+
+TOKENS = st.sampled_from(["so", "i", "think", "we", "should", "go", "now", "what", "do", "you", "know", "hello,",
+                          "(yes)", "u.s.", "$5", "...", ",", "I'm", "don't", "well.", "ok?", "https://x.org"])
+LINES = st.lists(st.lists(TOKENS, max_size=12).map(" ".join), max_size=8)
+
+
+def _n_words(punct, text: str) -> int:
+    from punctkit.data.formats import split_text
+    from punctkit.data.labels import default_substitution
+
+    return len(split_text(text, punct.inventory, default_substitution(punct.inventory)).words)
+
+
+@settings(max_examples=25, deadline=None)
+@given(LINES, st.sampled_from([0, 2, None]))
+def test_stream_lines_plain_keep_every_word_once(punct, lines, L):
+    """One output line per input line (+ one for the words held at the end), every word once, in
+    order; unlimited, the text of offline `punctuate`."""
+    from punctkit.stream import stream_lines
+
+    out = list(stream_lines(punct.stream(L), [t + "\n" for t in lines], "text"))
+    held = len(out) - len(lines)
+    assert held in (0, 1) and (held == 0 or out[-1])
+    assert [len(o.split()) for o in out[: len(lines)]] == [
+        max(0, sum(map(lambda t: _n_words(punct, t), lines[: k + 1])) - delay(punct.window, L))
+        - max(0, sum(map(lambda t: _n_words(punct, t), lines[:k])) - delay(punct.window, L))
+        for k in range(len(lines))]
+    assert sum(len(o.split()) for o in out) == sum(_n_words(punct, t) for t in lines)
+    if L is None:
+        assert " ".join(out).split() == punct.punctuate("\n".join(lines)).split()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.lists(TOKENS, max_size=10).map(" ".join), st.booleans()), max_size=8),
+       st.booleans())
+def test_stream_lines_json_commits_finals_only(punct, items, flush):
+    from punctkit.stream import stream_lines
+
+    lines = [json.dumps({"text": t, "final": f}) for t, f in items]
+    out = list(stream_lines(punct.stream(None), lines, None, flush))
+    finals = [t for t, f in items if f]
+    assert sum(len(o.split()) for o in out) == sum(_n_words(punct, t) for t in finals)
+    if flush:  # each final whole on its line, nothing held
+        assert [len(o.split()) for o in out] == [_n_words(punct, t) for t in finals]
+    else:
+        assert len(out) - len(finals) in (0, 1)
+        assert " ".join(out).split() == punct.punctuate(" ".join(finals)).split()
 
 
 # ------------------------------------------------------------------ the command
