@@ -6,6 +6,7 @@ import json
 import random
 import select
 import subprocess
+import sys
 import time
 
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from punct_util import PK, cli, tiny_conf, train_tiny
 from punctkit.data.formats import read
 from punctkit.data.labels import SENTENCE_END, mark_of
-from punctkit.data.streams import Lookahead, Stream, train_windows
+from punctkit.data.streams import Stream, TimeDelay, train_windows
 from punctkit.decode.lookahead import (decode_lookahead, delay, owner_window, parse_lookahead, word_window)
 from punctkit.decode.windows import owners, plan_windows
 from punctkit.files import PunctkitError
@@ -96,8 +97,8 @@ def _streams(lengths: list[int]) -> list[Stream]:
 def test_time_delay_windows_cut_as_specified():
     streams = _streams([1234, 517, 40, 2000])
     plain = train_windows(streams, 100, seed=3, epoch=2)
-    assert train_windows(streams, 100, 3, 2, Lookahead(8, 0.0)) == plain  # p = 0: unchanged
-    cut = train_windows(streams, 100, 3, 2, Lookahead(8, 1.0))
+    assert train_windows(streams, 100, 3, 2, TimeDelay(8, 0.0)) == plain  # p = 0: unchanged
+    cut = train_windows(streams, 100, 3, 2, TimeDelay(8, 1.0))
     assert len(cut) == len(plain)
     shorter = 0
     for w, c in zip(plain, cut):
@@ -106,15 +107,15 @@ def test_time_delay_windows_cut_as_specified():
         assert c.end >= w.start + (w.end - w.start) // 2 + 1
         shorter += c.end < w.end
     assert shorter > len(cut) // 2
-    tight = train_windows(streams, 100, 3, 2, Lookahead(0, 1.0))  # max 0: t is the last word kept
+    tight = train_windows(streams, 100, 3, 2, TimeDelay(0, 1.0))  # max 0: t is the last word kept
     ends = {c.end - c.start for c in tight}
     assert len(ends) > 5  # random positions, not one length
-    half = train_windows(streams * 20, 100, 3, 2, Lookahead(8, 0.5))
+    half = train_windows(streams * 20, 100, 3, 2, TimeDelay(8, 0.5))
     plain20 = train_windows(streams * 20, 100, 3, 2)
     frac = sum(h.end < p.end for h, p in zip(half, plain20)) / len(half)
     assert 0.3 < frac < 0.6  # about p of the windows (a cut may land on the end: slightly less)
-    assert train_windows(streams, 100, 3, 3, Lookahead(8, 0.5)) != train_windows(streams, 100, 3, 2,
-                                                                                 Lookahead(8, 0.5))
+    assert train_windows(streams, 100, 3, 3, TimeDelay(8, 0.5)) != train_windows(streams, 100, 3, 2,
+                                                                                 TimeDelay(8, 0.5))
 
 
 @pytest.mark.parametrize("bad", [{"max": -1, "p": 0.5}, {"max": 8}, {"max": 8, "p": 2}, "8", {"max": 1.5, "p": 0.1}])
@@ -210,6 +211,16 @@ def test_torch_and_onnx_lookahead_labels_are_the_same(punct, packed):
     for L in (0, 3, None):
         got = [[lab for _, lab, _ in p.stream(lookahead=L).run(chunks)] for p in (punct, onnx)]
         assert got[0] == got[1]
+
+
+def test_onnx_streaming_runs_without_torch(packed):
+    code = ("import sys\nfrom punctkit import Punctuator\n"
+            f"p = Punctuator.load({str(packed / 'm.pkt')!r}, threads=1, backend='onnx')\n"
+            "s = p.stream(lookahead=1)\nout = s.feed('so i think we should go now') + s.finish()\n"
+            "print(len(out), 'torch' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["7", "False"]
 
 
 def test_encoder_decoders_stream_only_unlimited(punct):

@@ -88,7 +88,7 @@ def make_streams(dd: DataDir, inventory: LabelSet | None = None) -> list[Stream]
 
 
 @dataclass(frozen=True)
-class Lookahead:
+class TimeDelay:
     """Time-delay training (`train.lookahead: {max: M, p: P}`): with probability p a training window
     is cut after a random word t of its second half plus r ~ U{0..max} words, so t has r words of
     right context; the kept window is [start, cut), learnt on all its words."""
@@ -97,7 +97,7 @@ class Lookahead:
     p: float
 
     @classmethod
-    def from_option(cls, value: Any, where: str = "train.lookahead") -> "Lookahead | None":
+    def from_option(cls, value: Any, where: str = "train.lookahead") -> "TimeDelay | None":
         """The option's value checked (None: off)."""
         if value is None:
             return None
@@ -117,13 +117,13 @@ class Lookahead:
 
 
 def train_windows(streams: list[Stream], window: int, seed: int, epoch: int,
-                  lookahead: Lookahead | None = None) -> list[Window]:
+                  time_delay: TimeDelay | None = None) -> list[Window]:
     """Cut every stream into windows of about `window` words from a random offset (new each epoch).
 
     Pieces shorter than window/2 at either end are merged into their neighbour,
     so lengths lie in [window/2, 3*window/2) except for streams shorter than that.
-    With `lookahead` (time-delay training) some windows are then cut shorter at random
-    (`Lookahead`); the words after a cut are not learnt that epoch (the offsets move every epoch).
+    With `time_delay` (train.lookahead) some windows are then cut shorter at random
+    (`TimeDelay`); the words after a cut are not learnt that epoch (the offsets move every epoch).
     """
     rng = random.Random(seed * 100003 + epoch)
     cut_rng = random.Random(seed * 100019 + epoch + 7)  # its own generator: the plain windows stay as they were
@@ -136,8 +136,8 @@ def train_windows(streams: list[Stream], window: int, seed: int, epoch: int,
             spans[:2] = [(spans[0][0], spans[1][1])]
         if len(spans) > 1 and spans[-1][1] - spans[-1][0] < window // 2:
             spans[-2:] = [(spans[-2][0], spans[-1][1])]
-        if lookahead is not None:
-            spans = [(a, lookahead.cut(a, b, cut_rng)) for a, b in spans]
+        if time_delay is not None:
+            spans = [(a, time_delay.cut(a, b, cut_rng)) for a, b in spans]
         out += [Window(k, a, b) for a, b in spans]
     return out
 

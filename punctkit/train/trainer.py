@@ -39,7 +39,7 @@ import torch
 
 from punctkit.data.datadir import read_data_dir
 from punctkit.data.labels import LabelSet, O, mark_of
-from punctkit.data.streams import (IGNORE, Extra, Lookahead, Stream, WindowDataset, bucket_batches, make_streams,
+from punctkit.data.streams import (IGNORE, Extra, Stream, TimeDelay, WindowDataset, bucket_batches, make_streams,
                                    shard, train_windows)
 from punctkit.batch import audio_extra, collate, wants_audio
 from punctkit.config import DEFAULTS, load_config, save_config
@@ -94,7 +94,7 @@ class TrainOptions:
     lookahead: dict[str, Any] | None
 
     def __post_init__(self) -> None:
-        self.lookahead_cut = Lookahead.from_option(self.lookahead)  # checked before any training
+        self.time_delay = TimeDelay.from_option(self.lookahead)  # checked before any training
 
     @classmethod
     def from_section(cls, section: dict[str, Any]) -> "TrainOptions":
@@ -303,7 +303,7 @@ class Trainer:
         """One pass over this epoch's windows; returns the mean loss."""
         t = self.opts
         self.train_set.set_windows(train_windows(self.train_set.streams, t.window, t.seed, epoch,
-                                                 t.lookahead_cut))
+                                                 t.time_delay))
         lengths = [self.train_set.n_words(i) for i in range(len(self.train_set))]
         order = shard(bucket_batches(lengths, t.batch_size, True, t.seed * 1000 + epoch), self.rank,
                       self.world_size)
