@@ -8,9 +8,9 @@ it (punctkit/decode/lookahead.py: the labels `punctkit punctuate --stream
 --lookahead L` commits), scores them (punctkit.score), and measures the mean delay
 from a word's arrival to its mark's commit: in words, and in seconds when the data
 dir has a `ctm` (word end times, relative to the utterance: plus its start in
-`segments` when there is one, else the utterances of a talk are taken as back to back). Writes a markdown table (stdout and OUT/sweep.md),
-the numbers (OUT/sweep.json) and a plot of F1 against L (OUT/sweep.png, matplotlib:
-pip install 'punctkit[bench]').
+`segments` when there is one, else a talk's utterances are taken as back to back).
+Writes a markdown table (stdout and OUT/sweep.md), the numbers (OUT/sweep.json) and a
+plot of F1 against L (OUT/sweep.png, matplotlib: pip install 'punctkit[bench]').
 
     local/iwslt/lookahead_sweep.py exp/drnn_minilm_ctx exp/drnn_minilm_ctx_lookahead \\
         --test data/test_ref --lookahead 0,1,2,4,8,16,inf --out exp/lookahead_sweep
