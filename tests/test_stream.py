@@ -422,3 +422,23 @@ def test_cli_stream_errors_are_one_line(packed):
                       (["--stream", "--format", "ctm"], "--stream writes readable")]:
         r = cli("punctuate", "-m", m, *args, ok=False)
         assert r.returncode == 1 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_lookahead_sweep_runs_and_its_unlimited_row_is_offline_decoding(packed, tmp_path):
+    """The benchmark script on the tiny model: its `inf` F1 is the score of offline `punctuate`."""
+    from conftest import ROOT
+    from punctkit.score import score_files
+
+    test = tmp_path / "test"
+    r = subprocess.run([sys.executable, str(ROOT / "local" / "iwslt" / "lookahead_sweep.py"), str(packed / "m.pkt"),
+                        "--test", str(packed / "test"), "--lookahead", "0,inf", "--out", str(test), "--threads", "1"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads((test / "sweep.json").read_text())[str(packed / "m.pkt")]
+    assert [x["lookahead"] for x in rows] == [0, "inf"] and rows[0]["delay_words"] == 0
+    assert (test / "sweep.png").read_bytes()[:4] == b"\x89PNG" and "| inf |" in (test / "sweep.md").read_text()
+    words = tmp_path / "words.txt"
+    utts, _ = read(packed / "test")
+    words.write_text("".join(" ".join(u.words) + "\n" for u in utts))
+    cli("punctuate", "-m", packed / "m.pkt", words, "--format", "twocol", "--threads", 1, "-o", tmp_path / "hyp")
+    assert rows[1]["f1"] == pytest.approx(score_files(packed / "test", tmp_path / "hyp")["overall"]["f1"])
