@@ -8,8 +8,9 @@ A word's label is decided once `lookahead` further words have arrived (unlimited
 once no later window can hold it, a window's worth of words later) or the stream
 ends (punctkit/decode/lookahead.py); a committed word is never revised, and the
 next sentence's capitalisation follows the committed marks. `PunctStream` does no
-I/O, so an async handler (a websocket) can drive it; `stream_lines` is the line
-protocol of `punctkit punctuate --stream`.
+I/O, so an async handler (a websocket) can drive it (`feed` is CPU work: run it in an
+executor, one call at a time per stream); `stream_lines` is the line protocol of
+`punctkit punctuate --stream`.
 """
 from __future__ import annotations
 
