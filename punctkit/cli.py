@@ -16,13 +16,16 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import List, NoReturn, Optional
+from typing import TYPE_CHECKING, List, NoReturn, Optional
 
 import typer
 
 from punctkit.data.formats import FORMATS, names
 from punctkit.data.labels import INVENTORIES
 from punctkit.files import PunctkitError
+
+if TYPE_CHECKING:
+    from punctkit.punctuator import Punctuator
 
 app = typer.Typer(
     add_completion=False,
@@ -522,13 +525,13 @@ def punctuate(
     typer.echo(f"punctuate: {stats.summary()}", err=True)
 
 
-def _punctuate_stream(punct: object, src: str, input_format: Optional[str], encoding: Optional[str],
+def _punctuate_stream(punct: "Punctuator", src: str, input_format: Optional[str], encoding: Optional[str],
                       lookahead: Optional[str], flush_on_final: bool, capitalize: bool) -> None:
     """`punctuate --stream`: input lines as they come, each output line flushed when written."""
     from punctkit.decode.lookahead import parse_lookahead
     from punctkit.stream import PunctStream, stream_lines
 
-    state = PunctStream(punct, parse_lookahead(lookahead), capitalize)  # type: ignore[arg-type]
+    state = PunctStream(punct, parse_lookahead(lookahead), capitalize)
     with contextlib.ExitStack() as stack:
         f = sys.stdin if src == "-" else stack.enter_context(open(src, encoding=encoding or "utf-8"))
         if src == "-" and encoding:
