@@ -16,13 +16,16 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import List, NoReturn, Optional
+from typing import TYPE_CHECKING, List, NoReturn, Optional
 
 import typer
 
 from punctkit.data.formats import FORMATS, names
 from punctkit.data.labels import INVENTORIES
 from punctkit.files import PunctkitError
+
+if TYPE_CHECKING:
+    from punctkit.punctuator import Punctuator
 
 app = typer.Typer(
     add_completion=False,
@@ -535,16 +538,32 @@ def punctuate(
     backend: str = typer.Option("auto", callback=_one_of("auto", "torch", "onnx"), help="torch | onnx (models packed with --onnx) | auto: onnx when "
                                              "the model has it and onnxruntime is installed"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    stream: bool = typer.Option(False, "--stream", help="read words as they come (plain words, or JSON lines "
+                                "{\"text\": ..., \"final\": true|false}); write each line's committed words "
+                                "at once"),
+    lookahead: Optional[str] = typer.Option(None, help="with --stream: decide each mark with at most L words "
+                                            "after it (taggers; default inf: as offline, a window later)"),
+    flush_on_final: bool = typer.Option(False, "--flush-on-final", help="with --stream: a final result ends "
+                                        "the context (all its words committed; the next starts a sentence)"),
 ) -> None:
     """Restore punctuation (and casing) in text, Kaldi text, CTM or JSON-lines ASR output."""
     from punctkit.punctuator import Punctuator, punctuate_file
 
+    if not stream and (lookahead is not None or flush_on_final):
+        raise PunctkitError("--lookahead and --flush-on-final go with --stream")
+    if stream and (keep_input_marks or fmt != "readable" or out not in (None, "-")):
+        raise PunctkitError("--stream writes readable text to standard output: drop --keep-input-marks, "
+                            "--format and -o")
     punct = Punctuator.load(model, ngpu, threads, batch_size, beam, chunk_words, step, quantize, backend)
+    if stream:
+        _punctuate_stream(punct, src, input_format, encoding, lookahead, flush_on_final, capitalize)
+        return
     stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, capitalize,
                            overwrite=overwrite, encoding=encoding)
     typer.echo(f"punctuate: {stats.summary()}", err=True)
 
 
+<<<<<<< HEAD
 @app.command()
 def serve(
     model: Path = typer.Option(..., "--model", "-m", help="packed model (punctkit pack; --onnx: served without torch)"),
@@ -571,6 +590,24 @@ def serve(
     opts = ServeOptions(host, port, parse_size(max_body), batch_wait_ms, parse_rate(rate_limit), log)
     run(model, opts, threads, backend)
 
+=======
+def _punctuate_stream(punct: "Punctuator", src: str, input_format: Optional[str], encoding: Optional[str],
+                      lookahead: Optional[str], flush_on_final: bool, capitalize: bool) -> None:
+    """`punctuate --stream`: input lines as they come, each output line flushed when written."""
+    from punctkit.decode.lookahead import parse_lookahead
+    from punctkit.stream import PunctStream, stream_lines
+
+    state = PunctStream(punct, parse_lookahead(lookahead), capitalize)
+    with contextlib.ExitStack() as stack:
+        f = sys.stdin if src == "-" else stack.enter_context(open(src, encoding=encoding or "utf-8"))
+        if src == "-" and encoding:
+            f.reconfigure(encoding=encoding)  # type: ignore[attr-defined]
+        source = "standard input" if src == "-" else src
+        for line in stream_lines(state, iter(f.readline, ""), input_format, flush_on_final, source):
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+    typer.echo(f"punctuate: {state.committed} words streamed", err=True)
+>>>>>>> h-stream
 
 
 def _debug() -> bool:

@@ -35,6 +35,7 @@ from punctkit.text.frontend import Frontend
 
 if TYPE_CHECKING:  # torch is imported only by the torch backend, packing and quantization
     from punctkit.models.base import PunctModel
+    from punctkit.stream import PunctStream
 
 TEXT_KEYS = {"tokens", "token_mask", "word_pos", "word_mask", "labels"}
 INPUT_FORMATS = names("units")
@@ -259,6 +260,14 @@ class Punctuator:
                  for i, p in enumerate(passages, 1))
         return "\n".join(" ".join(shown) for _, _, shown in label_units(self, lines, True, keep_input_marks,
                                                                          capitalize))
+
+    def stream(self, lookahead: int | None = None, capitalize: bool = True) -> "PunctStream":
+        """A streaming punctuator (punctkit/stream.py): `feed(words)` and `finish()` return the words
+        they commit, each decided with at most `lookahead` words after it (None: unlimited, the
+        labels of `punctuate`)."""
+        from punctkit.stream import PunctStream
+
+        return PunctStream(self, lookahead, capitalize)
 
 
 # ------------------------------------------------------------------ files in, files out

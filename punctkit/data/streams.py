@@ -87,13 +87,46 @@ def make_streams(dd: DataDir, inventory: LabelSet | None = None) -> list[Stream]
     return list(streams.values())
 
 
-def train_windows(streams: list[Stream], window: int, seed: int, epoch: int) -> list[Window]:
+@dataclass(frozen=True)
+class TimeDelay:
+    """Time-delay training (`train.lookahead: {max: M, p: P}`): with probability p a training window
+    is cut after a random word t of its second half plus r ~ U{0..max} words, so t has r words of
+    right context; the kept window is [start, cut), learnt on all its words."""
+
+    max: int
+    p: float
+
+    @classmethod
+    def from_option(cls, value: Any, where: str = "train.lookahead") -> "TimeDelay | None":
+        """The option's value checked (None: off)."""
+        if value is None:
+            return None
+        ok = isinstance(value, dict) and set(value) == {"max", "p"}
+        m, p = (value.get("max"), value.get("p")) if ok else (None, None)
+        if not (isinstance(m, int) and not isinstance(m, bool) and m >= 0
+                and isinstance(p, (int, float)) and not isinstance(p, bool) and 0 <= p <= 1):
+            raise PunctkitError(f"{where}: expected {{max: WORDS >= 0, p: PROBABILITY 0..1}} or null, got {value!r}")
+        return cls(m, float(p))
+
+    def cut(self, a: int, b: int, rng: random.Random) -> int:
+        """The end of window [a, b) after the cut (b when this window is not cut)."""
+        if rng.random() >= self.p:
+            return b
+        t = rng.randrange(a + (b - a) // 2, b)
+        return min(b, t + 1 + rng.randint(0, self.max))
+
+
+def train_windows(streams: list[Stream], window: int, seed: int, epoch: int,
+                  time_delay: TimeDelay | None = None) -> list[Window]:
     """Cut every stream into windows of about `window` words from a random offset (new each epoch).
 
     Pieces shorter than window/2 at either end are merged into their neighbour,
     so lengths lie in [window/2, 3*window/2) except for streams shorter than that.
+    With `time_delay` (train.lookahead) some windows are then cut shorter at random
+    (`TimeDelay`); the words after a cut are not learnt that epoch (the offsets move every epoch).
     """
     rng = random.Random(seed * 100003 + epoch)
+    cut_rng = random.Random(seed * 100019 + epoch + 7)  # its own generator: the plain windows stay as they were
     out = []
     for k, s in enumerate(streams):
         n = len(s)
@@ -103,6 +136,8 @@ def train_windows(streams: list[Stream], window: int, seed: int, epoch: int) -> 
             spans[:2] = [(spans[0][0], spans[1][1])]
         if len(spans) > 1 and spans[-1][1] - spans[-1][0] < window // 2:
             spans[-2:] = [(spans[-2][0], spans[-1][1])]
+        if time_delay is not None:
+            spans = [(a, time_delay.cut(a, b, cut_rng)) for a, b in spans]
         out += [Window(k, a, b) for a, b in spans]
     return out
 

@@ -39,8 +39,8 @@ import torch
 
 from punctkit.data.datadir import read_data_dir
 from punctkit.data.labels import LabelSet, O, mark_of
-from punctkit.data.streams import (IGNORE, Extra, Stream, WindowDataset, bucket_batches, make_streams, shard,
-                                   train_windows)
+from punctkit.data.streams import (IGNORE, Extra, Stream, TimeDelay, WindowDataset, bucket_batches, make_streams,
+                                   shard, train_windows)
 from punctkit.batch import audio_extra, collate, wants_audio
 from punctkit.config import DEFAULTS, load_config, save_config
 from punctkit.expdir import epoch_checkpoints, load_checkpoint, pick_device
@@ -95,6 +95,10 @@ class TrainOptions:
     precision: str
     distill: dict[str, Any]
     augment: dict[str, Any]
+    lookahead: dict[str, Any] | None
+
+    def __post_init__(self) -> None:
+        self.time_delay = TimeDelay.from_option(self.lookahead)  # checked before any training
 
     @classmethod
     def from_section(cls, section: dict[str, Any]) -> "TrainOptions":
@@ -303,7 +307,8 @@ class Trainer:
     def train_epoch(self, epoch: int, t0: float) -> float:
         """One pass over this epoch's windows; returns the mean loss."""
         t = self.opts
-        self.train_set.set_windows(train_windows(self.train_set.streams, t.window, t.seed, epoch), epoch)
+        self.train_set.set_windows(train_windows(self.train_set.streams, t.window, t.seed, epoch,
+                                                 t.time_delay), epoch)
         lengths = [self.train_set.n_words(i) for i in range(len(self.train_set))]
         order = shard(bucket_batches(lengths, t.batch_size, True, t.seed * 1000 + epoch), self.rank,
                       self.world_size)
