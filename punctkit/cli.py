@@ -563,7 +563,6 @@ def punctuate(
     typer.echo(f"punctuate: {stats.summary()}", err=True)
 
 
-<<<<<<< HEAD
 @app.command()
 def serve(
     model: Path = typer.Option(..., "--model", "-m", help="packed model (punctkit pack; --onnx: served without torch)"),
@@ -590,7 +589,6 @@ def serve(
     opts = ServeOptions(host, port, parse_size(max_body), batch_wait_ms, parse_rate(rate_limit), log)
     run(model, opts, threads, backend)
 
-=======
 def _punctuate_stream(punct: "Punctuator", src: str, input_format: Optional[str], encoding: Optional[str],
                       lookahead: Optional[str], flush_on_final: bool, capitalize: bool) -> None:
     """`punctuate --stream`: input lines as they come, each output line flushed when written."""
@@ -607,7 +605,6 @@ def _punctuate_stream(punct: "Punctuator", src: str, input_format: Optional[str]
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
     typer.echo(f"punctuate: {state.committed} words streamed", err=True)
->>>>>>> h-stream
 
 
 def _debug() -> bool:
