@@ -4,7 +4,8 @@
 
 Routes (`routes`, the route table): `POST /punctuate` (the body is plain text or any input `punctuate`
 reads, found by the format registry's detection over the body; the output format is the
-`format` query parameter), `GET /health`, `GET /model` (the package's card).
+`format` query parameter), `GET /health`, `GET /model` (the package's card), `GET /stream` (a websocket:
+`punctuate --stream`'s line protocol over messages, `Service.stream`).
 
 Built on aiohttp: one well-kept library that is both the HTTP server and a websocket
 server (the streaming endpoint is one more row in `routes`), with no separate ASGI
@@ -40,16 +41,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Awaitable, Callable, Iterator
 
-from aiohttp import web
+from aiohttp import WSMsgType, web
 
 from punctkit.data.formats import AsrUtterance, Format, Utterance, detect_for, get_format, names, write
 from punctkit.data.labels import O, default_substitution
 from punctkit.data.tokenize import ends_sentence, show_tokens
+from punctkit.decode.lookahead import parse_lookahead
 from punctkit.files import PunctkitError, check_not_input
 from punctkit.punctuator import OUTPUT_FORMATS, Fixed, Punctuator
 
 REQUEST = "request"  # how errors name the body
 PARAMS = ("format", "input_format", "keep_input_marks", "capitalize")
+STREAM_PARAMS = ("lookahead", "input_format", "flush_on_final", "capitalize")
+EOF_MESSAGE = {"eof": True}  # a /stream client's last message: the words still held come back, then close
 TIMED_JSON = "timed-json"  # the default output for words with times, when the registry has it
 JSON_TYPES = ("application/json", "application/x-ndjson", "application/jsonl", "application/x-jsonlines")
 MEDIA = {"jsonl": "application/x-ndjson", "timed-json": "application/json", "srt": "application/x-subrip",
@@ -348,6 +352,43 @@ class Service:
         self.words += parsed.words
         return web.Response(text=text, content_type=MEDIA.get(fmt.name, "text/plain"), charset="utf-8")
 
+    async def stream(self, request: web.Request) -> web.StreamResponse:
+        """GET /stream (websocket): `punctuate --stream` over messages. Each text message is one input
+        line (plain words, or JSON `{"text": ..., "final": true|false}`); each plain message or final is
+        answered by one message with the words it committed (empty when none), partials by none;
+        `{"eof": true}` is answered by the words still held, then the server closes. Query: lookahead,
+        input_format (text|jsonl), flush_on_final, capitalize. An error is a JSON message `{"error": ...}`."""
+        from punctkit.stream import LineProtocol, PunctStream
+
+        q = request.query
+        unknown = sorted(set(q) - set(STREAM_PARAMS))
+        if unknown:
+            raise PunctkitError(f"unknown parameter '{unknown[0]}' (known: {', '.join(STREAM_PARAMS)})")
+        state = PunctStream(self.punct, parse_lookahead(q.get("lookahead")), flag(q, "capitalize", True))
+        proto = LineProtocol(state, q.get("input_format"), flag(q, "flush_on_final", False), "message")
+        ws = web.WebSocketResponse(max_msg_size=self.opts.max_body)
+        await ws.prepare(request)
+        loop = asyncio.get_running_loop()
+        async for msg in ws:
+            if msg.type != WSMsgType.TEXT:
+                await ws.send_json({"error": "send text messages (plain words or JSON lines)"})
+                continue
+            try:
+                if is_eof(msg.data):
+                    rest = await loop.run_in_executor(self.pool, proto.end)
+                    await ws.send_str(rest or "")
+                    break
+                out = await loop.run_in_executor(self.pool, proto.line, msg.data)
+            except PunctkitError as e:
+                await ws.send_json({"error": str(e)})
+                continue
+            if out is not None:
+                await ws.send_str(out)
+        request["words"] = state.arrived
+        self.words += state.arrived
+        await ws.close()
+        return ws
+
     async def health(self, request: web.Request) -> web.Response:
         """GET /health: status, model, backend, uptime and counters."""
         return web.json_response({
@@ -402,6 +443,15 @@ async def off_loop(size: int, fn: Callable[..., Any], *args: Any) -> Any:
     return fn(*args)
 
 
+def is_eof(text: str) -> bool:
+    """Whether a /stream message is the end-of-talk message `{"eof": true}`."""
+    if not text.lstrip().startswith("{"):
+        return False
+    with contextlib.suppress(ValueError):
+        return json.loads(text) == EOF_MESSAGE
+    return False
+
+
 def flag(query: Any, name: str, default: bool) -> bool:
     """A yes/no query parameter."""
     v = query.get(name)
@@ -429,12 +479,12 @@ async def read_body(request: web.Request, limit: int) -> bytes:
 # ------------------------------------------------------------------ the app and the process
 
 def routes(service: Service) -> list[web.RouteDef]:
-    """The route table. The streaming issue's websocket endpoint is one more row here
-    (web.get("/stream", handler) with a web.WebSocketResponse in the handler)."""
+    """The route table (`/stream` is the streaming websocket)."""
     return [
         web.post("/punctuate", service.punctuate),
         web.get("/health", service.health),
         web.get("/model", service.model),
+        web.get("/stream", service.stream),
     ]
 
 

@@ -132,28 +132,53 @@ def _final_text(line: str, where: str) -> tuple[str, bool]:
     return obj["text"], obj.get("final", True) is not False
 
 
+class LineProtocol:
+    """The line protocol of `punctuate --stream` and of the server's `/stream` websocket, one line at
+    a time: a plain line, or a JSON final, gives one output line (committed words, single spaces;
+    empty when none); a JSON partial gives none; a final ends the context only with `flush_on_final`.
+    `input_format`: text or jsonl; None: jsonl when the first non-blank line starts with `{`."""
+
+    def __init__(self, stream: PunctStream, input_format: str | None = None, flush_on_final: bool = False,
+                 source: str = "standard input") -> None:
+        if input_format not in (None, *STREAM_FORMATS):
+            raise PunctkitError(f"--stream reads {' or '.join(STREAM_FORMATS)} (plain words or JSON lines), "
+                                f"not {input_format}")
+        self.stream = stream
+        self.fmt = input_format
+        self.flush_on_final = flush_on_final
+        self.source = source
+        self.lineno = 0
+
+    def line(self, line: str) -> str | None:
+        """The output line for one input line (None: nothing to write)."""
+        self.lineno += 1
+        if self.fmt is None and line.strip():
+            self.fmt = "jsonl" if line.lstrip().startswith("{") else "text"
+        if self.fmt != "jsonl":
+            return " ".join(s for _, _, s in self.stream.feed(line))
+        if not line.strip():
+            return None
+        text, final = _final_text(line, f"{self.source} line {self.lineno}")
+        if not final:
+            return None
+        out = self.stream.feed(text) + (self.stream.finish() if self.flush_on_final else [])
+        return " ".join(s for _, _, s in out)
+
+    def end(self) -> str | None:
+        """At the end of the input: the words still held, if any."""
+        rest = self.stream.finish()
+        return " ".join(s for _, _, s in rest) if rest else None
+
+
 def stream_lines(stream: PunctStream, lines: Iterable[str], input_format: str | None = None,
                  flush_on_final: bool = False, source: str = "standard input") -> Iterator[str]:
-    """`punctkit punctuate --stream`: one output line (committed words, single spaces; empty when
-    none) per plain input line or JSON final, then at the end one line with the words still held,
-    if any. JSON partials give no line; a final ends the context only with `flush_on_final`.
-    `input_format`: text or jsonl; None: jsonl when the first non-blank line starts with `{`."""
-    if input_format not in (None, *STREAM_FORMATS):
-        raise PunctkitError(f"--stream reads {' or '.join(STREAM_FORMATS)} (plain words or JSON lines), "
-                            f"not {input_format}")
-    fmt = input_format
-    for lineno, line in enumerate(lines, 1):
-        if fmt is None and line.strip():
-            fmt = "jsonl" if line.lstrip().startswith("{") else "text"
-        if fmt != "jsonl":
-            yield " ".join(s for _, _, s in stream.feed(line))
-            continue
-        if not line.strip():
-            continue
-        text, final = _final_text(line, f"{source} line {lineno}")
-        if final:
-            out = stream.feed(text) + (stream.finish() if flush_on_final else [])
-            yield " ".join(s for _, _, s in out)
-    rest = stream.finish()
-    if rest:
-        yield " ".join(s for _, _, s in rest)
+    """`punctkit punctuate --stream` over an iterable of input lines (LineProtocol): an output line per
+    plain input line or JSON final, then one with the words still held, if any."""
+    proto = LineProtocol(stream, input_format, flush_on_final, source)
+    for line in lines:
+        out = proto.line(line)
+        if out is not None:
+            yield out
+    rest = proto.end()
+    if rest is not None:
+        yield rest

@@ -253,6 +253,47 @@ def test_16_concurrent_clients_get_punctuates_labels_in_shared_batches(server, p
     assert after["batches"] - before["batches"] < 16  # some requests shared a forward pass
 
 
+def ws_session(url: str, messages: list[str], query: str = "") -> list[Any]:
+    """The replies of the /stream websocket to `messages` (each answered or not), then to `{"eof": true}`:
+    text replies as strings, JSON errors as dicts."""
+    import aiohttp
+
+    async def run() -> list[Any]:
+        got: list[Any] = []
+        async with aiohttp.ClientSession() as http:
+            async with http.ws_connect(url.replace("http://", "ws://") + "/stream" + query) as ws:
+                for m in messages + [json.dumps({"eof": True})]:
+                    await ws.send_str(m)
+                    if m.lstrip().startswith('{"text"') and '"final": false' in m:
+                        continue  # partials are not answered
+                    reply = await asyncio.wait_for(ws.receive(), 60)
+                    got.append(json.loads(reply.data) if reply.data.startswith("{") else reply.data)
+        return got
+
+    return asyncio.run(run())
+
+
+def test_stream_websocket_equals_punctuate_stream(server, packed, punct):
+    """The websocket answers each message as `punctuate --stream` answers each line: same committed
+    words, look-ahead respected, the rest at eof; partials unanswered; bad JSON is a JSON error."""
+    from punctkit.stream import PunctStream, stream_lines
+
+    words = [w for u in packed["utts"][:3] for w in u][:120]
+    lines = [" ".join(words[k:k + 7]) for k in range(0, len(words), 7)]
+    want = list(stream_lines(PunctStream(punct, 2), lines + []))
+    got = ws_session(server.url, lines, "?lookahead=2")
+    assert got == want
+    assert " ".join(" ".join(got).split()).lower().replace(",", "").replace(".", "").replace("?", "").split() \
+        == [w.lower() for w in words]
+    assert got[0] == " ".join(s for _, _, s in PunctStream(punct, 2).feed(lines[0]))  # 5 of 7 words committed
+    msgs = [json.dumps({"text": " ".join(words[:10]), "final": False}),
+            json.dumps({"text": " ".join(words[:10]), "final": True}), "{not json"]
+    got = ws_session(server.url, msgs, "?lookahead=0")
+    assert isinstance(got[1], dict) and "not JSON" in got[1]["error"]
+    assert got[2] == ""  # look-ahead 0: the final committed every word, nothing is held at eof
+    assert got[0] == " ".join(s for _, _, s in PunctStream(punct, 0).run([words[:10]]))
+
+
 def test_health_and_model(server, punct):
     status, health = get(server.url + "/health")
     assert status == 200
