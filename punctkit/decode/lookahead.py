@@ -96,19 +96,21 @@ def label_windows(words: Sequence[str], base: int, wanted: Iterable[tuple[int, S
 
 
 def decode_lookahead(streams: list[list[str]], frontend: object, window: int, step: int,
-                     lookahead: int | None, predict: Predict) -> list[list[int]]:
+                     lookahead: int | None, predict: Predict,
+                     cache: dict[tuple[int, Span], list[int]] | None = None) -> list[list[int]]:
     """Label ids of every word of whole streams, each decided as with look-ahead `lookahead`
-    (the same labels as streaming them word by word); all windows in one batch."""
+    (the same labels as streaming them word by word); the windows not in `cache` in one batch.
+    Windows are shared between look-aheads (word i at look-ahead L and word i+1 at L-1 use
+    the same one), so a sweep over look-aheads of the same streams passes one `cache`."""
+    cache = {} if cache is None else cache
     plan = [(k, i, word_window(i, len(s), window, step, lookahead)) for k, s in enumerate(streams)
             for i in range(len(s))]
-    spans = sorted({(k, w) for k, _, w in plan})
-    if not spans:
-        return [[] for _ in streams]
-    ss = [Stream(f"s{k}", [f"s{k}"], [0], list(s), [IGNORE] * len(s)) for k, s in enumerate(streams)]
-    hyps = predict(WindowDataset(ss, frontend, [Window(k, a, b) for k, (a, b) in spans]))
-    ids = {span: h[0][0] for span, h in zip(spans, hyps)}
+    spans = sorted({(k, w) for k, _, w in plan} - cache.keys())
+    if spans:
+        ss = [Stream(f"s{k}", [f"s{k}"], [0], list(s), [IGNORE] * len(s)) for k, s in enumerate(streams)]
+        hyps = predict(WindowDataset(ss, frontend, [Window(k, a, b) for k, (a, b) in spans]))
+        cache.update((span, h[0][0]) for span, h in zip(spans, hyps))
     out: list[list[int]] = [[] for _ in streams]
     for k, i, w in plan:
-        out[k].append(ids[(k, w)][i - w[0]])
+        out[k].append(cache[(k, w)][i - w[0]])
     return out
-
