@@ -435,12 +435,20 @@ def synthesize(
     wav_dir: Optional[Path] = typer.Option(None, help="where the wavs go (default: OUT_wav)"),
     seed: int = typer.Option(1, help="seed choosing each utterance's voice and rate"),
     nj: int = typer.Option(1, min=1, help="parallel synthesis processes"),
-    voices: str = typer.Option(",".join(("en-us", "en", "en+f3", "en-us+m3", "en+f4")), help="espeak-ng voices"),
+    voices: str = typer.Option(",".join(("en-us", "en", "en+f3", "en-us+m3", "en+f4")),
+                               help="voices, one drawn per utterance: espeak-ng names, or flite:NAME"),
     rates: str = typer.Option("150,165,180,195", help="speaking rates (words per minute)"),
+    engine: str = typer.Option("espeak", callback=_one_of("espeak", "flite"),
+                               help="espeak | flite: the engine of voices without a prefix (flite writes no ctm: "
+                                    "run punctkit align)"),
+    mark_prob: str = typer.Option("", help="probability that each reference mark is spoken, e.g. "
+                                           "PERIOD=0.8,QUESTION=0.8,COMMA=0.5 (default: every mark)"),
+    hesitation_rate: float = typer.Option(0.0, min=0.0, max=1.0,
+                                          help="probability of a comma spoken after an unmarked word (e.g. 0.04)"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
-    """Speak punctuated text with espeak-ng: 16 kHz wavs, wav.scp and an exact word CTM."""
-    from punctkit.feats.synth import synthesize_data_dir
+    """Speak punctuated text with espeak-ng or flite: 16 kHz wavs, wav.scp and (espeak-ng) an exact word CTM."""
+    from punctkit.feats.synth import Prosody, parse_mark_prob, synthesize_data_dir
 
     try:
         rate_list = tuple(int(r) for r in rates.split(","))
@@ -448,8 +456,9 @@ def synthesize(
         raise typer.BadParameter(f"expected comma-separated integers, got '{rates}'", param_hint="'--rates'") from None
     if min(rate_list) < 1:
         raise typer.BadParameter(f"rates must be positive words per minute, got '{rates}'", param_hint="'--rates'")
+    prosody = Prosody(parse_mark_prob(mark_prob), hesitation_rate)
     n, sec = synthesize_data_dir(src, out, wav_dir, seed, nj, tuple(voices.split(",")), rate_list,
-                                 overwrite=overwrite)
+                                 overwrite=overwrite, prosody=prosody, engine=engine)
     typer.echo(f"synthesize: {n} utterances, {sec / 3600:.3f} h -> {out}", err=True)
 
 
