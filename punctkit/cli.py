@@ -342,6 +342,35 @@ def w2v_train(
     n = train_word2vec(sents, out, dim, window, epochs, min_count, seed, workers)
     typer.echo(f"w2v-train: {n} words, dim {dim} -> {out}", err=True)
 
+@app.command("s2v-train")
+def s2v_train(
+    data: Path = typer.Argument(..., help="audio data directory with feats.scp (+ cmvn.scp) and ctm"),
+    out: Path = typer.Argument(..., help="vectors file to write (word2vec text, as embeddings: speech: reads)"),
+    dim: int = typer.Option(50, min=1, help="vector size"),
+    window: int = typer.Option(2, min=1, help="neighbouring words decoded on each side"),
+    epochs: int = typer.Option(5, min=1, help="passes over the skip-gram pairs"),
+    hidden: int = typer.Option(64, min=1, help="GRU size of encoder and decoder"),
+    batch_size: int = typer.Option(64, min=1, help="pairs per step"),
+    lr: float = typer.Option(0.002, min=0.0, help="Adam learning rate"),
+    max_frames: int = typer.Option(50, min=1, help="frames kept of each word's segment"),
+    seed: int = typer.Option(1, help="random seed"),
+    threads: int = typer.Option(1, min=1, help="torch threads"),
+    log: Optional[Path] = typer.Option(None, help="training log (default: OUT.log)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing OUT and log"),
+) -> None:
+    """Speech2Vec (Chung & Glass 2018): word vectors from the words' audio, skip-gram style."""
+    from punctkit.train.s2v import S2vOptions, train_speech2vec, write_log
+
+    log = log or out.with_name(out.name + ".log")
+    for p in (out, log):
+        if p.exists() and not overwrite:
+            raise PunctkitError(f"{p}: exists; use --overwrite to replace it")
+    opts = S2vOptions(dim, hidden, window, epochs, batch_size, lr, max_frames, seed, threads)
+    res = train_speech2vec(data, out, opts, echo=lambda s: typer.echo(s, err=True))
+    write_log(log, res.log)
+    typer.echo(f"s2v-train: {res.types} words, dim {dim}, final loss {res.losses[-1]:.4f} -> {out} (log {log})",
+               err=True)
+
 # ------------------------------------------------------------------ data directories and cluster
 # (cluster commands)
 
