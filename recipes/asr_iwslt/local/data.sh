@@ -8,8 +8,10 @@
 #     spoken, some unmarked words are followed by a pause); each utterance's voice and rate
 #     drawn from --seed: train = espeak-ng voices + flite slt, awb, kal; valid and test =
 #     flite rms, a voice held out of training (pocketsphinx recognizes it best)
-#   word timings: forced alignment of the reference words (`punctkit align`, --nj jobs), for
-#     every set, so training and testing see timings of one kind
+#     (train: its first half spoken by espeak-ng, its second half by flite)
+#   word timings: espeak-ng's own word events for its utterances; forced alignment of the
+#     reference words (`punctkit align`, --nj jobs) for flite's, which gives none (espeak-ng's
+#     robotic speech defeats the aligner on some utterances, flite's does not)
 #   recognized sets: `punctkit recognize` (--nj jobs): recognized words, their ctm, and the
 #     reference marks projected onto them by edit distance
 set -euo pipefail
@@ -21,7 +23,8 @@ skip_bad=false       # true: utterances align/recognize cannot handle are logged
 train_lines=1:36000              # dev2012 lines (one word a line): ~900 utterances, ~3.3 h
 valid_lines=266221:272220        # dev2012's valid part (after its first 90 %): ~150 utterances
 test_lines=1:12626               # test2011, all of it: ~310 utterances, ~1.2 h
-train_voices=en-us,en,en+f3,en-us+m3,en+f4,flite:slt,flite:awb,flite:kal
+espeak_voices=en-us,en,en+f3,en-us+m3,en+f4   # training voices, first half of train
+flite_voices=flite:slt,flite:awb,flite:kal      # training voices, second half of train
 test_voices=flite:rms
 rates=150,165,180,195
 help_message="Usage: $0 [--data data] [--seed 1] [--tiny true] [--nj 2] [--skip-bad false] [--train-lines A:B] ..."
@@ -44,14 +47,25 @@ punctkit prepare "$IWSLT/dev2012" --lines "$train_lines" -o "$data/train_text" -
 punctkit prepare "$IWSLT/dev2012" --lines "$valid_lines" -o "$data/valid_text" --name asr_valid --rechunk 20-60 --seed "$seed"
 punctkit prepare "$IWSLT/test2011" --lines "$test_lines" -o "$data/test_ref_text" --name asr_test --rechunk 20-60 --seed "$seed"
 
+synth() {  # synth TEXT OUT VOICES
+  echo "== $2: synthesize (voices $3; ${synth_opts[*]})"
+  punctkit synthesize "$1" "$2" --nj "$nj" --seed "$seed" --voices "$3" --rates "$rates" "${synth_opts[@]}"
+}
+align_dir() {  # align_dir DATA: forced alignment into DATA/ctm
+  echo "== $1: forced alignment ($nj job(s))"
+  ${decode_cmd} JOB=1:"$nj" "$1/log/align.JOB.log" punctkit align "$1" --nj "$nj" --job JOB $bad_opt
+  punctkit align "$1" --nj "$nj" --merge
+}
+punctkit split-data "$data/train_text" 2
+synth "$data/train_text/split2/1" "$data/train_espeak" "$espeak_voices"
+synth "$data/train_text/split2/2" "$data/train_flite" "$flite_voices"
+align_dir "$data/train_flite"
+punctkit combine-data "$data/train" "$data/train_espeak" "$data/train_flite"
+for x in valid test_ref; do
+  synth "$data/${x}_text" "$data/$x" "$test_voices"
+  align_dir "$data/$x"
+done
 for x in train valid test_ref; do
-  voices=$test_voices; [ "$x" = train ] && voices=$train_voices
-  echo "== $data/$x: synthesize (voices $voices; ${synth_opts[*]})"
-  punctkit synthesize "$data/${x}_text" "$data/$x" --nj "$nj" --seed "$seed" --voices "$voices" --rates "$rates" \
-    "${synth_opts[@]}"
-  echo "== $data/$x: forced alignment ($nj job(s))"
-  ${decode_cmd} JOB=1:"$nj" "$data/$x/log/align.JOB.log" punctkit align "$data/$x" --nj "$nj" --job JOB $bad_opt
-  punctkit align "$data/$x" --nj "$nj" --merge
   punctkit validate-data-dir "$data/$x"
 done
 for x in valid test; do
