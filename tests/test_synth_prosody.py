@@ -81,6 +81,14 @@ def test_case_aware_labels_keep_their_case_and_only_marks_change(labels, p, rate
         assert mark_of(got) in ((mark_of(ref), O) if mark_of(ref) != O else (O, "COMMA"))
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from(["COMMA", "PERIOD", "QUESTION", "EXCLAMATION"]),
+                       st.floats(0, 1, allow_nan=False), max_size=4))
+def test_mark_prob_round_trip(probs) -> None:
+    spec = ",".join(f"{m.lower() if len(m) % 2 else m}={p!r}" for m, p in probs.items())
+    assert parse_mark_prob(spec) == probs
+
+
 def test_mark_prob_option_parsing_and_bad_values() -> None:
     assert parse_mark_prob("PERIOD=0.8,QUESTION=0.8,COMMA=0.5") == {"PERIOD": 0.8, "QUESTION": 0.8, "COMMA": 0.5}
     assert parse_mark_prob("") == {}
@@ -129,6 +137,11 @@ def test_flite_voice_writes_a_16k_wav_of_plausible_duration_and_no_ctm(text_dir:
         spoken = spoken_labels(labels.split(), RECIPE_PROSODY, 3, u)
         assert sum(logged[u].count(c) for c in ",.?") == sum(s != O for s in spoken)
     assert not (out / "ctm").exists()  # flite gives no word events: punctkit align writes the ctm
+    # an espeak-ng run's ctm in the same directory is removed, not left to contradict flite's audio
+    synthesize_data_dir(text_dir, tmp_path / "again", show_progress=False)
+    assert (tmp_path / "again" / "ctm").is_file()
+    synthesize_data_dir(text_dir, tmp_path / "again", voices=("flite:rms",), show_progress=False, overwrite=True)
+    assert not (tmp_path / "again" / "ctm").exists() and (tmp_path / "again" / "wav.scp").is_file()
     # a slower rate gives longer audio for the same text
     slow, fast = tmp_path / "slow", tmp_path / "fast"
     synthesize_data_dir(text_dir, slow, engine="flite", voices=("rms",), rates=(120,), show_progress=False)
