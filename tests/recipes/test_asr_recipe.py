@@ -77,7 +77,7 @@ def test_tiny_asr_recipe_end_to_end(tmp_path: Path, iwslt: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     p = subprocess.run(["./run.sh", "--local-data-opts", "--tiny true --nj 1", "--train-config", "conf/train_tiny.yaml",
                         "--nj", "1", "--stop-stage", "6", "--data", str(data), "--expdir", str(exp)],
-                       cwd=RECIPE, capture_output=True, text=True, env=env, timeout=600)
+                       cwd=RECIPE, capture_output=True, text=True, env=env, timeout=900)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     for x in ("train", "valid", "test_ref", "test_asr"):
         assert validate_data_dir(data / x) == [], x
