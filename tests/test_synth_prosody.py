@@ -66,6 +66,12 @@ def test_same_seed_same_output_and_it_depends_on_seed_and_uttid_only() -> None:
     assert a != spoken_labels(labels, RECIPE_PROSODY, 7, "talk_0002")
 
 
+def test_no_hesitation_splits_a_word_from_its_clitic() -> None:
+    words = ["do", "n't", "we", "'re", "it", "'s"] * 200
+    spoken = spoken_labels(["O"] * len(words), Prosody(hesitation_rate=1.0), 1, "u", words)
+    assert spoken == ["O", "COMMA", "O", "COMMA", "O", "COMMA"] * 199 + ["O", "COMMA", "O", "COMMA", "O", "O"]
+
+
 def test_default_prosody_speaks_every_mark_and_never_hesitates() -> None:
     labels = random_labels(np.random.default_rng(2), 500)
     assert spoken_labels(labels, Prosody(), 1, "u") == labels
@@ -134,7 +140,7 @@ def test_flite_voice_writes_a_16k_wav_of_plausible_duration_and_no_ctm(text_dir:
         voice, wpm = voice_for(u, 3, ("flite:rms", "flite:slt"), (150, 195))
         assert voices[u] == [voice, str(wpm)]
         # what was spoken is what spoken_labels chose, not the reference marks
-        spoken = spoken_labels(labels.split(), RECIPE_PROSODY, 3, u)
+        spoken = spoken_labels(labels.split(), RECIPE_PROSODY, 3, u, words.split())
         assert sum(logged[u].count(c) for c in ",.?") == sum(s != O for s in spoken)
     assert not (out / "ctm").exists()  # flite gives no word events: punctkit align writes the ctm
     # an espeak-ng run's ctm in the same directory is removed, not left to contradict flite's audio

@@ -43,7 +43,7 @@ import numpy as np
 
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
 from punctkit.data.labels import MARK_TEXT, O, SENTENCE_END, case_of, mark_of
-from punctkit.data.tokenize import display_words
+from punctkit.data.tokenize import CLITICS, display_words
 from punctkit.files import PunctkitError, check_output_dir
 
 VOICES = ("en-us", "en", "en+f3", "en-us+m3", "en+f4")
@@ -279,10 +279,11 @@ def parse_mark_prob(spec: str) -> dict[str, float]:
     return out
 
 
-def spoken_labels(labels: list[str], prosody: Prosody, seed: int, uttid: str) -> list[str]:
+def spoken_labels(labels: list[str], prosody: Prosody, seed: int, uttid: str,
+                  words: list[str] | None = None) -> list[str]:
     """The labels the synthesizer speaks: each mark kept with its probability, a comma added
-    after an unmarked word (not the last) at the hesitation rate. One uniform draw per word
-    from an RNG seeded by (seed, uttid) only."""
+    after an unmarked word (not the last, nor one before a clitic of `words`: `do , n't`)
+    at the hesitation rate. One uniform draw per word from an RNG seeded by (seed, uttid) only."""
     h = int.from_bytes(hashlib.sha256(f"prosody:{seed}:{uttid}".encode()).digest()[:8], "big")
     draws = np.random.default_rng(h).random(len(labels))
     out = []
@@ -290,7 +291,8 @@ def spoken_labels(labels: list[str], prosody: Prosody, seed: int, uttid: str) ->
         mark, case = mark_of(lab), case_of(lab)
         if mark != O:
             mark = mark if u < prosody.prob(mark) else O
-        elif k < len(labels) - 1 and u < prosody.hesitation_rate:
+        elif k < len(labels) - 1 and u < prosody.hesitation_rate and not (
+                words and words[k + 1].lower() in CLITICS):
             mark = "COMMA"
         out.append(f"{case}_{mark}" if case else mark)
     return out
@@ -374,7 +376,7 @@ def synthesize_data_dir(src: str | Path, out: str | Path, wav_dir: str | Path | 
     for u in dd.utterances:
         voice, wpm = voice_for(u.uttid, seed, voices, rates)
         eng, name = engine_voice(voice, engine)
-        jobs.append(SynthJob(u.uttid, u.words, spoken_labels(u.labels, prosody, seed, u.uttid), name, wpm,
+        jobs.append(SynthJob(u.uttid, u.words, spoken_labels(u.labels, prosody, seed, u.uttid, u.words), name, wpm,
                              (wav_dir / f"{u.uttid}.wav").resolve(), sample_rate, eng))
     results = {}
     ctx = mp.get_context("fork")
