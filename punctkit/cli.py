@@ -345,6 +345,35 @@ def w2v_train(
     n = train_word2vec(sents, out, dim, window, epochs, min_count, seed, workers)
     typer.echo(f"w2v-train: {n} words, dim {dim} -> {out}", err=True)
 
+@app.command("s2v-train")
+def s2v_train(
+    data: Path = typer.Argument(..., help="audio data directory with feats.scp (+ cmvn.scp) and ctm"),
+    out: Path = typer.Argument(..., help="vectors file to write (word2vec text, as embeddings: speech: reads)"),
+    dim: int = typer.Option(50, min=1, help="vector size"),
+    window: int = typer.Option(2, min=1, help="neighbouring words decoded on each side"),
+    epochs: int = typer.Option(5, min=1, help="passes over the skip-gram pairs"),
+    hidden: int = typer.Option(64, min=1, help="GRU size of encoder and decoder"),
+    batch_size: int = typer.Option(64, min=1, help="pairs per step"),
+    lr: float = typer.Option(0.002, min=0.0, help="Adam learning rate"),
+    max_frames: int = typer.Option(50, min=1, help="frames kept of each word's segment"),
+    seed: int = typer.Option(1, help="random seed"),
+    threads: int = typer.Option(1, min=1, help="torch threads"),
+    log: Optional[Path] = typer.Option(None, help="training log (default: OUT.log)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing OUT and log"),
+) -> None:
+    """Speech2Vec (Chung & Glass 2018): word vectors from the words' audio, skip-gram style."""
+    from punctkit.train.s2v import S2vOptions, train_speech2vec, write_log
+
+    log = log or out.with_name(out.name + ".log")
+    for p in (out, log):
+        if p.exists() and not overwrite:
+            raise PunctkitError(f"{p}: exists; use --overwrite to replace it")
+    opts = S2vOptions(dim, hidden, window, epochs, batch_size, lr, max_frames, seed, threads)
+    res = train_speech2vec(data, out, opts, echo=lambda s: typer.echo(s, err=True))
+    write_log(log, res.log)
+    typer.echo(f"s2v-train: {res.types} words, dim {dim}, final loss {res.losses[-1]:.4f} -> {out} (log {log})",
+               err=True)
+
 # ------------------------------------------------------------------ data directories and cluster
 # (cluster commands)
 
@@ -438,12 +467,20 @@ def synthesize(
     wav_dir: Optional[Path] = typer.Option(None, help="where the wavs go (default: OUT_wav)"),
     seed: int = typer.Option(1, help="seed choosing each utterance's voice and rate"),
     nj: int = typer.Option(1, min=1, help="parallel synthesis processes"),
-    voices: str = typer.Option(",".join(("en-us", "en", "en+f3", "en-us+m3", "en+f4")), help="espeak-ng voices"),
+    voices: str = typer.Option(",".join(("en-us", "en", "en+f3", "en-us+m3", "en+f4")),
+                               help="voices, one drawn per utterance: espeak-ng names, or flite:NAME"),
     rates: str = typer.Option("150,165,180,195", help="speaking rates (words per minute)"),
+    engine: str = typer.Option("espeak", callback=_one_of("espeak", "flite"),
+                               help="espeak | flite: the engine of voices without a prefix (flite writes no ctm: "
+                                    "run punctkit align)"),
+    mark_prob: str = typer.Option("", help="probability that each reference mark is spoken, e.g. "
+                                           "PERIOD=0.8,QUESTION=0.8,COMMA=0.5 (default: every mark)"),
+    hesitation_rate: float = typer.Option(0.0, min=0.0, max=1.0,
+                                          help="probability of a comma spoken after an unmarked word (e.g. 0.04)"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
-    """Speak punctuated text with espeak-ng: 16 kHz wavs, wav.scp and an exact word CTM."""
-    from punctkit.feats.synth import synthesize_data_dir
+    """Speak punctuated text with espeak-ng or flite: 16 kHz wavs, wav.scp and (espeak-ng) an exact word CTM."""
+    from punctkit.feats.synth import Prosody, parse_mark_prob, synthesize_data_dir
 
     try:
         rate_list = tuple(int(r) for r in rates.split(","))
@@ -451,8 +488,9 @@ def synthesize(
         raise typer.BadParameter(f"expected comma-separated integers, got '{rates}'", param_hint="'--rates'") from None
     if min(rate_list) < 1:
         raise typer.BadParameter(f"rates must be positive words per minute, got '{rates}'", param_hint="'--rates'")
+    prosody = Prosody(parse_mark_prob(mark_prob), hesitation_rate)
     n, sec = synthesize_data_dir(src, out, wav_dir, seed, nj, tuple(voices.split(",")), rate_list,
-                                 overwrite=overwrite)
+                                 overwrite=overwrite, prosody=prosody, engine=engine)
     typer.echo(f"synthesize: {n} utterances, {sec / 3600:.3f} h -> {out}", err=True)
 
 
