@@ -15,16 +15,13 @@ executor, one call at a time per stream); `stream_lines` is the line protocol of
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from punctkit.data.formats import split_text
 from punctkit.data.labels import O, SENTENCE_END, default_substitution, mark_of
 from punctkit.data.tokenize import Written, show_tokens
 from punctkit.decode.lookahead import Span, delay, label_windows, word_window
 from punctkit.files import PunctkitError
-
-if TYPE_CHECKING:
-    from punctkit.punctuator import Punctuator
 
 Committed = tuple[str, str, str]  # (the word the model read, its label, the word as shown)
 STREAM_FORMATS = ("text", "jsonl")
@@ -41,7 +38,8 @@ def sentence_start_after(w: Written, label: str, start: bool) -> bool:
 class PunctStream:
     """One talk's words fed in order; `feed` and `finish` return the words they commit."""
 
-    def __init__(self, punct: "Punctuator", lookahead: int | None = None, capitalize: bool = True) -> None:
+    def __init__(self, punct: Any, lookahead: int | None = None, capitalize: bool = True) -> None:
+        """`punct`: a loaded `punctkit.Punctuator` (its window, step, frontend, inventory and predict)."""
         if lookahead is not None and getattr(punct.model, "seq2seq", False):
             raise PunctkitError(f"model {punct.conf['model'].get('type')} is an encoder-decoder: a bounded "
                                 f"--lookahead is for taggers; stream it with unlimited look-ahead (inf)")
