@@ -228,13 +228,13 @@ def test_malformed_nemo_and_vosk(tmp_path):
     assert err(lambda: list(nemo_units(p, INV, RULES))) == f"{p}:1: no 'pred_text' or 'text' string"
     objs = vosk_text([VOSK_RESULT]) + '{\n  "result" : [{"word": "so", "start": 1.0,, "end": 2}]\n}\n'
     p = write(tmp_path, objs)
-    assert re.fullmatch(rf"{re.escape(str(p))}:15: not valid JSON \(Expecting property name .*, column \d+\)",
+    assert re.fullmatch(rf"{re.escape(str(p))}:19: not valid JSON \(Expecting property name .*, column \d+\)",
                         err(lambda: list(vosk_units(p, INV, RULES))))
     p = write(tmp_path, vosk_text([VOSK_RESULT, {"result": [{"conf": 1}]}]))
     assert err(lambda: list(vosk_units(p, INV, RULES))) == \
-        f"{p}:13: word 1 is not an object with a 'word' string"
+        f"{p}:18: word 1 is not an object with a 'word' string"
     p = write(tmp_path, vosk_text([VOSK_RESULT, [1, 2]]))
-    assert err(lambda: list(vosk_units(p, INV, RULES))) == f"{p}:13: expected a Vosk result object"
+    assert err(lambda: list(vosk_units(p, INV, RULES))) == f"{p}:18: expected a Vosk result object"
 
 
 # ------------------------------------------------------------------ writers with probability rows
@@ -254,25 +254,33 @@ def test_jsonl_and_twocol_show_probability_rows(tmp_path):
 
 # ------------------------------------------------------------------ the command, end to end
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def model() -> Path:
     if not LEGACY.is_file():
         pytest.skip("tests/data/legacy/word.pkt is missing")
     return LEGACY
 
 
-def test_punctuate_whisper_words_pass_through(tmp_path, model):
+@pytest.fixture(scope="module")
+def punct(model):
+    from punctkit.punctuator import Punctuator
+
+    return Punctuator.load(model)
+
+
+def test_punctuate_whisper_words_pass_through(tmp_path, punct):
+    from punctkit.punctuator import punctuate_file
+
     p = write(tmp_path, json.dumps(WHISPER))
-    r = cli("punctuate", "-m", model, p)
-    lines = r.stdout.splitlines()
+    punctuate_file(punct, p, tmp_path / "out")
+    text = (tmp_path / "out").read_text()
+    lines = text.splitlines()
     assert len(lines) == 4 and lines[2] == ""  # a line a segment, the empty one empty
     strip = lambda s: [re.sub(r"[,.?!;:]+$", "", t).lower() for t in s.split()]  # noqa: E731
-    assert strip(r.stdout) == ["so", "what", "do", "you", "think", "i", "mean", "20", "people"]
-    kept = cli("punctuate", "-m", model, p, "--keep-input-marks").stdout.split()
+    assert strip(text) == ["so", "what", "do", "you", "think", "i", "mean", "20", "people"]
+    punctuate_file(punct, p, tmp_path / "kept", keep_input_marks=True)
+    kept = (tmp_path / "kept").read_text().split()
     assert kept[0].endswith(",") and kept[4].endswith("?")  # Whisper's own marks kept
-    r = cli("punctuate", "-m", model, "-", "--format", "jsonl", "--input-format", "whisper", ok=False)
-    assert r.returncode != 0  # stdin is empty here: an error, not a traceback
-    assert r.stderr.startswith("punctkit: error: ") and "Traceback" not in r.stderr
 
 
 def test_punctuate_detects_json_on_stdin_and_nemo_output(tmp_path, model):
@@ -293,9 +301,13 @@ def test_malformed_input_is_one_line_on_the_command_line(tmp_path, model):
     r = cli("punctuate", "-m", model, p, ok=False)
     assert r.returncode == 1 and len(r.stderr.splitlines()) == 1
     assert re.match(rf"punctkit: error: {re.escape(str(p))}:1: not valid JSON \(", r.stderr)
-    r = cli("punctuate", "-m", model, p, "--format", "jsonl", "--probs", ok=False)
-    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
-    r = cli("punctuate", "-m", model, write(tmp_path, SAMPLES["text"], "t.txt"), "--format", "readable", "--probs",
-            ok=False)
-    assert r.stderr.startswith("punctkit: error: --probs: --format readable cannot show probabilities "
-                               "(formats that do: twocol, jsonl, timed-json)")
+
+
+def test_probs_only_for_the_formats_that_show_them(tmp_path, punct):
+    from punctkit.punctuator import punctuate_file
+
+    src = write(tmp_path, SAMPLES["text"], "t.txt")
+    with pytest.raises(PunctkitError, match=r"^--probs: --format readable cannot show probabilities "
+                                            r"\(formats that do: twocol, jsonl, timed-json\)$"):
+        punctuate_file(punct, src, tmp_path / "o", probs=True)
+    assert not (tmp_path / "o").exists()
