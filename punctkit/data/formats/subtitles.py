@@ -5,7 +5,7 @@ without a model:
 - `build_cues`: cues that end at sentence ends (a sentence end always closes a cue) and
   within the limits (seconds from the first word's start to the last word's end, characters
   a line, lines a cue); a sentence too long for one cue is split after a clause mark
-  (comma, ...) in its later half, else before the word that does not fit. Words are never
+  (comma, ...) past its first third, else before the word that does not fit. Words are never
   split: a word longer than a line stands alone on its line, and a word longer than the
   seconds alone in its cue (the only cues over a limit).
 - `wrap`: the lines of a cue (greedy, whole words).
@@ -84,9 +84,9 @@ def cue_of(words: list[TimedWord], limits: Limits) -> Cue:
 
 
 def split_point(words: list[TimedWord]) -> int:
-    """Where to split words that overflow a cue: after the last clause mark in their later half,
-    else after all of them."""
-    for k in range(len(words) - 1, len(words) // 2 - 1, -1):
+    """Where to split words that overflow a cue: after the last clause mark past their first third
+    (not a lone `Well,`), else after all of them."""
+    for k in range(len(words) - 1, max(len(words) // 3, 1) - 1, -1):
         if words[k].clause:
             return k + 1
     return len(words)
