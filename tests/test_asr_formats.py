@@ -14,7 +14,7 @@ import pytest
 
 from punct_util import cli
 from punctkit.data.formats import REGISTRY, detect_format
-from punctkit.data.formats.base import OutputOptions, as_given
+from punctkit.data.formats.base import OutputOptions, given_words
 from punctkit.data.formats.recognizers import nemo_out, nemo_units, vosk_units, whisper_units
 from punctkit.data.formats.registry import twocol_emit
 from punctkit.data.formats.asr import jsonl_out
@@ -76,7 +76,7 @@ def test_whisper_segments_words_and_times(tmp_path, indent):
     assert [u.uttid for u in units] == ["asr.json-000001", "asr.json-000002", "asr.json-000003", "asr.json-000004"]
     assert not any(u.has_id for u in units)
     # leading spaces stripped, words as Whisper wrote them otherwise; its marks are input marks
-    assert [[as_given(x) for x in u.written] for u in units] == [
+    assert [given_words(u) for u in units] == [
         ["So,", "what", "do", "you", "think?"], ["I", "mean"], [], ["20", "people"]]
     assert units[0].words == ["so", "what", "do", "you", "think"]
     assert units[0].marks == ["COMMA", O, O, O, "QUESTION"]

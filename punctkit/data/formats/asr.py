@@ -124,6 +124,8 @@ def add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, r
         if utt.words and mk != O and utt.marks[-1] == O:
             utt.marks[-1] = mk
         return False
+    if isinstance(record, dict):
+        record["token"] = token  # the word as given, for outputs that give it back (timed JSON)
     p = read_passage([token], inventory, rules)  # one word, however many `segment` sees in it
     utt.words.append(p.words[0])
     utt.marks.append(p.marks[0])

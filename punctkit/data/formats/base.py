@@ -53,8 +53,14 @@ Punctuated = tuple[AsrUtterance, list[str], list[str], Any]
 
 
 def as_given(w: Written) -> str:
-    """A word as the input gave it (its marks where they were)."""
+    """A word as the input wrote it, rebuilt from its parts (marks before closing quotes)."""
     return w.lead + w.core + w.close[:w.at] + w.marks + w.close[w.at:]
+
+
+def given_words(utt: AsrUtterance) -> list[str]:
+    """Each word of `utt` as the input gave it: its record's `token` (ASR formats), else rebuilt."""
+    return [rec["token"] if isinstance(rec, dict) and "token" in rec else as_given(w)
+            for w, rec in zip(utt.written, utt.records + [None] * (len(utt.written) - len(utt.records)))]
 
 
 def label_probs(row: Any, inventory: LabelSet) -> dict[str, float]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from punctkit.data.formats.asr import ID_KEYS, add_token, first_key, word_times
-from punctkit.data.formats.base import AsrUtterance, as_given, input_lines, source_name
+from punctkit.data.formats.base import AsrUtterance, given_words, input_lines, source_name
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.files import PunctkitError, where
 
@@ -230,7 +230,7 @@ def nemo_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | 
     was not a manifest: `pred_text` holds its words as given)."""
     obj = dict(utt.source) if isinstance(utt.source, dict) else {}
     if "pred_text" not in obj and "text" not in obj:
-        obj["pred_text"] = " ".join(as_given(w) for w in utt.written)
+        obj["pred_text"] = " ".join(given_words(utt))
     obj["pred_text_punctuated"] = " ".join(shown)
     yield json.dumps(obj, ensure_ascii=False)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from punctkit.data.formats.base import OutputOptions, Punctuated, as_given, chosen_prob, label_probs
+from punctkit.data.formats.base import OutputOptions, Punctuated, chosen_prob, given_words, label_probs
 from punctkit.data.labels import O, SENTENCE_END, mark_of
 from punctkit.files import PunctkitError, where
 
@@ -186,10 +186,11 @@ def word_case(shown: str) -> str | None:
 def json_words(units: Iterable[Punctuated], opts: OutputOptions) -> Iterator[tuple[dict[str, Any], bool]]:
     """Each word as a timed-JSON object, with whether a sentence (or an independent utterance) ends there."""
     for utt, labels, shown, rows in units:
+        given = given_words(utt)
         for k, (lab, text) in enumerate(zip(labels, shown)):
             rec = utt.records[k] if k < len(utt.records) and isinstance(utt.records[k], dict) else {}
             mk = mark_of(lab)
-            word: dict[str, Any] = {"word": as_given(utt.written[k]), "punctuated": text,
+            word: dict[str, Any] = {"word": given[k], "punctuated": text,
                                     "start": rec.get("start_s"), "end": rec.get("end_s"),
                                     "mark": mk, "case": word_case(text)}
             if utt.has_id:
