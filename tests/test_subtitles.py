@@ -19,6 +19,7 @@ import webvtt
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from punctkit.data.formats.asr import read_ctm
 from punctkit.data.formats.base import AsrUtterance, OutputOptions
 from punctkit.data.formats.subtitles import (
     Limits, TimedWord, build_cues, srt_lines, timed_json_lines, vtt_lines, wrap,
@@ -181,7 +182,7 @@ def test_punctuate_whisper_to_srt_vtt_and_timed_json(tmp_path):
     src = tmp_path / "talk.json"
     src.write_text(json.dumps(whisper))
     punct = Punctuator.load(LEGACY)
-    for fmt in ("srt", "vtt", "timed-json"):
+    for fmt in ("srt", "vtt", "timed-json", "ctm"):
         punctuate_file(punct, src, tmp_path / fmt, fmt=fmt, max_cue_seconds=3.0, max_line_chars=20)
     subs = list(srt.parse((tmp_path / "srt").read_text()))
     starts = {timedelta(seconds=w["start"]) for w in words}
@@ -195,3 +196,8 @@ def test_punctuate_whisper_to_srt_vtt_and_timed_json(tmp_path):
     doc = json.loads((tmp_path / "timed-json").read_text())
     got = [(w["word"], w["start"], w["end"]) for s in doc["sentences"] for w in s["words"]]
     assert got == [(w["word"].strip(), w["start"], w["end"]) for w in words]
+    # CTM with marks: the punctuated words (as the timed JSON shows them), each at its own time
+    ctm = [line for _, lines in read_ctm(tmp_path / "ctm") for line in lines]
+    shown = [w["punctuated"] for s in doc["sentences"] for w in s["words"]]
+    assert [(c.word, c.start_s, round(c.start_s + c.dur_s, 3)) for c in ctm] == \
+        [(t, w["start"], w["end"]) for t, w in zip(shown, words)]

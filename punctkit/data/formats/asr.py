@@ -16,7 +16,7 @@ by punctkit.data.tokenize.read_passage: each comes with the word the model reads
 that followed it (O for none) and how it was written, so that the output gives back every
 word as it came (only marks and case change). A token that is only a mark (`,`) gives its
 mark to the word before and is dropped (counted in `dropped[0]`).
-Word times are read and kept (for the CTM output); no model uses pauses yet.
+Word times are read and kept (for the CTM, subtitle and timed-JSON outputs); no model uses pauses yet.
 """
 from __future__ import annotations
 
@@ -45,18 +45,6 @@ def ctm_kind(line: str) -> str:
     """`ctm` for 5+ fields with numbers as fields 3 and 4, else ''."""
     f = line.split()
     return "ctm" if len(f) >= 5 and _NUM.fullmatch(f[2]) and _NUM.fullmatch(f[3]) else ""
-
-
-def jsonl_kind(line: str) -> str:
-    """`jsonl` for a JSON object, else ''."""
-    s = line.strip()
-    if s.startswith("{") and s.endswith("}"):
-        try:
-            if isinstance(json.loads(s), dict):
-                return "jsonl"
-        except ValueError:
-            pass
-    return ""
 
 
 # ---------------------------------------------------------------- CTM
