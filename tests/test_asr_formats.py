@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from punct_util import cli
-from punctkit.data.formats import REGISTRY, detect_format
+from punctkit.data.formats import REGISTRY, detect_format, read
 from punctkit.data.formats.base import OutputOptions, given_words
 from punctkit.data.formats.recognizers import nemo_out, nemo_units, vosk_units, whisper_units
 from punctkit.data.formats.registry import twocol_emit
@@ -250,6 +250,15 @@ def test_jsonl_and_twocol_show_probability_rows(tmp_path):
     assert "probs" not in json.loads(next(iter(jsonl_out(u, ["PERIOD"], ["So."], p))))
     assert list(twocol_emit(u, ["PERIOD"], ["So."], p, rows, opts)) == ["so\tPERIOD\t0.6000", ""]
     assert list(twocol_emit(u, ["COMMA"], ["So,"], p)) == ["so\tCOMMA", ""]
+    # the third column reads back: detected as twocol, the probability left out
+    out = tmp_path / "probs.tsv"
+    rows3 = np.array([[0.1, 0.2, 0.6, 0.1], [0.9, 0.05, 0.03, 0.02], [0.0, 0.0, 1.0, 0.0]], dtype=np.float32)
+    u3 = next(iter(REGISTRY["text"].units(write(tmp_path, "so then go\n", "t.txt"), INV, RULES)))  # type: ignore[misc]
+    out.write_text("\n".join(twocol_emit(u3, ["COMMA", O, "PERIOD"], ["So,", "then", "go."], p, rows3, opts)) + "\n")
+    assert out.read_text().splitlines()[0] == "so\tCOMMA\t0.2000"
+    assert detect_format(out) == "twocol"
+    back, _ = read(out)
+    assert [(b.words, b.labels) for b in back] == [(["so", "then", "go"], ["COMMA", O, "PERIOD"])]
 
 
 # ------------------------------------------------------------------ the command, end to end

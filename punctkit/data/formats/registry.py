@@ -251,8 +251,11 @@ def input_head(path: str | Path, encoding: str | None = None) -> tuple[str, bool
         complete = len(data) < 1 << 16
     else:
         with open(path, "rb") as f:
-            data = f.read(JSON_HEAD)
-            complete = len(data) < JSON_HEAD or not f.read(1)
+            data = f.read(min(1 << 16, JSON_HEAD))
+            codec, skip = text_codec(data, encoding)
+            if data[skip:].decode(codec, "replace").lstrip().startswith(("{", "[")):  # only JSON is read on
+                data += f.read(max(0, JSON_HEAD - len(data)))
+            complete = not f.read(1)
     codec, skip = text_codec(data, encoding)
     return data[skip:].decode(codec, "replace"), complete
 
