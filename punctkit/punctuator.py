@@ -375,10 +375,20 @@ def punctuated_units(punct: Punctuator, units: Iterable[AsrUtterance], one_strea
     """`label_units`, each utterance also with its probability rows (words x labels, inventory order)
     when `probs`, else None: the one place punctuate's writers get probabilities from."""
     if probs:
-        raise PunctkitError("--probs: this version has no per-word probabilities yet "
-                            "(the probability API of label_units is not in it)")
+        if not has_probs_api():
+            raise PunctkitError("--probs: this version has no per-word probabilities yet "
+                                "(label_units has no probs API)")
+        yield from label_units(punct, units, one_stream, keep_input_marks, capitalize, probs=True)  # type: ignore[call-arg]
+        return
     for u, labels, shown in label_units(punct, units, one_stream, keep_input_marks, capitalize):
         yield u, labels, shown, None
+
+
+def has_probs_api() -> bool:
+    """Whether `label_units` gives probability rows (`probs=True`: (utterance, labels, shown, rows))."""
+    import inspect
+
+    return "probs" in inspect.signature(label_units).parameters
 
 
 def output_options(punct: Punctuator, one_stream: bool, max_cue_seconds: float, max_line_chars: int,

@@ -320,3 +320,21 @@ def test_probs_only_for_the_formats_that_show_them(tmp_path, punct):
                                             r"\(formats that do: twocol, jsonl, timed-json\)$"):
         punctuate_file(punct, src, tmp_path / "o", probs=True)
     assert not (tmp_path / "o").exists()
+
+
+def test_probs_end_to_end(tmp_path, punct):
+    """--probs through punctuate: each word's distribution, and the chosen label's probability
+    (runs once label_units has the probability API)."""
+    from punctkit.punctuator import has_probs_api, punctuate_file
+
+    if not has_probs_api():
+        pytest.skip("label_units has no probability API in this version")
+    src = write(tmp_path, json.dumps(WHISPER))
+    punctuate_file(punct, src, tmp_path / "t.json", fmt="timed-json", probs=True)
+    punctuate_file(punct, src, tmp_path / "t.tsv", fmt="twocol", probs=True)
+    words = [w for s in json.loads((tmp_path / "t.json").read_text())["sentences"] for w in s["words"]]
+    labels = list(punct.inventory.labels)
+    assert all(list(w["probs"]) == labels and abs(sum(w["probs"].values()) - 1) < 0.01 for w in words)
+    assert all(w["p"] == max(w["probs"].values()) for w in words)  # greedy: the chosen label is the likeliest
+    col3 = [float(line.split("\t")[2]) for line in (tmp_path / "t.tsv").read_text().splitlines() if line]
+    assert col3 == pytest.approx([w["p"] for w in words], abs=1e-4)
