@@ -378,7 +378,8 @@ def punctuated_units(punct: Punctuator, units: Iterable[AsrUtterance], one_strea
         if not has_probs_api():
             raise PunctkitError("--probs: this version has no per-word probabilities yet "
                                 "(label_units has no probs API)")
-        yield from label_units(punct, units, one_stream, keep_input_marks, capitalize, probs=True)  # type: ignore[call-arg]
+        yield from label_units(punct, units, one_stream, keep_input_marks, capitalize,
+                               probs=True)  # type: ignore[call-arg]
         return
     for u, labels, shown in label_units(punct, units, one_stream, keep_input_marks, capitalize):
         yield u, labels, shown, None

@@ -49,7 +49,8 @@ WHISPER = {
          "words": [w(" 20", None, None, score=0.5), w(" people", 3.5, 4.0, score=0.9)]},
     ],
 }
-NEMO = [{"audio_filepath": "/data/a.wav", "duration": 2.5, "text": "the reference", "pred_text": "so what do you think"},
+NEMO = [{"audio_filepath": "/data/a.wav", "duration": 2.5, "text": "the reference",
+         "pred_text": "so what do you think"},
         {"audio_filepath": "/data/b.wav", "duration": 1.0, "text": "i mean twenty people", "lang": "en"}]
 # Vosk as its examples print rec.PartialResult(), rec.Result(), rec.FinalResult(): pretty-printed objects
 VOSK_RESULT = {"result": [{"conf": 1.0, "end": 1.11, "start": 0.87, "word": "so"},

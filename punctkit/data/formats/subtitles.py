@@ -136,7 +136,7 @@ def word_time(utt: Any, k: int, src: str | Path, fmt: str) -> tuple[float, float
     return start, start if end is None else end
 
 
-def timed_words(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions, fmt: str) -> Iterator[TimedWord]:
+def cue_words(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions, fmt: str) -> Iterator[TimedWord]:
     """The words of punctuated units as TimedWords (an independent utterance's last word is a hard end)."""
     for utt, labels, shown, _ in units:
         for k, (lab, text) in enumerate(zip(labels, shown)):
@@ -156,12 +156,13 @@ def stamp(t: float, sep: str) -> str:
 
 
 def limits_of(opts: OutputOptions) -> Limits:
+    """The cue limits of the writers' options."""
     return Limits(opts.max_cue_seconds, opts.max_line_chars, opts.max_cue_lines)
 
 
 def srt_lines(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions) -> Iterator[str]:
     """SubRip: numbered cues, `start --> end`, the lines, a blank line."""
-    for n, cue in enumerate(build_cues(timed_words(units, src, opts, "srt"), limits_of(opts)), 1):
+    for n, cue in enumerate(build_cues(cue_words(units, src, opts, "srt"), limits_of(opts)), 1):
         yield from (str(n), f"{stamp(cue.start, ',')} --> {stamp(cue.end, ',')}", *cue.lines, "")
 
 
@@ -173,7 +174,7 @@ def vtt_text(line: str) -> str:
 def vtt_lines(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions) -> Iterator[str]:
     """WebVTT: the header, then cues (`start --> end`, the lines, a blank line)."""
     yield from ("WEBVTT", "")
-    for cue in build_cues(timed_words(units, src, opts, "vtt"), limits_of(opts)):
+    for cue in build_cues(cue_words(units, src, opts, "vtt"), limits_of(opts)):
         yield from (f"{stamp(cue.start, '.')} --> {stamp(cue.end, '.')}", *map(vtt_text, cue.lines), "")
 
 
