@@ -333,7 +333,7 @@ def test_probs_end_to_end(tmp_path, punct):
     src = write(tmp_path, json.dumps(WHISPER))
     punctuate_file(punct, src, tmp_path / "t.json", fmt="timed-json", probs=True)
     punctuate_file(punct, src, tmp_path / "t.tsv", fmt="twocol", probs=True)
-    words = [w for s in json.loads((tmp_path / "t.json").read_text())["sentences"] for w in s["words"]]
+    words = [w for line in (tmp_path / "t.json").read_text().splitlines() for w in json.loads(line)["words"]]
     labels = list(punct.inventory.labels)
     assert all(list(w["probs"]) == labels and abs(sum(w["probs"].values()) - 1) < 0.01 for w in words)
     assert all(w["p"] == max(w["probs"].values()) for w in words)  # greedy: the chosen label is the likeliest

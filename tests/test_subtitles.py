@@ -144,8 +144,7 @@ def test_timed_json_keeps_every_word_and_time(tmp_path):
     rows = [np.full((5, 4), 0.25, dtype=np.float32), None]
     rows[0][0] = [0.1, 0.7, 0.1, 0.1]
     units = [(UNITS[0][0], L1, S1, rows[0]), (UNITS[1][0], L2, S2, None)]
-    doc = json.loads("\n".join(timed_json_lines(units, tmp_path / "x", OutputOptions(INV, one_stream=True))))
-    sents = doc["sentences"]
+    sents = [json.loads(line) for line in timed_json_lines(units, tmp_path / "x", OutputOptions(INV, one_stream=True))]
     assert [s["text"] for s in sents] == ["So, what do you think?", "I mean, we could go."]
     assert [(s["start"], s["end"]) for s in sents] == [(0.0, 1.2), (1.5, 2.9)]
     words = [w for s in sents for w in s["words"]]
@@ -161,10 +160,10 @@ def test_timed_json_independent_utterances_and_missing_times(tmp_path):
     a = unit("utt1", ["well", "so"], [(0.5, 0.7), (0.8, None)], has_id=True)
     b = unit("utt2", ["yes"], [(None, None)], has_id=True)
     units = [(a, [O, O], ["Well", "so"], None), (b, [O], ["Yes"], None)]
-    doc = json.loads("\n".join(timed_json_lines(units, tmp_path / "x", OutputOptions(INV))))
-    assert [(s["text"], s["utterance"], s["start"], s["end"]) for s in doc["sentences"]] == [
+    sents = [json.loads(line) for line in timed_json_lines(units, tmp_path / "x", OutputOptions(INV))]
+    assert [(s["text"], s["utterance"], s["start"], s["end"]) for s in sents] == [
         ("Well so", "utt1", 0.5, 0.8), ("Yes", "utt2", None, None)]
-    assert json.loads("\n".join(timed_json_lines([], tmp_path / "x", OutputOptions(INV)))) == {"sentences": []}
+    assert list(timed_json_lines([], tmp_path / "x", OutputOptions(INV))) == []
 
 
 # ------------------------------------------------------------------ end to end
@@ -193,11 +192,11 @@ def test_punctuate_whisper_to_srt_vtt_and_timed_json(tmp_path):
         .replace("?", "").split() == [w["word"].strip() for w in words]
     caps = webvtt.read(str(tmp_path / "vtt")).captions
     assert [c.text for c in caps] == [s.content for s in subs]
-    doc = json.loads((tmp_path / "timed-json").read_text())
-    got = [(w["word"], w["start"], w["end"]) for s in doc["sentences"] for w in s["words"]]
+    doc = [json.loads(line) for line in (tmp_path / "timed-json").read_text().splitlines()]
+    got = [(w["word"], w["start"], w["end"]) for s in doc for w in s["words"]]
     assert got == [(w["word"].strip(), w["start"], w["end"]) for w in words]
     # CTM with marks: the punctuated words (as the timed JSON shows them), each at its own time
     ctm = [line for _, lines in read_ctm(tmp_path / "ctm") for line in lines]
-    shown = [w["punctuated"] for s in doc["sentences"] for w in s["words"]]
+    shown = [w["punctuated"] for s in doc for w in s["words"]]
     assert [(c.word, c.start_s, round(c.start_s + c.dur_s, 3)) for c in ctm] == \
         [(t, w["start"], w["end"]) for t, w in zip(shown, words)]

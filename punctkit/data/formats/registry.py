@@ -156,7 +156,7 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
     Format("srt", "SubRip subtitles: cues end at sentence ends, within --max-cue-seconds, --max-line-chars "
            "and --max-cue-lines", stream=subtitles.srt_lines, needs_times=True),
     Format("vtt", "WebVTT subtitles (cues as srt)", stream=subtitles.vtt_lines, needs_times=True),
-    Format("timed-json", "one JSON document of sentences (text, start, end) and their words (word, start, end, "
+    Format("timed-json", "JSON lines, a sentence a line (text, start, end) with its words (word, start, end, "
            "mark, case; --probs: p and probs)", stream=subtitles.timed_json_lines, probs=True),
 ]}
 # classifiers from the most structured lines to the least (a JSON line may hold `,COMMA`, a CTM word too);

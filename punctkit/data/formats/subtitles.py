@@ -16,8 +16,8 @@ of the last (a word without an end ends at its start), unchanged.
 
 Units of one stream (text, Whisper, Vosk) are one flow of sentences; independent
 utterances (Kaldi text, CTM, JSON lines, NeMo) each close their last cue and sentence.
-The writers stream: a cue or sentence is written as soon as it is complete; the timed
-JSON is one document, `{"sentences": [...]}`, one sentence a line.
+The writers stream: a cue or sentence is written as soon as it is complete; timed JSON is
+JSON lines, one sentence object a line (`{"text", "start", "end", "words": [...]}`).
 """
 from __future__ import annotations
 
@@ -213,13 +213,6 @@ def sentence_json(words: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def timed_json_lines(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions) -> Iterator[str]:
-    """One JSON document, `{"sentences": [...]}`, a sentence a line (words without times: null)."""
-    yield '{"sentences": ['
-    held: str | None = None  # the previous sentence, written once it is known not to be the last
+    """JSON lines, a sentence a line, each written as soon as it is complete (times without values: null)."""
     for group in sentences(json_words(units, opts)):
-        if held is not None:
-            yield held + ","
-        held = json.dumps(sentence_json(group), ensure_ascii=False)
-    if held is not None:
-        yield held
-    yield "]}"
+        yield json.dumps(sentence_json(group), ensure_ascii=False)
