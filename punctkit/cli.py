@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, List, NoReturn, Optional
 import typer
 
 from punctkit.data.formats import FORMATS, names
+from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import INVENTORIES
 from punctkit.files import PunctkitError
 
@@ -57,7 +58,7 @@ def _global_options(
 # format names, from the format registry (punctkit/data/formats/registry.py)
 CORPUS = " | ".join(FORMATS)
 PUNCT_IN = " | ".join(names("units"))
-PUNCT_OUT = " | ".join(names("emit") + FORMATS)
+PUNCT_OUT = " | ".join(punctuate_outputs())
 INVENTORY_NAMES = tuple(INVENTORIES)
 
 
@@ -561,7 +562,12 @@ def punctuate(
     out: Optional[str] = typer.Option(None, "--out", "-o", help="output file (default: standard output)"),
     input_format: Optional[str] = typer.Option(None, "--input-format", callback=_one_of(*names("units")), help=f"{PUNCT_IN} (default: detected from the content)"),
     encoding: Optional[str] = ENCODING,
-    fmt: str = typer.Option("readable", "--format", callback=_one_of(*names("emit"), *FORMATS), help=PUNCT_OUT),
+    fmt: str = typer.Option("readable", "--format", callback=_one_of(*punctuate_outputs()), help=PUNCT_OUT),
+    probs: bool = typer.Option(False, "--probs", help="add each word's label probabilities (jsonl, timed-json; "
+                                                      "twocol: the chosen label's, a third column)"),
+    max_cue_seconds: float = typer.Option(7.0, min=0.001, help="srt/vtt: a cue's longest duration (seconds)"),
+    max_line_chars: int = typer.Option(42, min=1, help="srt/vtt: characters a line (a longer word stands alone)"),
+    max_cue_lines: int = typer.Option(2, min=1, help="srt/vtt: lines a cue"),
     keep_input_marks: bool = typer.Option(False, help="keep the marks the input has; predict only the other slots"),
     capitalize: bool = typer.Option(True, "--capitalize/--no-capitalize", help="capitalise sentence starts and 'I' (models without case labels)"),
     threads: int = typer.Option(0, min=0, help="CPU threads (0: the backend's default)"),
@@ -584,7 +590,8 @@ def punctuate(
     flush_on_final: bool = typer.Option(False, "--flush-on-final", help="with --stream: a final result ends "
                                         "the context (all its words committed; the next starts a sentence)"),
 ) -> None:
-    """Restore punctuation (and casing) in text, Kaldi text, CTM or JSON-lines ASR output."""
+    """Restore punctuation (and casing) in text, Kaldi text, CTM, JSON lines, Whisper, NeMo or Vosk output;
+    write text, JSON, CTM, subtitles (srt, vtt) or timed JSON."""
     from punctkit.punctuator import Punctuator, punctuate_file
 
     if not stream and (lookahead is not None or flush_on_final):
@@ -597,7 +604,8 @@ def punctuate(
         _punctuate_stream(punct, src, input_format, encoding, lookahead, flush_on_final, capitalize)
         return
     stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, capitalize,
-                           overwrite=overwrite, encoding=encoding)
+                           overwrite=overwrite, encoding=encoding, probs=probs, max_cue_seconds=max_cue_seconds,
+                           max_line_chars=max_line_chars, max_cue_lines=max_cue_lines)
     typer.echo(f"punctuate: {stats.summary()}", err=True)
 
 

@@ -44,6 +44,7 @@ from typing import IO, Any, Awaitable, Callable, Iterator
 from aiohttp import WSMsgType, web
 
 from punctkit.data.formats import AsrUtterance, Format, Utterance, detect_for, get_format, names, write
+from punctkit.data.formats.base import OutputOptions
 from punctkit.data.labels import O, default_substitution
 from punctkit.data.tokenize import ends_sentence, show_tokens
 from punctkit.decode.lookahead import parse_lookahead
@@ -56,7 +57,7 @@ STREAM_PARAMS = ("lookahead", "input_format", "flush_on_final", "capitalize")
 EOF_MESSAGE = {"eof": True}  # a /stream client's last message: the words still held come back, then close
 TIMED_JSON = "timed-json"  # the default output for words with times, when the registry has it
 JSON_TYPES = ("application/json", "application/x-ndjson", "application/jsonl", "application/x-jsonlines")
-MEDIA = {"jsonl": "application/x-ndjson", "timed-json": "application/json", "srt": "application/x-subrip",
+MEDIA = {"jsonl": "application/x-ndjson", "timed-json": "application/x-ndjson", "srt": "application/x-subrip",
          "vtt": "text/vtt"}
 INLINE_BYTES = 16_384  # bodies read and written on the event loop (larger: in a thread)
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -224,8 +225,13 @@ def render(punct: Punctuator, parsed: Parsed, labels: list[list[str]], fmt: Form
            capitalize: bool, workdir: Path) -> str:
     """The response body: the emit writer's lines, or a corpus format written by its writer."""
     units = shown_units(parsed, labels, keep, capitalize)
+    opts = OutputOptions(punct.inventory, parsed.reader.one_stream)
+    if fmt.stream is not None:  # subtitles, timed JSON: writers over all units
+        return "".join(line + "\n" for line in fmt.stream([(u, lab, shown, None) for u, lab, shown in units],
+                                                          REQUEST, opts))
     if fmt.emit is not None:
-        return "".join(line + "\n" for u, lab, shown in units for line in fmt.emit(u, lab, shown, REQUEST))
+        return "".join(line + "\n" for u, lab, shown in units
+                       for line in fmt.emit(u, lab, shown, REQUEST, None, opts))
     utts = [Utterance(u.uttid, u.words, lab) for u, lab, _ in units if u.words]
     fd, name = tempfile.mkstemp(prefix="response-", dir=workdir)
     os.close(fd)
