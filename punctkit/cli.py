@@ -16,13 +16,17 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import List, NoReturn, Optional
+from typing import TYPE_CHECKING, List, NoReturn, Optional
 
 import typer
 
 from punctkit.data.formats import FORMATS, names
+from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import INVENTORIES
 from punctkit.files import PunctkitError
+
+if TYPE_CHECKING:
+    from punctkit.punctuator import Punctuator
 
 app = typer.Typer(
     add_completion=False,
@@ -54,7 +58,7 @@ def _global_options(
 # format names, from the format registry (punctkit/data/formats/registry.py)
 CORPUS = " | ".join(FORMATS)
 PUNCT_IN = " | ".join(names("units"))
-PUNCT_OUT = " | ".join(names("emit") + FORMATS)
+PUNCT_OUT = " | ".join(punctuate_outputs())
 INVENTORY_NAMES = tuple(INVENTORIES)
 
 
@@ -348,6 +352,35 @@ def w2v_train(
     n = train_word2vec(sents, out, dim, window, epochs, min_count, seed, workers)
     typer.echo(f"w2v-train: {n} words, dim {dim} -> {out}", err=True)
 
+@app.command("s2v-train")
+def s2v_train(
+    data: Path = typer.Argument(..., help="audio data directory with feats.scp (+ cmvn.scp) and ctm"),
+    out: Path = typer.Argument(..., help="vectors file to write (word2vec text, as embeddings: speech: reads)"),
+    dim: int = typer.Option(50, min=1, help="vector size"),
+    window: int = typer.Option(2, min=1, help="neighbouring words decoded on each side"),
+    epochs: int = typer.Option(5, min=1, help="passes over the skip-gram pairs"),
+    hidden: int = typer.Option(64, min=1, help="GRU size of encoder and decoder"),
+    batch_size: int = typer.Option(64, min=1, help="pairs per step"),
+    lr: float = typer.Option(0.002, min=0.0, help="Adam learning rate"),
+    max_frames: int = typer.Option(50, min=1, help="frames kept of each word's segment"),
+    seed: int = typer.Option(1, help="random seed"),
+    threads: int = typer.Option(1, min=1, help="torch threads"),
+    log: Optional[Path] = typer.Option(None, help="training log (default: OUT.log)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing OUT and log"),
+) -> None:
+    """Speech2Vec (Chung & Glass 2018): word vectors from the words' audio, skip-gram style."""
+    from punctkit.train.s2v import S2vOptions, train_speech2vec, write_log
+
+    log = log or out.with_name(out.name + ".log")
+    for p in (out, log):
+        if p.exists() and not overwrite:
+            raise PunctkitError(f"{p}: exists; use --overwrite to replace it")
+    opts = S2vOptions(dim, hidden, window, epochs, batch_size, lr, max_frames, seed, threads)
+    res = train_speech2vec(data, out, opts, echo=lambda s: typer.echo(s, err=True))
+    write_log(log, res.log)
+    typer.echo(f"s2v-train: {res.types} words, dim {dim}, final loss {res.losses[-1]:.4f} -> {out} (log {log})",
+               err=True)
+
 # ------------------------------------------------------------------ data directories and cluster
 # (cluster commands)
 
@@ -441,12 +474,20 @@ def synthesize(
     wav_dir: Optional[Path] = typer.Option(None, help="where the wavs go (default: OUT_wav)"),
     seed: int = typer.Option(1, help="seed choosing each utterance's voice and rate"),
     nj: int = typer.Option(1, min=1, help="parallel synthesis processes"),
-    voices: str = typer.Option(",".join(("en-us", "en", "en+f3", "en-us+m3", "en+f4")), help="espeak-ng voices"),
+    voices: str = typer.Option(",".join(("en-us", "en", "en+f3", "en-us+m3", "en+f4")),
+                               help="voices, one drawn per utterance: espeak-ng names, or flite:NAME"),
     rates: str = typer.Option("150,165,180,195", help="speaking rates (words per minute)"),
+    engine: str = typer.Option("espeak", callback=_one_of("espeak", "flite"),
+                               help="espeak | flite: the engine of voices without a prefix (flite writes no ctm: "
+                                    "run punctkit align)"),
+    mark_prob: str = typer.Option("", help="probability that each reference mark is spoken, e.g. "
+                                           "PERIOD=0.8,QUESTION=0.8,COMMA=0.5 (default: every mark)"),
+    hesitation_rate: float = typer.Option(0.0, min=0.0, max=1.0,
+                                          help="probability of a comma spoken after an unmarked word (e.g. 0.04)"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
-    """Speak punctuated text with espeak-ng: 16 kHz wavs, wav.scp and an exact word CTM."""
-    from punctkit.feats.synth import synthesize_data_dir
+    """Speak punctuated text with espeak-ng or flite: 16 kHz wavs, wav.scp and (espeak-ng) an exact word CTM."""
+    from punctkit.feats.synth import Prosody, parse_mark_prob, synthesize_data_dir
 
     try:
         rate_list = tuple(int(r) for r in rates.split(","))
@@ -454,9 +495,48 @@ def synthesize(
         raise typer.BadParameter(f"expected comma-separated integers, got '{rates}'", param_hint="'--rates'") from None
     if min(rate_list) < 1:
         raise typer.BadParameter(f"rates must be positive words per minute, got '{rates}'", param_hint="'--rates'")
+    prosody = Prosody(parse_mark_prob(mark_prob), hesitation_rate)
     n, sec = synthesize_data_dir(src, out, wav_dir, seed, nj, tuple(voices.split(",")), rate_list,
-                                 overwrite=overwrite)
+                                 overwrite=overwrite, prosody=prosody, engine=engine)
     typer.echo(f"synthesize: {n} utterances, {sec / 3600:.3f} h -> {out}", err=True)
+
+
+@app.command()
+def align(
+    data: Path = typer.Argument(..., help="audio data directory with text (wav.scp [, segments]; 16 kHz)"),
+    ctm: Optional[Path] = typer.Option(None, "--out", "-o", help="CTM to write (default: DATA/ctm)"),
+    nj: int = typer.Option(1, min=1, help="number of parts"),
+    job: Optional[int] = typer.Option(None, min=1, help="align only part JOB of NJ (merge later with --merge)"),
+    merge: bool = typer.Option(False, help="only merge the NJ parts into the CTM"),
+    skip_bad: bool = typer.Option(False, help="log utterances that cannot be aligned and go on (default: stop)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing CTM"),
+) -> None:
+    """Word timings by forced alignment of DATA/text with pocketsphinx (English) -> a CTM."""
+    from punctkit.align import align_data_dir
+
+    if job is not None and job > nj:
+        raise typer.BadParameter(f"part {job} of --nj {nj} does not exist", param_hint="'--job'")
+    s = align_data_dir(data, ctm, nj, job, merge, skip_bad, overwrite)
+    typer.echo(s.line(), err=True)
+
+
+@app.command()
+def recognize(
+    data: Path = typer.Argument(..., help="audio data directory (wav.scp [, segments]; 16 kHz; text/labels: scored)"),
+    out: Path = typer.Argument(..., help="data directory of recognized words to write"),
+    nj: int = typer.Option(1, min=1, help="number of parts"),
+    job: Optional[int] = typer.Option(None, min=1, help="recognize only part JOB of NJ (merge later with --merge)"),
+    merge: bool = typer.Option(False, help="only merge the NJ parts into OUT"),
+    skip_bad: bool = typer.Option(False, help="log utterances with no speech or no words and go on (default: stop)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+) -> None:
+    """Recognize speech with pocketsphinx (English): OUT gets text, ctm, projected labels, recognize.json (WER)."""
+    from punctkit.recognize import recognize_data_dir
+
+    if job is not None and job > nj:
+        raise typer.BadParameter(f"part {job} of --nj {nj} does not exist", param_hint="'--job'")
+    s = recognize_data_dir(data, out, nj, job, merge, skip_bad, overwrite)
+    typer.echo(s.line(), err=True)
 
 
 # ------------------------------------------------------------------ packed models
@@ -507,7 +587,12 @@ def punctuate(
     out: Optional[str] = typer.Option(None, "--out", "-o", help="output file (default: standard output)"),
     input_format: Optional[str] = typer.Option(None, "--input-format", callback=_one_of(*names("units")), help=f"{PUNCT_IN} (default: detected from the content)"),
     encoding: Optional[str] = ENCODING,
-    fmt: str = typer.Option("readable", "--format", callback=_one_of(*names("emit"), *FORMATS), help=PUNCT_OUT),
+    fmt: str = typer.Option("readable", "--format", callback=_one_of(*punctuate_outputs()), help=PUNCT_OUT),
+    probs: bool = typer.Option(False, "--probs", help="add each word's label probabilities (jsonl, timed-json; "
+                                                      "twocol: the chosen label's, a third column)"),
+    max_cue_seconds: float = typer.Option(7.0, min=0.001, help="srt/vtt: a cue's longest duration (seconds)"),
+    max_line_chars: int = typer.Option(42, min=1, help="srt/vtt: characters a line (a longer word stands alone)"),
+    max_cue_lines: int = typer.Option(2, min=1, help="srt/vtt: lines a cue"),
     keep_input_marks: bool = typer.Option(False, help="keep the marks the input has; predict only the other slots"),
     capitalize: bool = typer.Option(True, "--capitalize/--no-capitalize", help="capitalise sentence starts and 'I' (models without case labels)"),
     threads: int = typer.Option(0, min=0, help="CPU threads (0: the backend's default)"),
@@ -522,22 +607,84 @@ def punctuate(
     backend: str = typer.Option("auto", callback=_one_of("auto", "torch", "onnx"), help="torch | onnx (models packed with --onnx) | auto: onnx when "
                                              "the model has it and onnxruntime is installed"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    stream: bool = typer.Option(False, "--stream", help="read words as they come (plain words, or JSON lines "
+                                "{\"text\": ..., \"final\": true|false}); write each line's committed words "
+                                "at once"),
+    lookahead: Optional[str] = typer.Option(None, help="with --stream: decide each mark with at most L words "
+                                            "after it (taggers; default inf: as offline, a window later)"),
+    flush_on_final: bool = typer.Option(False, "--flush-on-final", help="with --stream: a final result ends "
+                                        "the context (all its words committed; the next starts a sentence)"),
 ) -> None:
-    """Restore punctuation (and casing) in text, Kaldi text, CTM or JSON-lines ASR output."""
+    """Restore punctuation (and casing) in text, Kaldi text, CTM, JSON lines, Whisper, NeMo or Vosk output;
+    write text, JSON, CTM, subtitles (srt, vtt) or timed JSON."""
     from punctkit.punctuator import Punctuator, punctuate_file
 
+    if not stream and (lookahead is not None or flush_on_final):
+        raise PunctkitError("--lookahead and --flush-on-final go with --stream")
+    if stream and (keep_input_marks or fmt != "readable" or out not in (None, "-")):
+        raise PunctkitError("--stream writes readable text to standard output: drop --keep-input-marks, "
+                            "--format and -o")
     opts = dict(ngpu=ngpu, threads=threads, batch_size=batch_size, beam=beam, chunk_words=chunk_words, step=step,
                 quantize=quantize, backend=backend)
     if len(model) > 1 or weights:
         from punctkit.ensemble import Ensemble
 
+        if stream:
+            raise PunctkitError("--stream runs one model: give one -m (an ensemble streams in a later version)")
         punct = Ensemble.load(model, weights, **opts)
     else:
         punct = Punctuator.load(model[0], **opts)
+    if stream:
+        _punctuate_stream(punct, src, input_format, encoding, lookahead, flush_on_final, capitalize)
+        return
     stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, capitalize,
-                           overwrite=overwrite, encoding=encoding)
+                           overwrite=overwrite, encoding=encoding, probs=probs, max_cue_seconds=max_cue_seconds,
+                           max_line_chars=max_line_chars, max_cue_lines=max_cue_lines)
     typer.echo(f"punctuate: {stats.summary()}", err=True)
 
+
+@app.command()
+def serve(
+    model: Path = typer.Option(..., "--model", "-m", help="packed model (punctkit pack; --onnx: served without torch)"),
+    host: str = typer.Option("127.0.0.1", help="address to listen on (0.0.0.0: every interface)"),
+    port: int = typer.Option(8080, min=0, max=65535, help="port (0: a free one, named in the log)"),
+    max_body: str = typer.Option("1MB", "--max-body", help="largest request body (413 beyond), e.g. 1MB, 256KB"),
+    batch_wait_ms: float = typer.Option(5.0, min=0, help="how long a request waits for others to share its "
+                                                         "forward pass (ms)"),
+    rate_limit: Optional[str] = typer.Option(None, help="N or N/s: requests a second per client address "
+                                                        "(429 beyond; default: no limit)"),
+    threads: int = typer.Option(0, min=0, help="CPU threads of the model (0: the backend's default)"),
+    backend: str = typer.Option("auto", callback=_one_of("auto", "torch", "onnx"), help="torch | onnx | auto: "
+                                "onnx when the model has it and onnxruntime is installed"),
+    log: Optional[Path] = typer.Option(None, "--log", help="append the log (a line per request) to this file "
+                                                          "(default: standard error)"),
+) -> None:
+    """HTTP service: POST /punctuate (text or any punctuate input), GET /health, GET /model; stops on SIGTERM."""
+    try:
+        from punctkit.serve import ServeOptions, parse_rate, parse_size, serve as run
+    except ModuleNotFoundError as e:
+        if e.name != "aiohttp":
+            raise
+        raise PunctkitError("punctkit serve needs aiohttp: pip install 'punctkit[serve]'") from None
+    opts = ServeOptions(host, port, parse_size(max_body), batch_wait_ms, parse_rate(rate_limit), log)
+    run(model, opts, threads, backend)
+
+def _punctuate_stream(punct: "Punctuator", src: str, input_format: Optional[str], encoding: Optional[str],
+                      lookahead: Optional[str], flush_on_final: bool, capitalize: bool) -> None:
+    """`punctuate --stream`: input lines as they come, each output line flushed when written."""
+    from punctkit.decode.lookahead import parse_lookahead
+    from punctkit.stream import PunctStream, stream_lines
+
+    state = PunctStream(punct, parse_lookahead(lookahead), capitalize)
+    with contextlib.ExitStack() as stack:
+        f = sys.stdin if src == "-" else stack.enter_context(open(src, encoding=encoding or "utf-8"))
+        if src == "-" and encoding:
+            f.reconfigure(encoding=encoding)  # type: ignore[attr-defined]
+        source = "standard input" if src == "-" else src
+        for line in stream_lines(state, iter(f.readline, ""), input_format, flush_on_final, source):
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+    typer.echo(f"punctuate: {state.committed} words streamed", err=True)
 
 
 def _debug() -> bool:

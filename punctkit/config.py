@@ -50,6 +50,11 @@ DEFAULTS: dict[str, Any] = {
         "rdrop": 0.0,                  # R-Drop weight alpha (0: off; >0: two dropout passes + symmetric KL)
         "precision": "fp32",           # fp32 | bf16: forward passes of training and validation under
                                        # bfloat16 autocast (weights, optimizer and saved models stay fp32)
+        "distill": {},                 # {probs: PATH, weight, temperature}: a teacher's soft labels (train/distill.py)
+        "augment": {},                 # {substitute, insert, delete, token}: ASR-like noise (train/augment.py)
+        "lookahead": None,             # time-delay training for streaming: {max: M, p: P} cuts a window with
+                                       # probability P after a random word of its second half plus 0..M words
+                                       # (punctkit/data/streams.py: TimeDelay); null: off
     },
     "decode": {"window": 100, "step": 50, "batch_size": 32, "beam": 6},
     # use: true reads DATA/feats.scp (+ ctm word timing) into every batch; null: when the model needs feats

@@ -391,6 +391,22 @@ def limit_of(name: str) -> int:
     return LIMITS.get(split_member(name)[1], FRONTEND_LIMIT)
 
 
+def size_problem(info: zipfile.ZipInfo, limit: int) -> str | None:
+    """Why a member's declared size (over `limit`) or compression ratio is refused, or None."""
+    if info.file_size > limit:
+        return f"declares {info.file_size} bytes, over the limit of {limit} for this member"
+    if info.file_size > RATIO_FROM and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+        return (f"compression ratio {info.file_size / max(info.compress_size, 1):.0f} "
+                f"over the limit of {MAX_RATIO} ({info.compress_size} -> {info.file_size} bytes)")
+    return None
+
+
+def entry_problem(info: zipfile.ZipInfo, limit: int) -> str | None:
+    """Why any archive's member is refused (name, type, declared size, ratio), or None: the
+    checks of a package's members that do not depend on what a package holds."""
+    return unsafe_name(info.filename) or _file_type(info) or size_problem(info, limit)
+
+
 def check_entries(path: Path, infos: list[zipfile.ZipInfo]) -> None:
     """Names, types, duplicates, declared sizes and compression ratios of every member (nothing read)."""
     seen: set[str] = set()
@@ -402,11 +418,8 @@ def check_entries(path: Path, infos: list[zipfile.ZipInfo]) -> None:
             why = "a duplicate name"
         if why is None and split_member(name)[1] not in KNOWN and not is_dir_entry(name):
             why = f"not a file of a punctkit package (known: {', '.join(LIMITS)} and a frontend's files)"
-        if why is None and info.file_size > limit_of(name):
-            why = f"declares {info.file_size} bytes, over the limit of {limit_of(name)} for this member"
-        if why is None and info.file_size > RATIO_FROM and info.file_size > MAX_RATIO * max(info.compress_size, 1):
-            why = (f"compression ratio {info.file_size / max(info.compress_size, 1):.0f} "
-                   f"over the limit of {MAX_RATIO} ({info.compress_size} -> {info.file_size} bytes)")
+        if why is None:
+            why = size_problem(info, limit_of(name))
         if why is not None:
             raise _refuse(path, name, why)
         seen.add(name)

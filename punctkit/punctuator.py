@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 import numpy as np
 
 from punctkit.data.datadir import check_data_dir_output
-from punctkit.data.formats import FORMATS, AsrUtterance, Utterance, detect_for, get_format, names, split_text, write
+from punctkit.data.formats import AsrUtterance, Utterance, detect_for, get_format, names, split_text, write
+from punctkit.data.formats.base import OutputOptions, Punctuated
+from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import O, LabelSet, case_of, default_substitution, get_inventory
 from punctkit.data.tokenize import ends_sentence, show_tokens
 from punctkit.data.streams import IGNORE, Stream
@@ -38,10 +40,11 @@ from punctkit.text.frontend import Frontend
 
 if TYPE_CHECKING:  # torch is imported only by the torch backend, packing and quantization
     from punctkit.models.base import PunctModel
+    from punctkit.stream import PunctStream
 
 TEXT_KEYS = {"tokens", "token_mask", "word_pos", "word_mask", "labels"}
 INPUT_FORMATS = names("units")
-OUTPUT_FORMATS = names("emit") + FORMATS  # the corpus formats are collected, then written by their writers
+OUTPUT_FORMATS = punctuate_outputs()  # corpus formats without a punctuate writer are collected, then written
 BACKENDS = ("auto", "torch", "onnx")
 
 
@@ -298,6 +301,14 @@ class Punctuator:
         return "\n".join(" ".join(shown) for _, _, shown in label_units(self, lines, True, keep_input_marks,
                                                                          capitalize))
 
+    def stream(self, lookahead: int | None = None, capitalize: bool = True) -> "PunctStream":
+        """A streaming punctuator (punctkit/stream.py): `feed(words)` and `finish()` return the words
+        they commit, each decided with at most `lookahead` words after it (None: unlimited, the
+        labels of `punctuate`)."""
+        from punctkit.stream import PunctStream
+
+        return PunctStream(self, lookahead, capitalize)
+
 
 def fixed_labels(inventory: LabelSet, ids: list[int], fixed: Fixed | None) -> list[str]:
     """The labels of label ids, with each fixed mark (None: predicted) kept and the predicted case."""
@@ -445,26 +456,65 @@ def _open_out(out: str | Path | None) -> Any:
     return atomic_write(out)
 
 
+def punctuated_units(punct: Punctuator, units: Iterable[AsrUtterance], one_stream: bool, keep_input_marks: bool,
+                     capitalize: bool, probs: bool = False) -> Iterator[Punctuated]:
+    """`label_units`, each utterance also with its probability rows (words x labels, inventory order)
+    when `probs`, else None: the one place punctuate's writers get probabilities from."""
+    if probs:
+        if not has_probs_api():
+            raise PunctkitError("--probs: this version has no per-word probabilities yet "
+                                "(label_units has no probs API)")
+        yield from label_units(punct, units, one_stream, keep_input_marks, capitalize,
+                               probs=True)  # type: ignore[call-arg]
+        return
+    for u, labels, shown in label_units(punct, units, one_stream, keep_input_marks, capitalize):
+        yield u, labels, shown, None
+
+
+def has_probs_api() -> bool:
+    """Whether `label_units` gives probability rows (`probs=True`: (utterance, labels, shown, rows))."""
+    import inspect
+
+    return "probs" in inspect.signature(label_units).parameters
+
+
+def output_options(punct: Punctuator, one_stream: bool, max_cue_seconds: float, max_line_chars: int,
+                   max_cue_lines: int) -> OutputOptions:
+    """The writers' options, the subtitle limits checked."""
+    if not (max_cue_seconds > 0 and max_line_chars > 0 and max_cue_lines > 0):
+        raise PunctkitError("--max-cue-seconds, --max-line-chars and --max-cue-lines must be positive")
+    return OutputOptions(punct.inventory, one_stream, max_cue_seconds, max_line_chars, max_cue_lines)
+
+
 def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = None,
                    input_format: str | None = None, fmt: str = "readable", keep_input_marks: bool = False,
-                   capitalize: bool = True, overwrite: bool = False, encoding: str | None = None) -> PunctuateStats:
+                   capitalize: bool = True, overwrite: bool = False, encoding: str | None = None,
+                   probs: bool = False, max_cue_seconds: float = 7.0, max_line_chars: int = 42,
+                   max_cue_lines: int = 2) -> PunctuateStats:
     """Punctuate `src` (`-`: stdin) into `out` (None or `-`: stdout) in `fmt`.
 
     `out` is never `src`; a `datadir` output is written by `write_data_dir` (`overwrite` there).
     Input formats are those of the format registry with a streaming reader (`units`: text,
-    kaldi_text, ctm, jsonl; detected from the content unless given). Output formats are those
-    with a punctuate writer (`emit`: readable, the input words as written, marks and case set,
-    `uttid text` for inputs with ids; ctm, for inputs with times; jsonl, the input objects with
-    `text`, `labels` and per-word `punctuated`), or a corpus format (text, kaldi_text, twocol,
-    punctuator2, datadir; these keep IWSLT tokens for scoring, are collected in memory and need `-o`).
+    kaldi_text, ctm, jsonl, whisper, nemo, vosk; detected from the content unless given). Output
+    formats are those with a punctuate writer (`emit`, one utterance at a time: readable, the
+    input words as written, marks and case set, `uttid text` for inputs with ids; twocol; ctm,
+    for inputs with times; jsonl, the input objects with `text`, `labels` and per-word
+    `punctuated`; nemo; or `stream`, over all of them: srt and vtt, for inputs with times, cues
+    within `max_cue_*`/`max_line_chars`; timed-json), or a corpus format (text, kaldi_text,
+    punctuator2, datadir; these keep IWSLT tokens for scoring, are collected in memory and need
+    `-o`). `probs` adds probabilities to the outputs that show them (jsonl, timed-json, twocol).
     """
     t0 = time.time()
     reader = (get_format(input_format, "units", "input format") if input_format
               else detect_for(src, "units", encoding, "punctuate", "--input-format"))
     writer = get_format(fmt, "emit", "output format", OUTPUT_FORMATS)
+    streamed = writer.emit is not None or writer.stream is not None
     to_stdout = out is None or str(out) == "-"
-    if writer.emit is None and to_stdout:
+    if not streamed and to_stdout:
         raise PunctkitError(f"--format {fmt} writes through punctkit's format writers: give -o FILE")
+    if probs and not writer.probs:
+        shows = ", ".join(n for n in OUTPUT_FORMATS if get_format(n, "emit", known=OUTPUT_FORMATS).probs)
+        raise PunctkitError(f"--probs: --format {fmt} cannot show probabilities (formats that do: {shows})")
     inputs = [] if str(src) == "-" else [src]
     if not to_stdout:
         check_not_input(out, inputs)  # type: ignore[arg-type]
@@ -474,19 +524,27 @@ def punctuate_file(punct: Punctuator, src: str | Path, out: str | Path | None = 
         timed = " or ".join(n for n in INPUT_FORMATS if get_format(n, "units").times)
         raise PunctkitError(f"--format {fmt} needs word times: input format {timed}, not {reader.name}")
     inv = punct.inventory
+    opts = output_options(punct, reader.one_stream, max_cue_seconds, max_line_chars, max_cue_lines)
     stats = PunctuateStats(unit="lines" if reader.one_stream else "utterances")
     dropped = [0]
     collected: list[Utterance] = []
     units = reader.units(src, inv, default_substitution(inv), encoding, dropped)  # type: ignore[misc]
-    with _open_out(None if writer.emit is None else out) as f:
-        for u, labels, shown in label_units(punct, units, reader.one_stream, keep_input_marks, capitalize):
-            stats.count(u.words, punct.frontend)
+
+    def counted() -> Iterator[Punctuated]:
+        for item in punctuated_units(punct, units, reader.one_stream, keep_input_marks, capitalize, probs):
+            stats.count(item[0].words, punct.frontend)
+            yield item
+
+    with _open_out(out if streamed else None) as f:
+        if writer.stream is not None:
+            f.writelines(line + "\n" for line in writer.stream(counted(), src, opts))
+        for u, labels, shown, rows in (counted() if writer.stream is None else ()):
             if writer.emit is not None:
-                f.writelines(line + "\n" for line in writer.emit(u, labels, shown, src))
+                f.writelines(line + "\n" for line in writer.emit(u, labels, shown, src, rows, opts))
             elif u.words:
                 collected.append(Utterance(u.uttid, u.words, labels))
     stats.dropped_tokens = dropped[0]
-    if writer.emit is None:
+    if not streamed:
         write(collected, out, fmt, inv, overwrite, inputs)  # type: ignore[arg-type]
     stats.seconds = time.time() - t0
     return stats

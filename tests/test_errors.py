@@ -102,7 +102,7 @@ def test_version_and_bare_command() -> None:
     (["decode", "EXP", "DATA", "OUT", "--format", "readable"], "--format"),
     (["punctuate", TEXT, "-m", "M", "--backend", "gpu"], "--backend"),
     (["punctuate", TEXT, "-m", "M", "--input-format", "twocol"], "--input-format"),
-    (["punctuate", TEXT, "-m", "M", "--format", "srt"], "--format"),
+    (["punctuate", TEXT, "-m", "M", "--format", "xml"], "--format"),
 ])
 def test_bad_option_values_are_usage_errors_before_any_work(tmp_path: Path, args: list, option: str) -> None:
     """Checked while the command line is parsed: nothing is read or written (OUT never appears)."""

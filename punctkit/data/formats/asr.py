@@ -16,17 +16,18 @@ by punctkit.data.tokenize.read_passage: each comes with the word the model reads
 that followed it (O for none) and how it was written, so that the output gives back every
 word as it came (only marks and case change). A token that is only a mark (`,`) gives its
 mark to the word before and is dropped (counted in `dropped[0]`).
-Word times are read and kept (for the CTM output); no model uses pauses yet.
+Word times are read and kept (for the CTM, subtitle and timed-JSON outputs); no model uses pauses yet.
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from punctkit.data.formats.base import AsrUtterance, input_lines, source_name
+from punctkit.data.formats.base import AsrUtterance, OutputOptions, input_lines, label_probs, source_name
 from punctkit.data.labels import O, LabelSet, Substitution
 from punctkit.data.tokenize import is_mark_token, mark_after, read_passage
 from punctkit.files import PunctkitError, where
@@ -44,18 +45,6 @@ def ctm_kind(line: str) -> str:
     """`ctm` for 5+ fields with numbers as fields 3 and 4, else ''."""
     f = line.split()
     return "ctm" if len(f) >= 5 and _NUM.fullmatch(f[2]) and _NUM.fullmatch(f[3]) else ""
-
-
-def jsonl_kind(line: str) -> str:
-    """`jsonl` for a JSON object, else ''."""
-    s = line.strip()
-    if s.startswith("{") and s.endswith("}"):
-        try:
-            if isinstance(json.loads(s), dict):
-                return "jsonl"
-        except ValueError:
-            pass
-    return ""
 
 
 # ---------------------------------------------------------------- CTM
@@ -114,7 +103,7 @@ def read_ctm(src: str | Path, encoding: str | None = None) -> Iterator[tuple[str
         yield cur[0].uttid, cur
 
 
-def _add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, rules: Substitution) -> bool:
+def add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, rules: Substitution) -> bool:
     """Add one ASR token (a word, possibly with marks attached) to `utt`; False if it holds no word
     (a bare mark gives its mark to the word before, when that has none)."""
     token = token.strip()
@@ -123,6 +112,8 @@ def _add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, 
         if utt.words and mk != O and utt.marks[-1] == O:
             utt.marks[-1] = mk
         return False
+    if isinstance(record, dict):
+        record["token"] = token  # the word as given, for outputs that give it back (timed JSON)
     p = read_passage([token], inventory, rules)  # one word, however many `segment` sees in it
     utt.words.append(p.words[0])
     utt.marks.append(p.marks[0])
@@ -139,12 +130,12 @@ def ctm_units(src: str | Path, inventory: LabelSet, rules: Substitution, encodin
         for r in recs:
             record = {"channel": r.channel, "start": r.start, "duration": r.duration, "rest": r.rest,
                       "start_s": r.start_s, "end_s": r.start_s + r.dur_s}
-            if not _add_token(utt, r.word, record, inventory, rules) and dropped is not None:
+            if not add_token(utt, r.word, record, inventory, rules) and dropped is not None:
                 dropped[0] += 1
         yield utt
 
 
-def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path) -> Iterator[str]:
+def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path, *_: Any) -> Iterator[str]:
     """CTM lines with each word as written, cased and its mark set (`Hello,`); JSON words get channel 1."""
     for k, (w, rec) in enumerate(zip(shown, utt.records), 1):
         if rec is None or rec.get("start_s") is None:
@@ -162,19 +153,24 @@ def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | P
 
 # ---------------------------------------------------------------- JSON lines
 
-def _first(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
+def first_key(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    """The value of the first of `keys` that `d` has, else None."""
     return next((d[k] for k in keys if k in d), None)
 
 
-def _times(item: dict[str, Any], loc: str) -> tuple[float | None, float | None]:
-    start, end = _first(item, START_KEYS), _first(item, END_KEYS)
+def word_times(item: dict[str, Any], loc: str) -> tuple[float | None, float | None]:
+    """(start, end) in seconds of a JSON word (None where absent); numbers, finite, not negative."""
+    start, end = first_key(item, START_KEYS), first_key(item, END_KEYS)
     try:
         if end is None and start is not None and "duration" in item:
             end = float(start) + float(item["duration"])
-        return (None if start is None else float(start)), (None if end is None else float(end))
+        times = (None if start is None else float(start)), (None if end is None else float(end))
     except (TypeError, ValueError, OverflowError):
         raise PunctkitError(f"{loc}: word times must be numbers, got {start!r} "
                             f"{item.get('duration') if end is None else end!r}") from None
+    if any(t is not None and not (math.isfinite(t) and t >= 0) for t in times):
+        raise PunctkitError(f"{loc}: word times must be finite and not negative, got {times[0]} {times[1]}")
+    return times
 
 
 def jsonl_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
@@ -191,7 +187,7 @@ def jsonl_units(src: str | Path, inventory: LabelSet, rules: Substitution, encod
             raise PunctkitError(f"{loc}: not valid JSON ({e.msg})") from None
         if not isinstance(obj, dict):
             raise PunctkitError(f"{loc}: expected a JSON object per line")
-        uttid = _first(obj, ID_KEYS)
+        uttid = first_key(obj, ID_KEYS)
         uttid = f"{name}-{i:06d}" if uttid is None or uttid == "" else str(uttid)
         utt = AsrUtterance(uttid, source=obj, lineno=i)
         items = obj.get("words")
@@ -204,24 +200,28 @@ def jsonl_units(src: str | Path, inventory: LabelSet, rules: Substitution, encod
         for k, item in enumerate(items):
             if isinstance(item, str):
                 token, rec = item, {"index": k}
-            elif isinstance(item, dict) and isinstance(_first(item, WORD_KEYS), str):
-                start, end = _times(item, f"{loc} (utterance {uttid})")
-                token, rec = _first(item, WORD_KEYS), {"index": k, "start_s": start, "end_s": end}
+            elif isinstance(item, dict) and isinstance(first_key(item, WORD_KEYS), str):
+                start, end = word_times(item, f"{loc} (utterance {uttid})")
+                token, rec = first_key(item, WORD_KEYS), {"index": k, "start_s": start, "end_s": end}
             else:
                 raise PunctkitError(f"{loc} (utterance {uttid}): word {k + 1} has none of the keys "
                                     f"{', '.join(WORD_KEYS)}")
-            if not _add_token(utt, token, rec, inventory, rules) and dropped is not None:
+            if not add_token(utt, token, rec, inventory, rules) and dropped is not None:
                 dropped[0] += 1
         yield utt
 
 
-def jsonl_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path) -> Iterator[str]:
+def jsonl_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path, rows: Any = None,
+              opts: OutputOptions | None = None) -> Iterator[str]:
     """The input object (or {"id"}) with `text` (punctuated) and, per word object, `punctuated` and
-    `label`; utterances with ids also get `labels` (plain-text lines only `id` and `text`)."""
+    `label`; utterances with ids also get `labels` (plain-text lines only `id` and `text`).
+    With probability rows (--probs), `probs`: per word, {label: probability}."""
     obj = dict(utt.source) if isinstance(utt.source, dict) else {"id": utt.uttid}
     obj["text"] = " ".join(shown)
     if utt.has_id:
         obj["labels"] = labels
+    if rows is not None and opts is not None and opts.inventory is not None:
+        obj["probs"] = [label_probs(r, opts.inventory) for r in rows[:len(labels)]]
     items = obj.get("words")
     if isinstance(items, list):
         items = list(items)

@@ -34,6 +34,45 @@ class AsrUtterance:
     has_id: bool = True    # False for plain-text lines (the id is FILE-LINENO, made up)
 
 
+@dataclass(frozen=True)
+class OutputOptions:
+    """What punctuate's writers may need besides the words: the inventory (the columns of
+    probability rows), whether the units are one stream (sentences cross them) and the
+    subtitle limits (a cue's seconds, characters a line, lines)."""
+
+    inventory: LabelSet | None = None
+    one_stream: bool = False
+    max_cue_seconds: float = 7.0
+    max_line_chars: int = 42
+    max_cue_lines: int = 2
+
+
+# one punctuated unit: the utterance, its labels, its words as shown and its probability rows
+# (words x labels, inventory order; None without --probs)
+Punctuated = tuple[AsrUtterance, list[str], list[str], Any]
+
+
+def as_given(w: Written) -> str:
+    """A word as the input wrote it, rebuilt from its parts (marks before closing quotes)."""
+    return w.lead + w.core + w.close[:w.at] + w.marks + w.close[w.at:]
+
+
+def given_words(utt: AsrUtterance) -> list[str]:
+    """Each word of `utt` as the input gave it: its record's `token` (ASR formats), else rebuilt."""
+    return [rec["token"] if isinstance(rec, dict) and "token" in rec else as_given(w)
+            for w, rec in zip(utt.written, utt.records + [None] * (len(utt.written) - len(utt.records)))]
+
+
+def label_probs(row: Any, inventory: LabelSet) -> dict[str, float]:
+    """One word's probability row as {label: p} (inventory order, 4 decimals)."""
+    return {lab: round(float(p), 4) for lab, p in zip(inventory.labels, row)}
+
+
+def chosen_prob(row: Any, inventory: LabelSet, label: str) -> float:
+    """The probability of `label` in one word's row (4 decimals)."""
+    return round(float(row[inventory.index(label)]), 4)
+
+
 @dataclass
 class Report:
     """Counts of repairs and rejections, with the first few locations of each kind.

@@ -25,15 +25,27 @@ P2_TOKENS = {
 }
 LABEL_P2 = {v: k for k, v in P2_TOKENS.items()}
 _P2_TOKEN = re.compile(r"^[^\w\s]+[A-Z]+$")
+_PROB = re.compile(r"(0(\.\d*)?|1(\.0*)?)")
 _LABEL_LIKE = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)*")
 
 
 # ---------------------------------------------------------------- line classifiers (detection)
 
+def twocol_fields(line: str) -> list[str]:
+    """The fields of a two-column line: split at tabs, else at spaces; a third tab field that is a
+    probability (punctuate --probs) is left out."""
+    if "\t" not in line:
+        return line.split()
+    parts = line.split("\t")
+    if len(parts) == 3 and _PROB.fullmatch(parts[2].strip()):
+        return parts[:2]
+    return parts
+
+
 def twocol_kind(line: str) -> str:
     """`twocol` for two fields (split at the tab, else at spaces) whose second is a known label or
     empty (tab form); `twocol?` when it is only label-like (upper-case letters, digits, `_`); else ''."""
-    parts = line.split("\t") if "\t" in line else line.split()
+    parts = twocol_fields(line)
     if len(parts) == 2 and parts[0].strip():
         label = parts[1].strip()
         if label in KNOWN_LABELS or not label:
@@ -98,7 +110,7 @@ def read_twocol(path: str | Path, inventory: LabelSet | None, report: Report,
         if not line.strip():
             flush()
             continue
-        parts = line.split("\t") if "\t" in line else line.split()
+        parts = twocol_fields(line)
         if len(parts) != 2:
             raise PunctkitError(f"{where(p, i)}: expected 'word<TAB>LABEL', got {len(parts)} fields")
         word, label = parts[0].strip(), parts[1].strip()

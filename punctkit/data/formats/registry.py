@@ -8,13 +8,14 @@ entries (`names`), and an unknown name is one line listing them (`get_format`).
 `detect_format` is the one detector by content: it samples lines and asks each entry's
 line classifier (`line_kind`), then falls back to Kaldi text vs plain text.
 
-A new format is one module (or a few functions in one) and one entry in `REGISTRY`. The
-ASR formats to come plug in this way:
-- Whisper JSON, NeMo manifests, Vosk JSON (in): a module like asr.py with a `units`
-  reader (yielding `AsrUtterance`s with word records and times), a `line_kind` classifier
-  when their lines can be told apart, `ids`/`times` set to what they carry;
-- SRT and VTT (out): an `emit` writer taking one punctuated utterance (its words as shown
-  and their records with times), `needs_times=True` so that punctuate asks for timed input.
+A new format is one module (or a few functions in one) and one entry in `REGISTRY`:
+- recognizer outputs in (Whisper JSON, NeMo manifests, Vosk results: recognizers.py): a
+  `units` reader yielding `AsrUtterance`s with word records and times, a `line_kind`
+  classifier, `ids`/`times`/`one_stream` set to what they carry; a JSON input is told
+  apart by its keys (`recognizers.json_kind`, before the line classifiers);
+- outputs that span utterances (SRT, WebVTT, timed JSON: subtitles.py): a `stream` writer
+  taking every punctuated unit in order (cue numbers, a header, sentences across units),
+  `needs_times=True` where punctuate must ask for timed input.
 """
 from __future__ import annotations
 
@@ -24,10 +25,10 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from punctkit.data.datadir import read_data_dir, write_data_dir
-from punctkit.data.formats import asr, labelled, text
-from punctkit.data.formats.base import AsrUtterance, Report, Utterance
+from punctkit.data.formats import asr, labelled, recognizers, subtitles, text
+from punctkit.data.formats.base import AsrUtterance, OutputOptions, Punctuated, Report, Utterance, chosen_prob
 from punctkit.data.labels import O, LabelSet, Substitution, default_substitution, get_inventory, inventory_for
-from punctkit.files import PunctkitError, atomic_write, check_not_input, sample_lines
+from punctkit.files import PunctkitError, atomic_write, check_not_input, peek_stdin, sample_lines, text_codec
 
 # corpus reader: (path, inventory or None, rules, report, lowercase, lines, encoding) -> utterances, inventory
 Reader = Callable[..., "tuple[list[Utterance], LabelSet | None]"]
@@ -35,8 +36,10 @@ Reader = Callable[..., "tuple[list[Utterance], LabelSet | None]"]
 Writer = Callable[..., None]
 # punctuate's reader: (src, inventory, rules, encoding, dropped) -> utterances, streaming
 Units = Callable[..., Iterator[AsrUtterance]]
-# punctuate's writer: (utterance, labels, words as shown, src) -> output lines
-Emit = Callable[[AsrUtterance, list[str], list[str], "str | Path"], Iterable[str]]
+# punctuate's writer: (utterance, labels, words as shown, src[, probability rows, OutputOptions]) -> output lines
+Emit = Callable[..., Iterable[str]]
+# punctuate's whole-output writer: (punctuated units, src, OutputOptions) -> output lines, streaming
+StreamOut = Callable[[Iterable[Punctuated], "str | Path", OutputOptions], Iterable[str]]
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class Format:
     writer: Writer | None = None        # corpus writer (convert, decode, punctuate's corpus outputs)
     units: Units | None = None          # punctuate's input, streaming (stdin works)
     emit: Emit | None = None            # punctuate's output, one utterance at a time
+    stream: StreamOut | None = None     # punctuate's output over all units (subtitles, timed JSON)
     line_kind: Callable[[str], str] | None = None  # detection: the format's name for a line that is its, else ''
     labels: bool = False                # carries label names (its own inventory); else marks in text
     ids: bool = False                   # carries utterance ids
@@ -56,6 +60,7 @@ class Format:
     needs_times: bool = False           # as punctuate's output: only for inputs with word times
     directory: bool = False             # a directory, not a file (not streamed; no stdin)
     one_stream: bool = False            # punctuate: its lines are one stream (sentences cross lines)
+    probs: bool = False                 # as punctuate's output: shows probabilities (--probs)
 
 
 # ---------------------------------------------------------------- adapters to the uniform signatures
@@ -98,10 +103,25 @@ def _write_datadir(utts: list[Utterance], path: str | Path, inventory: LabelSet 
     write_data_dir(path, utts, inv, overwrite=overwrite, inputs=list(inputs))
 
 
-def readable_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path) -> Iterator[str]:
+def readable_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path,
+                 *_: object) -> Iterator[str]:
     """The input words as written, marks and case set; `uttid text` for inputs with ids."""
     line = " ".join(shown)
     yield f"{utt.uttid} {line}".rstrip() if utt.has_id else line
+
+
+def twocol_emit(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path, rows: object = None,
+                opts: OutputOptions | None = None) -> Iterator[str]:
+    """`word<TAB>LABEL` lines of one utterance (the model's words, as the corpus writer writes them)
+    and a blank line; with probability rows, the chosen label's probability as a third column."""
+    if not utt.words:
+        return
+    for k, (w, lab) in enumerate(zip(utt.words, labels)):
+        if rows is not None and opts is not None and opts.inventory is not None:
+            yield f"{w}\t{lab}\t{chosen_prob(rows[k], opts.inventory, lab):.4f}"  # type: ignore[index]
+        else:
+            yield f"{w}\t{lab}"
+    yield ""
 
 
 # ---------------------------------------------------------------- the registry
@@ -109,9 +129,10 @@ def readable_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: st
 REGISTRY: dict[str, Format] = {f.name: f for f in [
     Format("readable", "punctuate's default output: the input words as written, marks and case set "
            "(`uttid text` for inputs with ids)", emit=readable_out),
-    Format("twocol", "`word<TAB>LABEL` a line, a blank line between utterances (IWSLT)",
-           reader=_read_twocol, writer=_lines_writer(labelled.twocol_out), line_kind=labelled.twocol_kind,
-           labels=True),
+    Format("twocol", "`word<TAB>LABEL` a line, a blank line between utterances (IWSLT; punctuate --probs: "
+           "a third column, the label's probability)",
+           reader=_read_twocol, writer=_lines_writer(labelled.twocol_out), emit=twocol_emit,
+           line_kind=labelled.twocol_kind, labels=True, probs=True),
     Format("punctuator2", "inline mark tokens, `so ,COMMA if we .PERIOD`, one utterance a line",
            reader=_read_p2, writer=_lines_writer(labelled.punctuator2_out), line_kind=labelled.punctuator2_kind),
     Format("text", "punctuated text, one utterance (or document) a line", reader=_read_text(False),
@@ -123,16 +144,39 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
     Format("ctm", "`uttid channel start duration word [conf]` a line (ASR word times)",
            units=asr.ctm_units, emit=asr.ctm_out, line_kind=asr.ctm_kind, ids=True, times=True, needs_times=True),
     Format("jsonl", "a JSON object a line with an id and words (ASR services)",
-           units=asr.jsonl_units, emit=asr.jsonl_out, line_kind=asr.jsonl_kind, ids=True, times=True),
+           units=asr.jsonl_units, emit=asr.jsonl_out, line_kind=recognizers.json_line_kind, ids=True, times=True,
+           probs=True),
+    Format("whisper", "Whisper JSON with `segments[].words[]` (openai-whisper, faster-whisper, WhisperX)",
+           units=recognizers.whisper_units, line_kind=recognizers.json_line_kind, times=True, one_stream=True),
+    Format("nemo", "a NeMo JSON-lines manifest (`pred_text`, else `text`); written back with "
+           "`pred_text_punctuated`", units=recognizers.nemo_units, emit=recognizers.nemo_out,
+           line_kind=recognizers.json_line_kind),
+    Format("vosk", "Vosk results (`result[]` of word, start, end, conf), one or several objects",
+           units=recognizers.vosk_units, line_kind=recognizers.json_line_kind, times=True, one_stream=True),
+    Format("srt", "SubRip subtitles: cues end at sentence ends, within --max-cue-seconds, --max-line-chars "
+           "and --max-cue-lines", stream=subtitles.srt_lines, needs_times=True),
+    Format("vtt", "WebVTT subtitles (cues as srt)", stream=subtitles.vtt_lines, needs_times=True),
+    Format("timed-json", "JSON lines, a sentence a line (text, start, end) with its words (word, start, end, "
+           "mark, case; --probs: p and probs)", stream=subtitles.timed_json_lines, probs=True),
 ]}
-# classifiers from the most structured lines to the least (a JSON line may hold `,COMMA`, a CTM word too)
+# classifiers from the most structured lines to the least (a JSON line may hold `,COMMA`, a CTM word too);
+# the JSON line classifier names the JSON format by the object's keys (recognizers.json_line_kind)
 DETECT_ORDER = ("jsonl", "ctm", "twocol", "punctuator2")
 ROLES = {"reader": "read", "writer": "write", "units": "read by punctuate", "emit": "written by punctuate"}
 
 
 def names(role: str) -> tuple[str, ...]:
-    """The formats that have `role` (`reader`, `writer`, `units` or `emit`), in registry order."""
+    """The formats that have `role` (`reader`, `writer`, `units` or `emit`: written by punctuate,
+    one utterance at a time or as a `stream`), in registry order."""
+    if role == "emit":
+        return tuple(n for n, f in REGISTRY.items() if f.emit is not None or f.stream is not None)
     return tuple(n for n, f in REGISTRY.items() if getattr(f, role) is not None)
+
+
+def punctuate_outputs() -> tuple[str, ...]:
+    """What punctuate writes: its own writers (`emit`), then the other corpus formats."""
+    corpus = tuple(n for n in names("reader") if n in names("writer"))
+    return tuple(dict.fromkeys(names("emit") + corpus))
 
 
 def get_format(name: str, role: str, what: str = "format", known: tuple[str, ...] | None = None) -> Format:
@@ -154,9 +198,15 @@ def detect_format(path: str | Path, encoding: str | None = None) -> str:
 
     A directory is `datadir`. Otherwise a bounded sample of whole lines (the whole of a
     small file; the head and evenly spaced slices of a large one; the head of stdin) is
-    classified, blank lines and CTM `;;` comments left out. Per line, the entries' classifiers
+    classified, blank lines and CTM `;;` comments left out; but an input that starts with `{`
+    or `[` is first decoded as JSON values (its first 4 MiB; recognizers.json_kind): the
+    top-level keys say whisper (`segments`), vosk (`result`, `partial`), nemo (`pred_text`,
+    `audio_filepath`) or, with none and one object a line, jsonl; keys of two of them are an
+    error naming both, and a first value that is not JSON (in an input that is not mostly
+    JSON lines) is an error with json's line and column. Per line, the entries' classifiers
     in DETECT_ORDER:
-    - jsonl: a JSON object; ctm: 5+ fields with numbers as fields 3 and 4;
+    - JSON: an object (whisper, vosk or nemo by its keys, else jsonl); ctm: 5+ fields with
+      numbers as fields 3 and 4;
     - twocol: exactly two fields (split at the tab, else at spaces) whose second is a
       known label, empty (tab form), or label-like (upper-case letters, digits, `_`);
     - punctuator2: has a known mark token (`,COMMA`, `.PERIOD`, ...).
@@ -181,9 +231,33 @@ def detect_format(path: str | Path, encoding: str | None = None) -> str:
         if not p.is_file():
             raise PunctkitError(f"{p}: not a regular file, so its format cannot be detected before it is read; "
                                 f"give the format (--from, --input-format, --ref-format/--hyp-format)")
+    head, complete = input_head(path, encoding)
+    if head.lstrip().startswith(("{", "[")):
+        kind = recognizers.json_kind(head, complete, str(path))
+        if kind:
+            return kind
     lines = [ln for ln in sample_lines(path, encoding) if ln.strip() and not ln.startswith(";;")]
     name = "stdin" if str(path) == "-" else Path(path).name
     return classify_lines(lines, name, str(path))
+
+
+JSON_HEAD = 1 << 22  # bytes of a file decoded whole to tell a JSON document's format (stdin: 64 KiB)
+
+
+def input_head(path: str | Path, encoding: str | None = None) -> tuple[str, bool]:
+    """The start of a file (or of stdin, kept for its reader), decoded, and whether it is all of it."""
+    if str(path) == "-":
+        data = peek_stdin(1 << 16)
+        complete = len(data) < 1 << 16
+    else:
+        with open(path, "rb") as f:
+            data = f.read(min(1 << 16, JSON_HEAD))
+            codec, skip = text_codec(data, encoding)
+            if data[skip:].decode(codec, "replace").lstrip().startswith(("{", "[")):  # only JSON is read on
+                data += f.read(max(0, JSON_HEAD - len(data)))
+            complete = not f.read(1)
+    codec, skip = text_codec(data, encoding)
+    return data[skip:].decode(codec, "replace"), complete
 
 
 def line_kind(line: str) -> str:

@@ -1,0 +1,278 @@
+"""Recognizer outputs read by punctuate: Whisper JSON (`whisper`), NeMo manifests (`nemo`) and Vosk
+results (`vosk`), and how a JSON input is told apart from the others (`json_kind`).
+
+- whisper: ONE JSON object, as openai-whisper (`--output_format json`), faster-whisper
+  (segments dumped) and WhisperX write it, with word timestamps:
+  `{"text": ..., "segments": [{"start", "end", "text", "words": [{"word", "start", "end",
+  "probability"}]}]}` (WhisperX: `score`; its numerals may lack times). A Whisper file is one
+  stream (a talk): its segments are the recognizer's windows, not sentences, so sentences
+  run across segments; each segment is one unit of the output (a line of readable text, a
+  JSON line). Whisper's leading spaces are stripped from each word. A segment without
+  `words` (no word timestamps) gets its words from its `text`, without times.
+- nemo: a NeMo JSON-lines manifest, one utterance (audio file) a line; the words are
+  `pred_text`, else `text`. Every other field is kept, and `--format nemo` writes each line
+  back with the punctuated text added as `pred_text_punctuated`.
+- vosk: Vosk results as its API prints them: one result object, or several (one a line,
+  or each pretty-printed over several lines, as `rec.Result()` returns them), or a JSON list
+  of them. Final results (`result[]` of `word`, `start`, `end`, `conf`; else `text`; else the
+  first of `alternatives`) are read in order as one stream (results end at pauses, not
+  sentences); partial results (`partial`) repeat words of the next final one and are
+  skipped, as are results without words.
+
+Whisper and Vosk files are read whole (they are JSON documents); NeMo manifests line by line.
+Errors name the file and line (for JSON syntax errors json's line and column).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from punctkit.data.formats.asr import ID_KEYS, add_token, first_key, word_times
+from punctkit.data.formats.base import AsrUtterance, given_words, input_lines, source_name
+from punctkit.data.labels import LabelSet, Substitution
+from punctkit.files import PunctkitError, where
+
+# the keys that tell a JSON object's kind (top-level keys only); an object with none is `jsonl`
+KIND_KEYS = {"whisper": ("segments",), "vosk": ("result", "partial", "alternatives"),
+             "nemo": ("pred_text", "audio_filepath", "pred_text_punctuated")}
+ASK = "give --input-format"
+
+
+# ---------------------------------------------------------------- detection
+
+def object_kinds(obj: Any) -> set[str]:
+    """The formats whose keys a JSON value has (several: ambiguous; none: generic `jsonl`)."""
+    if not isinstance(obj, dict):
+        return set()
+    return {kind for kind, keys in KIND_KEYS.items() if any(k in obj for k in keys)}
+
+
+def json_line_kind(line: str) -> str:
+    """The line classifier of the JSON formats: for a line holding one JSON object, the kind its keys
+    say (`whisper`, `vosk`, `nemo`; `jsonl` for none or several), else ''."""
+    s = line.strip()
+    if not (s.startswith("{") and s.endswith("}")):
+        return ""
+    try:
+        obj = json.loads(s)
+    except ValueError:
+        return ""
+    if not isinstance(obj, dict):
+        return ""
+    kinds = object_kinds(obj)
+    return kinds.pop() if len(kinds) == 1 else "jsonl"
+
+
+def json_values(text: str, limit: int | None = None) -> tuple[list[tuple[int, int, Any]], json.JSONDecodeError | None]:
+    """The JSON values one after another in `text` (whitespace between them), each with its start and
+    end offsets, up to `limit` values; and the error that stopped the decoding, if any."""
+    dec = json.JSONDecoder()
+    out: list[tuple[int, int, Any]] = []
+    pos = 0
+    while limit is None or len(out) < limit:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            return out, None
+        try:
+            value, end = dec.raw_decode(text, pos)
+        except json.JSONDecodeError as e:
+            return out, e
+        out.append((pos, end, value))
+        pos = end
+    return out, None
+
+
+def json_kind(head: str, complete: bool, source: str) -> str | None:
+    """The format of an input whose text starts with `{` or `[` (`head`: its start, or all of it
+    when `complete`), or None when its first JSON value cannot be decoded (not JSON: the line
+    classifiers decide). A value's top-level keys say its kind (KIND_KEYS); objects without any
+    are `jsonl` when each is on one line. Keys of two kinds are an error naming both."""
+    values, err = json_values(head, 200)
+    if not values:
+        if err is None or not head.lstrip().startswith("{"):
+            return None
+        if not complete:
+            return head_key_kind(head)
+        lines = [ln for ln in head.splitlines() if ln.strip()]
+        if sum(bool(json_line_kind(ln)) for ln in lines) >= 0.5 * len(lines):
+            return None  # JSON lines with a bad line: the jsonl reader names it
+        raise PunctkitError(f"{source}:{err.lineno}: not valid JSON ({err.msg}, column {err.colno}); "
+                            f"{ASK} to read it as another format")
+    objs = [v for _, _, v in values]
+    if len(objs) == 1 and isinstance(objs[0], list):  # a list of results (Vosk)
+        objs = objs[0][:200]
+    kinds: set[str] = set()
+    for obj in objs:
+        kinds |= object_kinds(obj)
+    if len(kinds) > 1:
+        raise PunctkitError(f"{source}: cannot tell its format: its JSON has keys of {' and '.join(sorted(kinds))} "
+                            f"({', '.join(k for kind in sorted(kinds) for k in KIND_KEYS[kind])}); {ASK}")
+    if kinds:
+        return kinds.pop()
+    if all(isinstance(v, dict) and "\n" not in head[a:b] for a, b, v in values):
+        return "jsonl"
+    raise PunctkitError(f"{source}: JSON of no known shape (Whisper has 'segments', Vosk 'result', "
+                        f"NeMo 'pred_text'; JSON lines one object a line); {ASK}")
+
+
+def head_key_kind(head: str) -> str | None:
+    """The kind of a JSON document too long to decode from its head: the first KIND_KEYS key found."""
+    found = sorted(((pos, kind) for kind, keys in KIND_KEYS.items() for k in keys
+                    if (pos := head.find(f'"{k}"')) >= 0))
+    return found[0][1] if found else None
+
+
+# ---------------------------------------------------------------- shared
+
+def read_json_text(src: str | Path, encoding: str | None) -> str:
+    """The whole text of a JSON input (`-`: stdin), lines joined with newlines (line numbers kept)."""
+    return "\n".join(line for _, line in input_lines(src, encoding))
+
+
+def json_error(src: str | Path, e: json.JSONDecodeError) -> PunctkitError:
+    """A JSON syntax error as `file:LINE: not valid JSON (what, column C)`."""
+    return PunctkitError(f"{where(src, e.lineno)}: not valid JSON ({e.msg}, column {e.colno})")
+
+
+def line_of(text: str, pos: int) -> int:
+    """The 1-based line of offset `pos` in `text`."""
+    return text.count("\n", 0, pos) + 1
+
+
+def timed_words(utt: AsrUtterance, items: Any, loc: str, inventory: LabelSet, rules: Substitution,
+                dropped: list[int] | None, key: str = "word") -> None:
+    """Add the word objects of `items` (`key`: the word; `start`, `end`, optional) to `utt`."""
+    if not isinstance(items, list):
+        raise PunctkitError(f"{loc}: the words must be a list")
+    for k, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get(key), str):
+            raise PunctkitError(f"{loc}: word {k + 1} is not an object with a '{key}' string")
+        start, end = word_times(item, f"{loc}, word {k + 1}")
+        rec = {"index": k, "start_s": start, "end_s": end}
+        if not add_token(utt, item[key], rec, inventory, rules) and dropped is not None:
+            dropped[0] += 1
+
+
+def text_words(utt: AsrUtterance, text: str, inventory: LabelSet, rules: Substitution,
+               dropped: list[int] | None) -> None:
+    """Add the whitespace-separated words of `text` to `utt`, without times."""
+    for tok in text.split():
+        if not add_token(utt, tok, {"index": None, "start_s": None, "end_s": None}, inventory, rules) \
+                and dropped is not None:
+            dropped[0] += 1
+
+
+# ---------------------------------------------------------------- Whisper
+
+def whisper_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+                  dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """The segments of a Whisper JSON file, in order, as units of one stream (module docstring)."""
+    text = read_json_text(src, encoding)
+    values, err = json_values(text, 2)
+    if err is not None:
+        raise json_error(src, err)
+    if not values:
+        raise PunctkitError(f"{where(src, 1)}: empty file, expected a Whisper JSON object")
+    if len(values) > 1:
+        raise PunctkitError(f"{where(src, line_of(text, values[1][0]))}: more than one JSON value "
+                            f"(a Whisper file is one object)")
+    pos, _, doc = values[0]
+    lineno = line_of(text, pos)
+    if not isinstance(doc, dict) or not isinstance(doc.get("segments"), list):
+        raise PunctkitError(f"{where(src, lineno)}: expected a Whisper JSON object with a 'segments' list")
+    name = source_name(src)
+    for k, seg in enumerate(doc["segments"]):
+        loc = f"{where(src, lineno)} (segment {k + 1})"
+        if not isinstance(seg, dict):
+            raise PunctkitError(f"{loc}: a segment must be a JSON object")
+        words, said = seg.get("words"), seg.get("text")
+        if not isinstance(words, (list, type(None))) or not isinstance(said, (str, type(None))):
+            raise PunctkitError(f"{loc}: 'words' must be a list and 'text' a string")
+        utt = AsrUtterance(f"{name}-{k + 1:06d}", source=seg, lineno=lineno, has_id=False)
+        if words:
+            timed_words(utt, words, loc, inventory, rules, dropped)
+        elif said:
+            text_words(utt, said, inventory, rules, dropped)
+        yield utt
+
+
+# ---------------------------------------------------------------- NeMo
+
+def nemo_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+               dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """NeMo manifest lines, one utterance each (words from `pred_text`, else `text`)."""
+    name = source_name(src)
+    for i, line in input_lines(src, encoding):
+        if not line.strip():
+            continue
+        loc = where(src, i)
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise PunctkitError(f"{loc}: not valid JSON ({e.msg}, column {e.colno})") from None
+        if not isinstance(obj, dict):
+            raise PunctkitError(f"{loc}: expected a JSON object per line (a NeMo manifest)")
+        text = obj.get("pred_text", obj.get("text"))
+        if not isinstance(text, str):
+            raise PunctkitError(f"{loc}: no 'pred_text' or 'text' string")
+        uttid = first_key(obj, ID_KEYS)
+        utt = AsrUtterance(f"{name}-{i:06d}" if uttid in (None, "") else str(uttid), source=obj, lineno=i,
+                           has_id=False)
+        text_words(utt, text, inventory, rules, dropped)
+        yield utt
+
+
+def nemo_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path,
+             *_: Any) -> Iterator[str]:
+    """The manifest line with `pred_text_punctuated` added, every other field kept (an input that
+    was not a manifest: `pred_text` holds its words as given)."""
+    obj = dict(utt.source) if isinstance(utt.source, dict) else {}
+    if "pred_text" not in obj and "text" not in obj:
+        obj["pred_text"] = " ".join(given_words(utt))
+    obj["pred_text_punctuated"] = " ".join(shown)
+    yield json.dumps(obj, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------- Vosk
+
+def vosk_results(src: str | Path, encoding: str | None) -> Iterator[tuple[int, Any]]:
+    """(line, result object) of a Vosk file: objects one after another, or a JSON list of them."""
+    text = read_json_text(src, encoding)
+    values, err = json_values(text)
+    if err is not None:
+        raise json_error(src, err)
+    if len(values) == 1 and isinstance(values[0][2], list):
+        pos, end, items = values[0]
+        values = [(pos, end, v) for v in items]
+    for pos, _, obj in values:
+        if not isinstance(obj, dict):
+            raise PunctkitError(f"{where(src, line_of(text, pos))}: expected a Vosk result object")
+        yield line_of(text, pos), obj
+
+
+def vosk_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+               dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """The final results of a Vosk file with words, in order, as units of one stream (module docstring)."""
+    name = source_name(src)
+    n = 0
+    for i, obj in vosk_results(src, encoding):
+        loc = where(src, i)
+        if "partial" in obj:
+            continue
+        if isinstance(obj.get("alternatives"), list) and obj["alternatives"]:
+            obj = obj["alternatives"][0]
+            if not isinstance(obj, dict):
+                raise PunctkitError(f"{loc}: an alternative must be a JSON object")
+        utt = AsrUtterance("", source=obj, lineno=i, has_id=False)
+        if "result" in obj:
+            timed_words(utt, obj["result"], loc, inventory, rules, dropped)
+        elif isinstance(obj.get("text"), str):
+            text_words(utt, obj["text"], inventory, rules, dropped)
+        else:
+            raise PunctkitError(f"{loc}: a Vosk result needs 'result' (a list of words) or 'text' (a string)")
+        if utt.words:
+            n += 1
+            utt.uttid = f"{name}-{n:06d}"
+            yield utt

@@ -1,0 +1,218 @@
+"""Timed outputs of punctuate: SRT (`srt`), WebVTT (`vtt`) and timed JSON (`timed-json`).
+
+The cue and sentence builders are pure functions of (words as shown, times, labels), testable
+without a model:
+- `build_cues`: cues that end at sentence ends (a sentence end always closes a cue) and
+  within the limits (seconds from the first word's start to the last word's end, characters
+  a line, lines a cue); a sentence too long for one cue is split after a clause mark
+  (comma, ...) past its first third, else before the word that does not fit. Words are never
+  split: a word longer than a line stands alone on its line, and a word longer than the
+  seconds alone in its cue (the only cues over a limit).
+- `wrap`: the lines of a cue (greedy, whole words).
+- `sentences`: the sentences of a stream (a sentence end, or the end of an independent
+  utterance, closes one).
+Cue and sentence times are the recognizer's own: the start of the first word and the end
+of the last (a word without an end ends at its start), unchanged.
+
+Units of one stream (text, Whisper, Vosk) are one flow of sentences; independent
+utterances (Kaldi text, CTM, JSON lines, NeMo) each close their last cue and sentence.
+The writers stream: a cue or sentence is written as soon as it is complete; timed JSON is
+JSON lines, one sentence object a line (`{"text", "start", "end", "words": [...]}`).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from punctkit.data.formats.base import OutputOptions, Punctuated, chosen_prob, given_words, label_probs
+from punctkit.data.labels import O, SENTENCE_END, mark_of
+from punctkit.files import PunctkitError, where
+
+
+@dataclass(frozen=True)
+class TimedWord:
+    """One punctuated word with its times and where a cue may end after it."""
+
+    text: str                   # the word as shown (mark and case set)
+    start: float
+    end: float
+    sentence_end: bool = False  # its mark ends a sentence: the cue ends here
+    clause: bool = False        # it has another mark: a good place to split a long sentence
+    hard: bool = False          # an independent utterance ends here: the cue ends here
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A cue's limits: seconds (first start to last end), characters a line, lines."""
+
+    seconds: float = 7.0
+    chars: int = 42
+    lines: int = 2
+
+
+@dataclass(frozen=True)
+class Cue:
+    """One subtitle: its times and its lines of text."""
+
+    start: float
+    end: float
+    lines: list[str]
+
+
+def wrap(words: list[str], chars: int) -> list[str]:
+    """Whole words into lines of at most `chars` characters (a longer word alone on its line)."""
+    lines: list[str] = []
+    for w in words:
+        if lines and len(lines[-1]) + 1 + len(w) <= chars:
+            lines[-1] += " " + w
+        else:
+            lines.append(w)
+    return lines
+
+
+def fits(words: list[TimedWord], limits: Limits) -> bool:
+    """Whether `words` make one cue within the limits."""
+    return (words[-1].end - words[0].start <= limits.seconds
+            and len(wrap([w.text for w in words], limits.chars)) <= limits.lines)
+
+
+def cue_of(words: list[TimedWord], limits: Limits) -> Cue:
+    """The cue of `words`: the first word's start, the last word's end, the wrapped lines."""
+    return Cue(words[0].start, words[-1].end, wrap([w.text for w in words], limits.chars))
+
+
+def split_point(words: list[TimedWord]) -> int:
+    """Where to split words that overflow a cue: after the last clause mark past their first third
+    (not a lone `Well,`), else after all of them."""
+    for k in range(len(words) - 1, max(len(words) // 3, 1) - 1, -1):
+        if words[k].clause:
+            return k + 1
+    return len(words)
+
+
+def build_cues(words: Iterable[TimedWord], limits: Limits = Limits()) -> Iterator[Cue]:
+    """The cues of a stream of timed words (rules in the module docstring), streaming."""
+    cur: list[TimedWord] = []
+    for w in words:
+        if cur and not fits(cur + [w], limits):
+            k = split_point(cur)
+            yield cue_of(cur[:k], limits)
+            cur = cur[k:]
+            if cur and not fits(cur + [w], limits):
+                yield cue_of(cur, limits)
+                cur = []
+        cur.append(w)
+        if w.sentence_end or w.hard:
+            yield cue_of(cur, limits)
+            cur = []
+    if cur:
+        yield cue_of(cur, limits)
+
+
+def sentences(items: Iterable[tuple[Any, bool]]) -> Iterator[list[Any]]:
+    """Groups of items, each closed by an item whose flag is set (a sentence end), streaming."""
+    cur: list[Any] = []
+    for item, ends in items:
+        cur.append(item)
+        if ends:
+            yield cur
+            cur = []
+    if cur:
+        yield cur
+
+
+# ---------------------------------------------------------------- from punctuated units
+
+def word_time(utt: Any, k: int, src: str | Path, fmt: str) -> tuple[float, float]:
+    """(start, end) of word k of `utt` (an end defaults to the start); no start is an error."""
+    rec = utt.records[k] if k < len(utt.records) else None
+    start = rec.get("start_s") if isinstance(rec, dict) else None
+    if start is None:
+        raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k + 1} has no start time "
+                            f"(--format {fmt} needs word times)")
+    end = rec.get("end_s")
+    return start, start if end is None else end
+
+
+def cue_words(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions, fmt: str) -> Iterator[TimedWord]:
+    """The words of punctuated units as TimedWords (an independent utterance's last word is a hard end)."""
+    for utt, labels, shown, _ in units:
+        for k, (lab, text) in enumerate(zip(labels, shown)):
+            start, end = word_time(utt, k, src, fmt)
+            mk = mark_of(lab)
+            yield TimedWord(text, start, end, mk in SENTENCE_END, mk != O and mk not in SENTENCE_END,
+                            not opts.one_stream and k == len(labels) - 1)
+
+
+def stamp(t: float, sep: str) -> str:
+    """`HH:MM:SS,mmm` (SRT, sep `,`) or `HH:MM:SS.mmm` (WebVTT, sep `.`)."""
+    ms = round(t * 1000)
+    h, ms = divmod(ms, 3_600_000)
+    m, ms = divmod(ms, 60_000)
+    s, ms = divmod(ms, 1000)
+    return f"{h:02d}:{m:02d}:{s:02d}{sep}{ms:03d}"
+
+
+def limits_of(opts: OutputOptions) -> Limits:
+    """The cue limits of the writers' options."""
+    return Limits(opts.max_cue_seconds, opts.max_line_chars, opts.max_cue_lines)
+
+
+def srt_lines(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions) -> Iterator[str]:
+    """SubRip: numbered cues, `start --> end`, the lines, a blank line."""
+    for n, cue in enumerate(build_cues(cue_words(units, src, opts, "srt"), limits_of(opts)), 1):
+        yield from (str(n), f"{stamp(cue.start, ',')} --> {stamp(cue.end, ',')}", *cue.lines, "")
+
+
+def vtt_text(line: str) -> str:
+    """A cue line with WebVTT's special characters escaped (`&`, `<`, `>`; so no `-->`)."""
+    return line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def vtt_lines(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions) -> Iterator[str]:
+    """WebVTT: the header, then cues (`start --> end`, the lines, a blank line)."""
+    yield from ("WEBVTT", "")
+    for cue in build_cues(cue_words(units, src, opts, "vtt"), limits_of(opts)):
+        yield from (f"{stamp(cue.start, '.')} --> {stamp(cue.end, '.')}", *map(vtt_text, cue.lines), "")
+
+
+def word_case(shown: str) -> str | None:
+    """`U` when the shown word's first letter is upper-case, `L` when lower-case, None without letters."""
+    first = next((c for c in shown if c.isalpha()), None)
+    return None if first is None else "U" if first.isupper() else "L"
+
+
+def json_words(units: Iterable[Punctuated], opts: OutputOptions) -> Iterator[tuple[dict[str, Any], bool]]:
+    """Each word as a timed-JSON object, with whether a sentence (or an independent utterance) ends there."""
+    for utt, labels, shown, rows in units:
+        given = given_words(utt)
+        for k, (lab, text) in enumerate(zip(labels, shown)):
+            rec = utt.records[k] if k < len(utt.records) and isinstance(utt.records[k], dict) else {}
+            mk = mark_of(lab)
+            word: dict[str, Any] = {"word": given[k], "punctuated": text,
+                                    "start": rec.get("start_s"), "end": rec.get("end_s"),
+                                    "mark": mk, "case": word_case(text)}
+            if utt.has_id:
+                word["utterance"] = utt.uttid
+            if rows is not None and opts.inventory is not None:
+                word["p"] = chosen_prob(rows[k], opts.inventory, lab)
+                word["probs"] = label_probs(rows[k], opts.inventory)
+            yield word, mk in SENTENCE_END or (not opts.one_stream and k == len(labels) - 1)
+
+
+def sentence_json(words: list[dict[str, Any]]) -> dict[str, Any]:
+    """A sentence: its text, the first word's start, the last word's end, its words."""
+    out: dict[str, Any] = {"text": " ".join(w["punctuated"] for w in words), "start": words[0]["start"],
+                           "end": words[-1]["end"] if words[-1]["end"] is not None else words[-1]["start"]}
+    if "utterance" in words[0]:
+        out["utterance"] = words[0]["utterance"]
+    out["words"] = words
+    return out
+
+
+def timed_json_lines(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions) -> Iterator[str]:
+    """JSON lines, a sentence a line, each written as soon as it is complete (times without values: null)."""
+    for group in sentences(json_words(units, opts)):
+        yield json.dumps(sentence_json(group), ensure_ascii=False)

@@ -1,0 +1,116 @@
+"""Decoding with a bounded look-ahead: each word's label from a window that ends at most L words after it.
+
+With look-ahead L, word i of a stream of n words is labelled in the window that
+ends at word min(i + L, n - 1) and starts up to `window` words before that end
+(left context up to the window), so its mark is decided as soon as L further
+words have arrived, or the stream has ended. L is capped at `window - 1` (a
+window must hold its word). Unlimited look-ahead (`None`) is today's decoding
+(punctkit/decode/windows.py): word i's label comes from its most central window
+of the whole stream, which is known once `window` further words have arrived
+(no later window can then hold it) or the stream has ended.
+
+Everything here is pure windows logic plus one batching function over a
+`Predict` (torch or onnxruntime), so both backends work unchanged;
+punctkit/stream.py drives it word by word.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+from punctkit.data.streams import IGNORE, Stream, Window, WindowDataset
+from punctkit.decode.windows import Predict
+from punctkit.files import PunctkitError
+
+UNLIMITED = ("-1", "inf", "none", "unlimited")
+
+
+def parse_lookahead(value: str | int | None) -> int | None:
+    """A look-ahead setting: a count of words >= 0, or None for unlimited (None, -1, `inf`, `none`)."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text in UNLIMITED:
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        n = -2
+    if n < 0:
+        raise PunctkitError(f"--lookahead expects a number of words >= 0, or inf / -1 for unlimited (got '{value}')")
+    return n
+
+
+def delay(window: int, lookahead: int | None) -> int:
+    """Words that must follow word i before its label is decided (unless the stream ends first)."""
+    return window if lookahead is None else min(lookahead, window - 1)
+
+
+def owner_window(i: int, n: int, window: int, step: int) -> tuple[int, int]:
+    """The most central window holding word i among `plan_windows(n, window, step)`, as
+    `owners` (decode/windows.py) chooses it, without planning the whole stream."""
+    if n <= window:
+        return (0, n)
+    last = n - window
+    first = max(0, math.ceil((i - window + 1) / step)) * step
+    cands = [(s, s + window) for s in range(first, min(i, last - 1) + 1, step)]
+    if last <= i:
+        cands.append((last, n))
+    best, score = cands[0], -1
+    for a, b in cands:
+        c = min(i - a if a > 0 else n + 1, b - 1 - i if b < n else n + 1)
+        if c > score:  # ties go to the earlier window
+            best, score = (a, b), c
+    return best
+
+
+def word_window(i: int, n: int, window: int, step: int, lookahead: int | None) -> tuple[int, int]:
+    """(start, end) of the window that labels word i of a stream of (so far) n words.
+
+    Valid once word i is decided: `n >= i + 1 + delay(window, lookahead)` or n is the stream's length.
+    """
+    if lookahead is None:
+        return owner_window(i, n, window, step)
+    end = min(i + 1 + delay(window, lookahead), n)
+    return (max(0, end - window), end)
+
+
+Span = tuple[int, int]
+
+
+def label_windows(words: Sequence[str], base: int, wanted: Iterable[tuple[int, Span]], frontend: object,
+                  predict: Predict, cache: dict[Span, list[int]] | None = None) -> dict[int, int]:
+    """Label id of each wanted word, given as (word index, its window (start, end)), indices counted
+    from the stream's start and `words` holding the stream from index `base` on; the distinct
+    windows not in `cache` go through `predict` in one batch (and into `cache`)."""
+    wanted = list(wanted)
+    cache = {} if cache is None else cache
+    spans = sorted({w for _, w in wanted} - cache.keys())
+    if spans:
+        if spans[0][0] < base or max(b for _, b in spans) > base + len(words):
+            raise PunctkitError(f"window {spans[0]} is outside the words kept ({base}..{base + len(words)})")
+        stream = Stream("stream", ["stream"], [0], list(words), [IGNORE] * len(words))
+        hyps = predict(WindowDataset([stream], frontend, [Window(0, a - base, b - base) for a, b in spans]))
+        cache.update((span, hyps_[0][0]) for span, (hyps_, _) in zip(spans, hyps))
+    return {i: cache[w][i - w[0]] for i, w in wanted}
+
+
+def decode_lookahead(streams: list[list[str]], frontend: object, window: int, step: int,
+                     lookahead: int | None, predict: Predict,
+                     cache: dict[tuple[int, Span], list[int]] | None = None) -> list[list[int]]:
+    """Label ids of every word of whole streams, each decided as with look-ahead `lookahead`
+    (the same labels as streaming them word by word); the windows not in `cache` in one batch.
+    Windows are shared between look-aheads (word i at look-ahead L and word i+1 at L-1 use
+    the same one), so a sweep over look-aheads of the same streams passes one `cache`."""
+    cache = {} if cache is None else cache
+    plan = [(k, i, word_window(i, len(s), window, step, lookahead)) for k, s in enumerate(streams)
+            for i in range(len(s))]
+    spans = sorted({(k, w) for k, _, w in plan} - cache.keys())
+    if spans:
+        ss = [Stream(f"s{k}", [f"s{k}"], [0], list(s), [IGNORE] * len(s)) for k, s in enumerate(streams)]
+        hyps = predict(WindowDataset(ss, frontend, [Window(k, a, b) for k, (a, b) in spans]))
+        cache.update((span, hyps_[0][0]) for span, (hyps_, _) in zip(spans, hyps))
+    out: list[list[int]] = [[] for _ in streams]
+    for k, i, w in plan:
+        out[k].append(cache[(k, w)][i - w[0]])
+    return out

@@ -1,0 +1,182 @@
+"""Streaming punctuation: words in as a recognizer emits them, punctuated words out as soon as decided.
+
+    >>> s = Punctuator.load("model.pkt").stream(lookahead=4)
+    >>> s.feed("so i 'm here")        # [(word, label, shown), ...] committed by these words
+    >>> s.finish()                    # the rest, at the end of the talk
+
+A word's label is decided once `lookahead` further words have arrived (unlimited:
+once no later window can hold it, a window's worth of words later) or the stream
+ends (punctkit/decode/lookahead.py); a committed word is never revised, and the
+next sentence's capitalisation follows the committed marks. `PunctStream` does no
+I/O, so an async handler (a websocket) can drive it (`feed` is CPU work: run it in an
+executor, one call at a time per stream); `stream_lines` is the line protocol of
+`punctkit punctuate --stream`.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Iterator, Sequence
+
+from punctkit.data.formats import split_text
+from punctkit.data.labels import O, SENTENCE_END, default_substitution, mark_of
+from punctkit.data.tokenize import Written, show_tokens
+from punctkit.decode.lookahead import Span, delay, label_windows, word_window
+from punctkit.files import PunctkitError
+
+Committed = tuple[str, str, str]  # (the word the model read, its label, the word as shown)
+STREAM_FORMATS = ("text", "jsonl")
+
+
+def sentence_start_after(w: Written, label: str, start: bool) -> bool:
+    """Whether the word after `w` (labelled `label`) starts a sentence, as `show_tokens` decides it."""
+    mk = mark_of(label)
+    if mk != O:
+        return mk in SENTENCE_END
+    return start and not any(c.isalnum() for c in w.core)
+
+
+class PunctStream:
+    """One talk's words fed in order; `feed` and `finish` return the words they commit."""
+
+    def __init__(self, punct: Any, lookahead: int | None = None, capitalize: bool = True) -> None:
+        """`punct`: a loaded `punctkit.Punctuator` (its window, step, frontend, inventory and predict)."""
+        if lookahead is not None and getattr(punct.model, "seq2seq", False):
+            raise PunctkitError(f"model {punct.conf['model'].get('type')} is an encoder-decoder: a bounded "
+                                f"--lookahead is for taggers; stream it with unlimited look-ahead (inf)")
+        self.punct = punct
+        self.lookahead = lookahead
+        self.capitalize = capitalize
+        self.rules = default_substitution(punct.inventory)
+        self.arrived = 0     # words fed since the start (over all contexts)
+        self.committed = 0   # words committed since the start
+        self._reset()
+
+    def _reset(self) -> None:
+        self.words: list[str] = []        # the context's words the model reads, from index `base` on
+        self.written: list[Written] = []
+        self.base = 0
+        self.n = 0                        # words of this context so far
+        self.done = 0                     # words of this context committed
+        self.start = True                 # whether the next committed word starts a sentence
+        self.cache: dict[Span, list[int]] = {}
+
+    @property
+    def pending(self) -> int:
+        """Words fed but not committed yet."""
+        return self.n - self.done
+
+    def feed(self, words: str | Sequence[str]) -> list[Committed]:
+        """Add words (a text, split on whitespace, or its tokens); returns the words this commits."""
+        tokens = words.split() if isinstance(words, str) else list(words)
+        p = split_text(" ".join(tokens), self.punct.inventory, self.rules)
+        self.words += p.words
+        self.written += p.written
+        self.n += len(p.words)
+        self.arrived += len(p.words)
+        return self._commit(self.n - delay(self.punct.window, self.lookahead))
+
+    def finish(self) -> list[Committed]:
+        """End the context (the talk, or a final with --flush-on-final): commits every word held;
+        the next word fed starts a new context and a sentence."""
+        out = self._commit(self.n, ended=True)
+        self._reset()
+        return out
+
+    def run(self, chunks: Iterable[str | Sequence[str]]) -> Iterator[Committed]:
+        """The generator form: committed words as the chunks come, then the rest at their end."""
+        for chunk in chunks:
+            yield from self.feed(chunk)
+        yield from self.finish()
+
+    def _commit(self, upto: int, ended: bool = False) -> list[Committed]:
+        """Label words done..upto-1 (decided: with `ended`, n is the stream's length) and show them."""
+        if upto <= self.done:
+            return []
+        p = self.punct
+        wanted = [(i, word_window(i, self.n, p.window, p.step, self.lookahead)) for i in range(self.done, upto)]
+        ids = label_windows(self.words, self.base, wanted, p.frontend, p.predict, self.cache)
+        out: list[Committed] = []
+        for i in range(self.done, upto):
+            w, label = self.written[i - self.base], p.inventory.labels[ids[i]]
+            shown = show_tokens([w], [label], self.capitalize, self.start)[0]
+            self.start = sentence_start_after(w, label, self.start)
+            out.append((self.words[i - self.base], label, shown))
+        self.done = upto
+        self.committed += len(out)
+        self._trim()
+        return out
+
+    def _trim(self) -> None:
+        """Drop words no undecided word's window can reach (bounded memory)."""
+        keep_from = max(self.base, self.done - self.punct.window + 1)
+        del self.words[: keep_from - self.base]
+        del self.written[: keep_from - self.base]
+        self.base = keep_from
+        self.cache = {s: v for s, v in self.cache.items() if s[0] >= keep_from}
+
+
+def _final_text(line: str, where: str) -> tuple[str, bool]:
+    """(text, final) of one JSON line of a streaming recognizer; a line without `final` is final,
+    one with only `partial` (Vosk) is not."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise PunctkitError(f"{where}: not JSON ({e.msg}); give one object "
+                            f"{{\"text\": ..., \"final\": true|false}} per line, or plain words") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("text", obj.get("partial")), str):
+        raise PunctkitError(f"{where}: expected an object with a \"text\" string (and \"final\": true|false)")
+    if "text" not in obj:
+        return obj["partial"], False
+    return obj["text"], obj.get("final", True) is not False
+
+
+class LineProtocol:
+    """The line protocol of `punctuate --stream` and of the server's `/stream` websocket, one line at
+    a time: a plain line, or a JSON final, gives one output line (committed words, single spaces;
+    empty when none); a JSON partial gives none; a final ends the context only with `flush_on_final`.
+    `input_format`: text or jsonl; None: jsonl when the first non-blank line starts with `{`."""
+
+    def __init__(self, stream: PunctStream, input_format: str | None = None, flush_on_final: bool = False,
+                 source: str = "standard input") -> None:
+        if input_format not in (None, *STREAM_FORMATS):
+            raise PunctkitError(f"--stream reads {' or '.join(STREAM_FORMATS)} (plain words or JSON lines), "
+                                f"not {input_format}")
+        self.stream = stream
+        self.fmt = input_format
+        self.flush_on_final = flush_on_final
+        self.source = source
+        self.lineno = 0
+
+    def line(self, line: str) -> str | None:
+        """The output line for one input line (None: nothing to write)."""
+        self.lineno += 1
+        if self.fmt is None and line.strip():
+            self.fmt = "jsonl" if line.lstrip().startswith("{") else "text"
+        if self.fmt != "jsonl":
+            return " ".join(s for _, _, s in self.stream.feed(line))
+        if not line.strip():
+            return None
+        text, final = _final_text(line, f"{self.source} line {self.lineno}")
+        if not final:
+            return None
+        out = self.stream.feed(text) + (self.stream.finish() if self.flush_on_final else [])
+        return " ".join(s for _, _, s in out)
+
+    def end(self) -> str | None:
+        """At the end of the input: the words still held, if any."""
+        rest = self.stream.finish()
+        return " ".join(s for _, _, s in rest) if rest else None
+
+
+def stream_lines(stream: PunctStream, lines: Iterable[str], input_format: str | None = None,
+                 flush_on_final: bool = False, source: str = "standard input") -> Iterator[str]:
+    """`punctkit punctuate --stream` over an iterable of input lines (LineProtocol): an output line per
+    plain input line or JSON final, then one with the words still held, if any."""
+    proto = LineProtocol(stream, input_format, flush_on_final, source)
+    for line in lines:
+        out = proto.line(line)
+        if out is not None:
+            yield out
+    rest = proto.end()
+    if rest is not None:
+        yield rest

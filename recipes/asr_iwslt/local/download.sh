@@ -1,0 +1,1 @@
+../../../local/iwslt/download.sh

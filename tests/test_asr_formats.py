@@ -1,0 +1,341 @@
+"""Recognizer outputs in (Whisper JSON, NeMo manifests, Vosk results: punctkit/data/formats/recognizers.py):
+each read from a small sample written to the tool's documented schema, told apart by content
+(a `.json` name says nothing), malformed files one-line errors naming file and line; and the
+writers that show probabilities (jsonl, twocol), with hand-made probability rows.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from punct_util import cli
+from punctkit.data.formats import REGISTRY, detect_format, read
+from punctkit.data.formats.base import OutputOptions, given_words
+from punctkit.data.formats.recognizers import nemo_out, nemo_units, vosk_units, whisper_units
+from punctkit.data.formats.registry import twocol_emit
+from punctkit.data.formats.asr import jsonl_out
+from punctkit.data.labels import INVENTORIES, O, default_substitution
+from punctkit.files import PunctkitError
+
+INV = INVENTORIES["4class"]
+RULES = default_substitution(INV)
+LEGACY = Path(__file__).parent / "data" / "legacy" / "word.pkt"  # a packed word model (tests/data/legacy)
+
+
+def w(word: str, start: float | None, end: float | None, **extra: object) -> dict:
+    item: dict = {"word": word, **extra}
+    if start is not None:
+        item["start"], item["end"] = start, end
+    return item
+
+
+# openai-whisper `--word_timestamps True --output_format json`: words with Whisper's leading spaces,
+# marks and case the recognizer wrote; a segment without `words`, an empty one, a WhisperX word without times
+WHISPER = {
+    "text": " So, what do you think? I mean 20 people", "language": "en",
+    "segments": [
+        {"id": 0, "seek": 0, "start": 0.0, "end": 1.9, "text": " So, what do you think?", "tokens": [50364, 407],
+         "temperature": 0.0, "avg_logprob": -0.2, "compression_ratio": 1.1, "no_speech_prob": 0.01,
+         "words": [w(" So,", 0.0, 0.4, probability=0.91), w(" what", 0.4, 0.7, probability=0.98),
+                   w(" do", 0.7, 0.8, probability=0.99), w(" you", 0.8, 1.0, probability=0.99),
+                   w(" think?", 1.0, 1.9, probability=0.97)]},
+        {"id": 1, "seek": 0, "start": 2.0, "end": 3.0, "text": " I mean"},
+        {"id": 2, "seek": 0, "start": 3.0, "end": 3.0, "text": "", "words": []},
+        {"id": 3, "start": 3.1, "end": 4.0, "text": " 20 people",
+         "words": [w(" 20", None, None, score=0.5), w(" people", 3.5, 4.0, score=0.9)]},
+    ],
+}
+NEMO = [{"audio_filepath": "/data/a.wav", "duration": 2.5, "text": "the reference",
+         "pred_text": "so what do you think"},
+        {"audio_filepath": "/data/b.wav", "duration": 1.0, "text": "i mean twenty people", "lang": "en"}]
+# Vosk as its examples print rec.PartialResult(), rec.Result(), rec.FinalResult(): pretty-printed objects
+VOSK_RESULT = {"result": [{"conf": 1.0, "end": 1.11, "start": 0.87, "word": "so"},
+                          {"conf": 0.82, "end": 1.53, "start": 1.11, "word": "what"}], "text": "so what"}
+VOSK_FINAL = {"result": [{"conf": 1.0, "end": 2.4, "start": 2.0, "word": "think"}], "text": "think"}
+
+
+def vosk_text(objs: list[dict], indent: int | None = 2) -> str:
+    return "\n".join(json.dumps(o, indent=indent) for o in objs) + "\n"
+
+
+def write(tmp_path: Path, text: str, name: str = "asr.json") -> Path:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+# ------------------------------------------------------------------ Whisper
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_whisper_segments_words_and_times(tmp_path, indent):
+    p = write(tmp_path, json.dumps(WHISPER, indent=indent))
+    units = list(whisper_units(p, INV, RULES))
+    assert [u.uttid for u in units] == ["asr.json-000001", "asr.json-000002", "asr.json-000003", "asr.json-000004"]
+    assert not any(u.has_id for u in units)
+    # leading spaces stripped, words as Whisper wrote them otherwise; its marks are input marks
+    assert [given_words(u) for u in units] == [
+        ["So,", "what", "do", "you", "think?"], ["I", "mean"], [], ["20", "people"]]
+    assert units[0].words == ["so", "what", "do", "you", "think"]
+    assert units[0].marks == ["COMMA", O, O, O, "QUESTION"]
+    assert [(r["start_s"], r["end_s"]) for r in units[0].records] == [(0.0, 0.4), (0.4, 0.7), (0.7, 0.8),
+                                                                      (0.8, 1.0), (1.0, 1.9)]
+    # a segment without words: its text's words, no times; a word without times keeps none
+    assert [(r["start_s"], r["end_s"]) for r in units[1].records] == [(None, None), (None, None)]
+    assert [(r["start_s"], r["end_s"]) for r in units[3].records] == [(None, None), (3.5, 4.0)]
+    assert units[0].source["avg_logprob"] == -0.2  # the segment, every field kept (jsonl output)
+
+
+def test_whisper_is_one_stream_and_detected_by_content(tmp_path):
+    f = REGISTRY["whisper"]
+    assert f.one_stream and f.times and not f.ids
+    for name in ("out.json", "talk.txt", "x"):
+        assert detect_format(write(tmp_path, json.dumps(WHISPER), name)) == "whisper"
+        assert detect_format(write(tmp_path, json.dumps(WHISPER, indent=4), name)) == "whisper"
+
+
+def test_whisper_longer_than_the_detectors_head(tmp_path, monkeypatch):
+    """A document too long to decode from its head is told by its first known key."""
+    from punctkit.data.formats import registry
+
+    monkeypatch.setattr(registry, "JSON_HEAD", 600)
+    p = write(tmp_path, json.dumps(WHISPER, indent=2))
+    assert p.stat().st_size > 600 and detect_format(p) == "whisper"
+
+
+# ------------------------------------------------------------------ NeMo
+
+def test_nemo_manifest_pred_text_else_text_and_every_field_kept(tmp_path):
+    p = write(tmp_path, "".join(json.dumps(o) + "\n" for o in NEMO) + "\n", "manifest.json")
+    assert detect_format(p) == "nemo"
+    units = list(nemo_units(p, INV, RULES))
+    assert [u.words for u in units] == [["so", "what", "do", "you", "think"], ["i", "mean", "twenty", "people"]]
+    assert [u.lineno for u in units] == [1, 2]
+    out = [json.loads(line) for u in units
+           for line in nemo_out(u, [O] * (len(u.words) - 1) + ["PERIOD"], [x.core for x in u.written], p)]
+    assert out[0] == {**NEMO[0], "pred_text_punctuated": "so what do you think"}
+    assert out[1] == {**NEMO[1], "pred_text_punctuated": "i mean twenty people"}
+
+
+# ------------------------------------------------------------------ Vosk
+
+@pytest.mark.parametrize("layout", ["pretty", "lines", "list", "one"])
+def test_vosk_results_in_every_layout(tmp_path, layout):
+    objs = [{"partial": "so"}, VOSK_RESULT, {"text": ""}, {"partial": "think"}, VOSK_FINAL]
+    text = {"pretty": vosk_text(objs), "lines": vosk_text(objs, None), "list": json.dumps(objs, indent=1),
+            "one": json.dumps(VOSK_RESULT, indent=2)}[layout]
+    p = write(tmp_path, text, "result.json")
+    assert detect_format(p) == "vosk"
+    units = list(vosk_units(p, INV, RULES))
+    want = [["so", "what"]] if layout == "one" else [["so", "what"], ["think"]]
+    assert [u.words for u in units] == want  # partial results and results without words skipped
+    assert [(r["start_s"], r["end_s"]) for r in units[0].records] == [(0.87, 1.11), (1.11, 1.53)]
+    if layout == "pretty":
+        assert [u.lineno for u in units] == [4, 27]  # the line each result starts on
+    assert REGISTRY["vosk"].one_stream
+
+
+def test_vosk_alternatives_and_text_only_results(tmp_path):
+    alt = {"alternatives": [{"confidence": 200.0, "result": VOSK_RESULT["result"], "text": "so what"},
+                            {"confidence": 100.0, "result": [], "text": "sow"}]}
+    p = write(tmp_path, vosk_text([alt, {"text": "i mean"}]))
+    assert detect_format(p) == "vosk"
+    units = list(vosk_units(p, INV, RULES))
+    assert [u.words for u in units] == [["so", "what"], ["i", "mean"]]
+    assert units[1].records[0]["start_s"] is None
+
+
+# ------------------------------------------------------------------ detection among all formats
+
+SAMPLES = {
+    "whisper": json.dumps(WHISPER) + "\n",
+    "nemo": "".join(json.dumps(o) + "\n" for o in NEMO),
+    "vosk": vosk_text([VOSK_RESULT, VOSK_FINAL]),
+    "jsonl": '{"id": "u1", "words": [{"word": "so", "start": 0.1, "end": 0.3}]}\n{"id": "u2", "text": "ok then"}\n',
+    "ctm": "u1 1 0.10 0.20 so 0.9\nu1 1 0.30 0.20 what\n",
+    "twocol": "so\tCOMMA\nwhat\tO\nthen\tQUESTION\n",
+    "punctuator2": "so ,COMMA what then ?QUESTIONMARK\nyes .PERIOD\n",
+    "kaldi_text": "utt-1 so what\nutt-2 i mean\n",
+    "text": "so what do you think\ni mean twenty people\n",
+}
+
+
+@pytest.mark.parametrize("fmt", list(SAMPLES))
+def test_detection_among_all_formats(tmp_path, fmt):
+    assert detect_format(write(tmp_path, SAMPLES[fmt], "input.json")) == fmt
+
+
+def test_keys_of_two_formats_are_ambiguous(tmp_path):
+    p = write(tmp_path, json.dumps({"segments": [], "pred_text": "so"}) + "\n")
+    with pytest.raises(PunctkitError, match=r"asr.json: cannot tell its format: its JSON has keys of nemo and whisper "
+                                            r"\(pred_text, .*segments\); give --input-format"):
+        detect_format(p)
+    p = write(tmp_path, json.dumps(NEMO[0]) + "\n" + json.dumps(VOSK_RESULT) + "\n")
+    with pytest.raises(PunctkitError, match="keys of nemo and vosk"):
+        detect_format(p)
+
+
+def test_json_of_no_known_shape(tmp_path):
+    p = write(tmp_path, json.dumps({"transcript": "so"}, indent=2))
+    with pytest.raises(PunctkitError, match=rf"^{re.escape(str(p))}: JSON of no known shape .*give --input-format$"):
+        detect_format(p)
+
+
+# ------------------------------------------------------------------ malformed files: one line, file and line
+
+def err(call) -> str:
+    with pytest.raises(PunctkitError) as e:
+        call()
+    msg = str(e.value)
+    assert "\n" not in msg
+    return msg
+
+
+def test_malformed_whisper(tmp_path):
+    text = json.dumps(WHISPER, indent=2).splitlines()
+    text[5] = text[5].rstrip(",")  # a missing comma on line 6
+    p = write(tmp_path, "\n".join(text))
+    msg = err(lambda: detect_format(p))
+    assert re.fullmatch(rf"{re.escape(str(p))}:7: not valid JSON \(Expecting ',' delimiter, column \d+\); "
+                        r"give --input-format to read it as another format", msg), msg
+    assert re.match(rf"{re.escape(str(p))}:7: not valid JSON \(Expecting ',' delimiter, column \d+\)$",
+                    err(lambda: list(whisper_units(p, INV, RULES))))
+    bad = dict(WHISPER, segments=[{"words": [{"word": " so", "start": "soon"}]}])
+    p = write(tmp_path, "\n" + json.dumps(bad))
+    assert err(lambda: list(whisper_units(p, INV, RULES))).startswith(
+        f"{p}:2 (segment 1), word 1: word times must be numbers")
+    p = write(tmp_path, json.dumps(dict(WHISPER, segments=[{"words": [{"text": "so"}]}])))
+    assert err(lambda: list(whisper_units(p, INV, RULES))) == \
+        f"{p}:1 (segment 1): word 1 is not an object with a 'word' string"
+    p = write(tmp_path, json.dumps(dict(WHISPER, segments=[{"words": [w("so", 2.0, -1.0)]}])))
+    assert "word times must be finite and not negative" in err(lambda: list(whisper_units(p, INV, RULES)))
+    p = write(tmp_path, json.dumps({"segments": "none"}))
+    assert err(lambda: list(whisper_units(p, INV, RULES))) == \
+        f"{p}:1: expected a Whisper JSON object with a 'segments' list"
+    p = write(tmp_path, json.dumps(WHISPER) + "\n" + json.dumps(WHISPER))
+    assert err(lambda: list(whisper_units(p, INV, RULES))) == \
+        f"{p}:2: more than one JSON value (a Whisper file is one object)"
+
+
+def test_malformed_nemo_and_vosk(tmp_path):
+    p = write(tmp_path, json.dumps(NEMO[0]) + "\n" + '{"audio_filepath": "b.wav", "pred_text": "so}\n')
+    assert detect_format(p) == "nemo"
+    assert re.fullmatch(rf"{re.escape(str(p))}:2: not valid JSON \(Unterminated string starting at, column 42\)",
+                        err(lambda: list(nemo_units(p, INV, RULES))))
+    p = write(tmp_path, json.dumps({"audio_filepath": "b.wav", "pred_text": 3}) + "\n")
+    assert err(lambda: list(nemo_units(p, INV, RULES))) == f"{p}:1: no 'pred_text' or 'text' string"
+    objs = vosk_text([VOSK_RESULT]) + '{\n  "result" : [{"word": "so", "start": 1.0,, "end": 2}]\n}\n'
+    p = write(tmp_path, objs)
+    assert re.fullmatch(rf"{re.escape(str(p))}:19: not valid JSON \(Expecting property name .*, column \d+\)",
+                        err(lambda: list(vosk_units(p, INV, RULES))))
+    p = write(tmp_path, vosk_text([VOSK_RESULT, {"result": [{"conf": 1}]}]))
+    assert err(lambda: list(vosk_units(p, INV, RULES))) == \
+        f"{p}:18: word 1 is not an object with a 'word' string"
+    p = write(tmp_path, vosk_text([VOSK_RESULT, [1, 2]]))
+    assert err(lambda: list(vosk_units(p, INV, RULES))) == f"{p}:18: expected a Vosk result object"
+
+
+# ------------------------------------------------------------------ writers with probability rows
+
+def test_jsonl_and_twocol_show_probability_rows(tmp_path):
+    p = write(tmp_path, SAMPLES["jsonl"], "in.jsonl")
+    u = next(iter(REGISTRY["jsonl"].units(p, INV, RULES)))  # type: ignore[misc]
+    rows = np.array([[0.1, 0.2, 0.6, 0.1]], dtype=np.float32)
+    opts = OutputOptions(INV)
+    obj = json.loads(next(iter(jsonl_out(u, ["PERIOD"], ["So."], p, rows, opts))))
+    assert obj["probs"] == [{"O": 0.1, "COMMA": 0.2, "PERIOD": 0.6, "QUESTION": 0.1}]
+    assert obj["labels"] == ["PERIOD"] and obj["words"][0]["punctuated"] == "So."
+    assert "probs" not in json.loads(next(iter(jsonl_out(u, ["PERIOD"], ["So."], p))))
+    assert list(twocol_emit(u, ["PERIOD"], ["So."], p, rows, opts)) == ["so\tPERIOD\t0.6000", ""]
+    assert list(twocol_emit(u, ["COMMA"], ["So,"], p)) == ["so\tCOMMA", ""]
+    # the third column reads back: detected as twocol, the probability left out
+    out = tmp_path / "probs.tsv"
+    rows3 = np.array([[0.1, 0.2, 0.6, 0.1], [0.9, 0.05, 0.03, 0.02], [0.0, 0.0, 1.0, 0.0]], dtype=np.float32)
+    u3 = next(iter(REGISTRY["text"].units(write(tmp_path, "so then go\n", "t.txt"), INV, RULES)))  # type: ignore[misc]
+    out.write_text("\n".join(twocol_emit(u3, ["COMMA", O, "PERIOD"], ["So,", "then", "go."], p, rows3, opts)) + "\n")
+    assert out.read_text().splitlines()[0] == "so\tCOMMA\t0.2000"
+    assert detect_format(out) == "twocol"
+    back, _ = read(out)
+    assert [(b.words, b.labels) for b in back] == [(["so", "then", "go"], ["COMMA", O, "PERIOD"])]
+
+
+# ------------------------------------------------------------------ the command, end to end
+
+@pytest.fixture(scope="module")
+def model() -> Path:
+    if not LEGACY.is_file():
+        pytest.skip("tests/data/legacy/word.pkt is missing")
+    return LEGACY
+
+
+@pytest.fixture(scope="module")
+def punct(model):
+    from punctkit.punctuator import Punctuator
+
+    return Punctuator.load(model)
+
+
+def test_punctuate_whisper_words_pass_through(tmp_path, punct):
+    from punctkit.punctuator import punctuate_file
+
+    p = write(tmp_path, json.dumps(WHISPER))
+    punctuate_file(punct, p, tmp_path / "out")
+    text = (tmp_path / "out").read_text()
+    lines = text.splitlines()
+    assert len(lines) == 4 and lines[2] == ""  # a line a segment, the empty one empty
+    strip = lambda s: [re.sub(r"[,.?!;:]+$", "", t).lower() for t in s.split()]  # noqa: E731
+    assert strip(text) == ["so", "what", "do", "you", "think", "i", "mean", "20", "people"]
+    punctuate_file(punct, p, tmp_path / "kept", keep_input_marks=True)
+    kept = (tmp_path / "kept").read_text().split()
+    assert kept[0].endswith(",") and kept[4].endswith("?")  # Whisper's own marks kept
+
+
+def test_punctuate_detects_json_on_stdin_and_nemo_output(tmp_path, model):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "punctkit.cli", "punctuate", "-m", str(model), "--format", "nemo"],
+                       input=SAMPLES["nemo"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [{k: v for k, v in o.items() if k != "pred_text_punctuated"} for o in out] == NEMO
+    assert [re.sub(r"[,.?]", "", o["pred_text_punctuated"].lower()) for o in out] == ["so what do you think",
+                                                                                    "i mean twenty people"]
+
+
+def test_malformed_input_is_one_line_on_the_command_line(tmp_path, model):
+    p = write(tmp_path, json.dumps(WHISPER)[:-30])
+    r = cli("punctuate", "-m", model, p, ok=False)
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1
+    assert re.match(rf"punctkit: error: {re.escape(str(p))}:1: not valid JSON \(", r.stderr)
+
+
+def test_probs_only_for_the_formats_that_show_them(tmp_path, punct):
+    from punctkit.punctuator import punctuate_file
+
+    src = write(tmp_path, SAMPLES["text"], "t.txt")
+    with pytest.raises(PunctkitError, match=r"^--probs: --format readable cannot show probabilities "
+                                            r"\(formats that do: twocol, jsonl, timed-json\)$"):
+        punctuate_file(punct, src, tmp_path / "o", probs=True)
+    assert not (tmp_path / "o").exists()
+
+
+def test_probs_end_to_end(tmp_path, punct):
+    """--probs through punctuate: each word's distribution, and the chosen label's probability
+    (runs once label_units has the probability API)."""
+    from punctkit.punctuator import has_probs_api, punctuate_file
+
+    if not has_probs_api():
+        pytest.skip("label_units has no probability API in this version")
+    src = write(tmp_path, json.dumps(WHISPER))
+    punctuate_file(punct, src, tmp_path / "t.json", fmt="timed-json", probs=True)
+    punctuate_file(punct, src, tmp_path / "t.tsv", fmt="twocol", probs=True)
+    words = [w for line in (tmp_path / "t.json").read_text().splitlines() for w in json.loads(line)["words"]]
+    labels = list(punct.inventory.labels)
+    assert all(list(w["probs"]) == labels and abs(sum(w["probs"].values()) - 1) < 0.01 for w in words)
+    assert all(w["p"] == max(w["probs"].values()) for w in words)  # greedy: the chosen label is the likeliest
+    col3 = [float(line.split("\t")[2]) for line in (tmp_path / "t.tsv").read_text().splitlines() if line]
+    assert col3 == pytest.approx([w["p"] for w in words], abs=1e-4)

@@ -1,0 +1,425 @@
+"""`punctkit serve`: a real server process on a free port of 127.0.0.1, real HTTP requests, one tiny
+DRNN-LWMA packed with an ONNX graph (so the server runs without torch)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from punct_util import PK, tiny_conf, train_tiny
+
+aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
+pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
+from punctkit import Punctuator  # noqa: E402
+from punctkit.data.formats import read  # noqa: E402
+from punctkit.files import PunctkitError  # noqa: E402
+from punctkit.punctuator import punctuate_file  # noqa: E402
+from punctkit.serve import RateLimit, label_batch, parse_rate, parse_size  # noqa: E402
+
+TINY = tiny_conf({"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 32, "dropout": 0.1}, epochs=4)
+MAX_BODY = 64_000
+
+
+# ------------------------------------------------------------------ fixtures: a model, a server
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory) -> dict[str, Any]:
+    """A tiny DRNN-LWMA trained on 8000 words of dev2012 and packed with --onnx; test2011 utterances."""
+    from punctkit.punctuator import pack
+
+    d = tmp_path_factory.mktemp("serve")
+    pack(train_tiny(d, TINY), d / "m.pkt", onnx=True)
+    utts, _ = read(d / "test")
+    return {"dir": d, "pkt": d / "m.pkt", "utts": [u.words for u in utts]}
+
+
+@pytest.fixture(scope="module")
+def punct(packed) -> Punctuator:
+    return Punctuator.load(packed["pkt"], threads=1)
+
+
+class Server:
+    """`punctkit serve` as a child process on a free port (--port 0, read back from its log)."""
+
+    def __init__(self, pkt: Path, log: Path, *args: Any):
+        self.log = log
+        before = log.read_text() if log.exists() else ""
+        self.proc = subprocess.Popen(PK + ["serve", "-m", str(pkt), "--port", "0", "--threads", "1",
+                                           "--log", str(log), *map(str, args)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            new = log.read_text()[len(before):] if log.exists() else ""
+            if "listening on http://" in new:
+                self.url = new.split("listening on ")[1].split()[0]
+                break
+            if self.proc.poll() is not None:
+                raise AssertionError(f"serve exited: {self.proc.communicate()[1]}")
+            time.sleep(0.05)
+        else:
+            self.stop()
+            raise AssertionError("serve did not start in 60 s")
+        assert get(self.url + "/health")[0] == 200
+
+    def stop(self) -> tuple[int, str]:
+        """SIGTERM, then the exit status and stderr."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        return self.proc.returncode, err
+
+
+@pytest.fixture(scope="module")
+def server(packed):
+    s = Server(packed["pkt"], packed["dir"] / "serve.log", "--max-body", MAX_BODY, "--batch-wait-ms", 50)
+    yield s
+    s.stop()
+
+
+def get(url: str) -> tuple[int, Any]:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return r.status, json.loads(r.read())
+
+
+def post(url: str, body: bytes, ctype: str = "text/plain") -> tuple[int, str, str]:
+    """(status, content type, body) of a POST; an HTTP error status is returned, not raised."""
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": ctype}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.headers.get_content_type(), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get_content_type(), e.read().decode()
+
+
+def timed_jsonl(uttid: str, words: list[str], t0: float = 0.0) -> str:
+    """A JSON line with word times, as ASR services write it."""
+    items = [{"word": w, "start": round(t0 + 0.3 * k, 2), "end": round(t0 + 0.3 * k + 0.25, 2)}
+             for k, w in enumerate(words)]
+    return json.dumps({"id": uttid, "words": items}) + "\n"
+
+
+def expected(punct: Punctuator, tmp: Path, name: str, body: str, fmt: str = "readable") -> str:
+    """What `punctuate` writes for `body` in `fmt`."""
+    (tmp / name).write_text(body)
+    punctuate_file(punct, tmp / name, tmp / f"{name}.out", fmt=fmt)
+    return (tmp / f"{name}.out").read_text()
+
+
+def text_body(utts: list[list[str]], k: int, lines: int = 3) -> str:
+    """`lines` lines of test2011 words, from utterance k on."""
+    return "".join(" ".join(u) + "\n" for u in utts[k:k + lines])
+
+
+# ------------------------------------------------------------------ requests
+
+def test_plain_text_equals_punctuate(server, packed, punct, tmp_path):
+    """Lines of plain text are one stream, punctuated as `punctuate` does; the model does predict marks."""
+    body = text_body(packed["utts"], 0, 4)
+    status, ctype, out = post(server.url + "/punctuate", body.encode())
+    assert (status, ctype) == (200, "text/plain")
+    assert out == expected(punct, tmp_path, "a.txt", body)
+    assert any(c in out for c in ",.?")
+    assert out.split() != body.split()  # marks or case changed ...
+    assert [w.strip(",.?").lower() for w in out.split()] == body.split()  # ... never the words
+    marked = "So, if we keep these marks: what happens? " + body
+    answers = []
+    for query, keep in [("?keep_input_marks=true&capitalize=false", True), ("", False)]:
+        (tmp_path / "m.txt").write_text(marked)
+        punctuate_file(punct, tmp_path / "m.txt", tmp_path / "m.out", keep_input_marks=keep, capitalize=not keep)
+        answers.append(post(server.url + "/punctuate" + query, marked.encode())[2])
+        assert answers[-1] == (tmp_path / "m.out").read_text()
+    assert answers[0] != answers[1] and answers[0].startswith("so, if")
+
+
+def test_large_body_read_off_the_event_loop_equals_punctuate(server, packed, punct, tmp_path):
+    """A body over INLINE_BYTES is read and written in a thread; the answer is still punctuate's."""
+    from punctkit.serve import INLINE_BYTES
+
+    body = text_body(packed["utts"], 0, 30) * 2
+    assert INLINE_BYTES < len(body.encode()) < MAX_BODY
+    status, _, out = post(server.url + "/punctuate", body.encode())
+    assert status == 200 and out == expected(punct, tmp_path, "big.txt", body)
+    assert len(out.split()) == len(body.split())
+
+
+def test_ctm_body_is_detected_and_answered_as_punctuate_does(server, packed, punct, tmp_path):
+    words = packed["utts"][7][:60]
+    body = "".join(f"spk1_utt1 1 {0.3 * k:.2f} 0.25 {w} 0.9\n" for k, w in enumerate(words))
+    status, _, out = post(server.url + "/punctuate?format=ctm", body.encode())
+    assert status == 200 and out == expected(punct, tmp_path, "a.ctm", body, "ctm")
+    assert [ln.split()[:4] for ln in out.splitlines()] == [ln.split()[:4] for ln in body.splitlines()]
+
+
+def test_timed_jsonl_answers_timed_json_keeping_every_word_and_time(server, packed, punct, tmp_path):
+    body = timed_jsonl("utt1", packed["utts"][5]) + timed_jsonl("utt2", packed["utts"][6], 40.0)
+    status, ctype, out = post(server.url + "/punctuate", body.encode(), "application/json")
+    assert status == 200 and ctype in ("application/json", "application/x-ndjson")
+    got: list[tuple[str, float, float]] = []
+
+    def words(x: Any) -> None:  # every word object, in order, wherever the format puts it
+        if isinstance(x, dict):
+            if "word" in x and "start" in x:
+                got.append((x["word"], x["start"], x["end"]))
+            for v in x.values():
+                words(v)
+        elif isinstance(x, list):
+            for v in x:
+                words(v)
+
+    for line in out.splitlines():
+        words(json.loads(line))
+    want = [(w["word"], w["start"], w["end"]) for line in body.splitlines() for w in json.loads(line)["words"]]
+    assert got == want
+    # any output format by name; `uttid text` lines for readable
+    status, _, readable = post(server.url + "/punctuate?format=readable", body.encode(), "application/json")
+    assert status == 200 and readable == expected(punct, tmp_path, "b.jsonl", body)
+    assert [ln.split()[0] for ln in readable.splitlines()] == ["utt1", "utt2"]
+
+
+def test_bad_input_is_a_json_error(server):
+    for body, ctype, where in [(b'{"id": "u1", "words": [\n', "application/json", "request:1: not valid JSON"),
+                               (b'{"id": "u1"}\n{"id": \n', "application/x-ndjson", "request:2: not valid JSON"),
+                               (b'{"id": "u1", "words": 3}\n', "application/json", "request:1 (utterance u1)"),
+                               (b"so\tO\nwe\tCOMMA\ngo\tPERIOD\n", "text/plain", "request: looks like twocol")]:
+        status, ctype_out, out = post(server.url + "/punctuate", body, ctype)
+        assert (status, ctype_out) == (400, "application/json"), out
+        err = json.loads(out)["error"]
+        assert err.startswith(where) and "\n" not in err and "/tmp" not in err
+    for query, what in [("?format=nope", "unknown output format 'nope'"), ("?fromat=jsonl", "unknown parameter"),
+                        ("?format=ctm", "needs word times")]:
+        status, _, out = post(server.url + "/punctuate" + query, b"hello there")
+        assert status == 400 and what in json.loads(out)["error"]
+
+
+def test_oversized_body_is_413(server):
+    big = b"word " * (MAX_BODY // 5 + 10)
+    status, ctype, out = post(server.url + "/punctuate", big)
+    assert (status, ctype) == (413, "application/json") and "limit" in json.loads(out)["error"]
+
+    async def chunked() -> tuple[int, str]:  # no Content-Length: stopped while read
+        async def gen():
+            for _ in range(MAX_BODY // 1000 + 2):
+                yield b"word " * 200
+        async with aiohttp.ClientSession() as s:
+            async with s.post(server.url + "/punctuate", data=gen()) as r:
+                return r.status, await r.text()
+
+    status, out = asyncio.run(chunked())
+    assert status == 413 and "error" in json.loads(out)
+    assert post(server.url + "/punctuate", b"so i think we should go now")[0] == 200  # still serving
+
+
+def test_16_concurrent_clients_get_punctuates_labels_in_shared_batches(server, packed, punct, tmp_path):
+    """Requests batched into shared forward passes answer exactly what `punctuate` writes for each alone."""
+    utts = packed["utts"]  # 100 words each: requests of 2 lines or 2 utterances of 50 words
+    halves = [(u[:50], u[50:]) for u in utts[:16]]
+    bodies = [(f"{' '.join(a)}\n{' '.join(b)}\n", "text/plain", "readable") if k % 2 else
+              (timed_jsonl(f"u{k}a", a) + timed_jsonl(f"u{k}b", b), "application/json", "jsonl")
+              for k, (a, b) in enumerate(halves)]
+    want = [expected(punct, tmp_path, f"c{k}", body, fmt) for k, (body, _, fmt) in enumerate(bodies)]
+    _, before = get(server.url + "/health")
+
+    async def client(s: Any, body: str, ctype: str, fmt: str) -> tuple[int, str]:
+        async with s.post(server.url + f"/punctuate?format={fmt}", data=body.encode(),
+                          headers={"Content-Type": ctype}) as r:
+            return r.status, await r.text()
+
+    async def run() -> list[tuple[int, str]]:
+        async with aiohttp.ClientSession() as s:
+            return await asyncio.gather(*(client(s, *b) for b in bodies))
+
+    got = asyncio.run(run())
+    assert [g[0] for g in got] == [200] * 16
+    assert [g[1] for g in got] == want
+    assert sum(w.count(",") + w.count(".") + w.count("?") for w in want) > 10
+    _, after = get(server.url + "/health")
+    assert after["requests"] - before["requests"] >= 16
+    assert after["batches"] - before["batches"] < 16  # some requests shared a forward pass
+
+
+def ws_session(url: str, messages: list[str], query: str = "") -> list[Any]:
+    """The replies of the /stream websocket to `messages` (each answered or not), then to `{"eof": true}`:
+    text replies as strings, JSON errors as dicts."""
+    import aiohttp
+
+    async def run() -> list[Any]:
+        got: list[Any] = []
+        async with aiohttp.ClientSession() as http:
+            async with http.ws_connect(url.replace("http://", "ws://") + "/stream" + query) as ws:
+                for m in messages + [json.dumps({"eof": True})]:
+                    await ws.send_str(m)
+                    if m.lstrip().startswith('{"text"') and '"final": false' in m:
+                        continue  # partials are not answered
+                    reply = await asyncio.wait_for(ws.receive(), 60)
+                    got.append(json.loads(reply.data) if reply.data.startswith("{") else reply.data)
+        return got
+
+    return asyncio.run(run())
+
+
+def test_stream_websocket_equals_punctuate_stream(server, packed, punct):
+    """The websocket answers each message as `punctuate --stream` answers each line: same committed
+    words, look-ahead respected, the rest at eof; partials unanswered; bad JSON is a JSON error."""
+    from punctkit.stream import PunctStream, stream_lines
+
+    words = [w for u in packed["utts"][:3] for w in u][:120]
+    lines = [" ".join(words[k:k + 7]) for k in range(0, len(words), 7)]
+    want = list(stream_lines(PunctStream(punct, 2), lines + []))
+    got = ws_session(server.url, lines, "?lookahead=2")
+    assert got == want
+    assert " ".join(" ".join(got).split()).lower().replace(",", "").replace(".", "").replace("?", "").split() \
+        == [w.lower() for w in words]
+    assert got[0] == " ".join(s for _, _, s in PunctStream(punct, 2).feed(lines[0]))  # 5 of 7 words committed
+    msgs = [json.dumps({"text": " ".join(words[:10]), "final": False}),
+            json.dumps({"text": " ".join(words[:10]), "final": True}), "{not json"]
+    got = ws_session(server.url, msgs, "?lookahead=0")
+    assert isinstance(got[1], dict) and "not JSON" in got[1]["error"]
+    assert got[2] == ""  # look-ahead 0: the final committed every word, nothing is held at eof
+    assert got[0] == " ".join(s for _, _, s in PunctStream(punct, 0).run([words[:10]]))
+
+
+def test_health_and_model(server, punct):
+    status, health = get(server.url + "/health")
+    assert status == 200
+    assert health["status"] == "ok" and health["backend"] == "onnx" and health["model_file"] == "m.pkt"
+    assert health["torch_loaded"] is False  # the ONNX backend: the server process never imported torch
+    assert health["uptime_s"] > 0 and health["requests"] >= 1
+    status, card = get(server.url + "/model")
+    assert status == 200 and card == punct.card and card["onnx"] == "float32"
+
+
+def test_log_has_one_line_per_request(server):
+    n = len(server.log.read_text().splitlines())
+    post(server.url + "/punctuate", b"hello there how are you")
+    post(server.url + "/punctuate?format=nope", b"x")
+    time.sleep(0.2)
+    new = server.log.read_text().splitlines()[n:]
+    assert len(new) == 2
+    assert new[0].split()[2:6] == ["POST", "/punctuate", "200", "5"] and new[0].endswith(" ms")
+    assert new[1].split()[2:6] == ["POST", "/punctuate?format=nope", "400", "0"]
+
+
+# ------------------------------------------------------------------ limits and the process
+
+def test_rate_limit_answers_429_and_sigterm_stops_cleanly(packed, tmp_path):
+    log = tmp_path / "serve.log"
+    log.write_text("a line written before\n")  # the log is appended to, never replaced
+    s = Server(packed["pkt"], log, "--rate-limit", "1/s")
+    try:
+        codes = [post(s.url + "/punctuate", b"hello there")[0] for _ in range(4)]
+        assert codes[0] == 200 and 429 in codes
+        status, ctype, out = post(s.url + "/punctuate", b"hello there")
+        if status == 429:
+            assert ctype == "application/json" and "rate limit" in json.loads(out)["error"]
+        assert get(s.url + "/health")[0] == 200  # health checks are not limited
+    finally:
+        rc, err = s.stop()
+    assert rc == 0, err
+    text = log.read_text()
+    assert text.startswith("a line written before\n")
+    assert "serve: stopped after" in text and "Traceback" not in err
+
+
+def test_start_errors_are_one_line(server, packed, tmp_path):
+    port = server.url.rsplit(":", 1)[1]
+    for args, what in [(["-m", packed["pkt"], "--port", port], "cannot listen on 127.0.0.1:"),
+                       (["-m", packed["pkt"], "--max-body", "lots"], "--max-body"),
+                       (["-m", packed["pkt"], "--log", packed["pkt"]], "is also an input")]:
+        r = subprocess.run(PK + ["serve", *map(str, args)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1 and what in r.stderr, r.stderr
+    code = "import sys; sys.modules['aiohttp'] = None; from punctkit.cli import main; main()"
+    r = subprocess.run([sys.executable, "-c", code, "serve", "-m", str(packed["pkt"])], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 1 and r.stderr == "punctkit: error: punctkit serve needs aiohttp: " \
+                                             "pip install 'punctkit[serve]'\n"
+
+
+# ------------------------------------------------------------------ batching, in process
+
+@settings(max_examples=15, deadline=None)
+@given(cuts=st.lists(st.integers(0, 12), min_size=1, max_size=6), lengths=st.lists(st.integers(0, 90), min_size=1,
+                                                                                   max_size=12))
+def test_batching_never_changes_a_label(packed, punct, cuts, lengths):
+    """Streams of any lengths, split into requests anyhow: one shared call == each stream alone."""
+    pool = [w for u in packed["utts"] for w in u]
+    streams, at = [], 0
+    for n in lengths:
+        streams.append((pool[at:at + n], None))
+        at += n
+    bounds = sorted({min(c, len(streams)) for c in cuts} | {0, len(streams)})
+    jobs = [streams[a:b] for a, b in zip(bounds, bounds[1:])]
+    got = label_batch(punct, jobs)
+    assert [len(j) for j in got] == [len(j) for j in jobs]
+    assert [lab for j in got for lab in j] == [punct.label_words(w) for w, _ in streams]
+
+
+def test_long_input_is_punctuated_in_chunks(packed):
+    """An input far over the chunk size comes back labelled word for word, as one whole-stream decode."""
+    small = Punctuator.load(packed["pkt"], threads=1, chunk_words=50)
+    whole = Punctuator.load(packed["pkt"], threads=1)
+    words = [w for u in packed["utts"][:20] for w in u]
+    assert len(words) > 300
+    got = label_batch(small, [[(words[:7], None)], [(words, None)]])
+    assert got == [[whole.label_words(words[:7])], [whole.label_words(words)]]
+    assert sum(lab != "O" for lab in got[1][0]) > 5
+
+
+def test_int8_package_batched_differs_from_alone_on_under_half_a_percent_of_words(packed, tmp_path):
+    """int8 activations are quantized per batch, so sharing a batch may move a label, rarely."""
+    from punctkit.punctuator import pack
+
+    pack(packed["dir"] / "exp", tmp_path / "m8.pkt", onnx=True, int8=True)
+    p8 = Punctuator.load(tmp_path / "m8.pkt", threads=1)
+    assert p8.card["onnx"] == "int8"
+    jobs = [[(u[:50], None), (u[50:], None)] for u in packed["utts"]]
+    batched = [lab for job in label_batch(p8, jobs) for labels in job for lab in labels]
+    alone = [lab for job in jobs for words, _ in job for lab in p8.label_words(words)]
+    assert len(batched) == len(alone) == 3000
+    assert sum(a != b for a, b in zip(batched, alone)) < 0.005 * len(alone)
+
+
+def test_sizes_and_rates():
+    assert parse_size("1MB") == 1_000_000 and parse_size("64KiB") == 65536 and parse_size("512") == 512
+    assert parse_size("1.5kb") == 1500
+    assert parse_rate(None) is None and parse_rate("10/s") == parse_rate("10") == 10.0
+    for bad in ("", "MB", "-1", "0", "1TB"):
+        with pytest.raises(PunctkitError, match="--max-body"):
+            parse_size(bad)
+    with pytest.raises(PunctkitError, match="--rate-limit"):
+        parse_rate("fast")
+
+
+@given(rate=st.floats(0.5, 50), gaps=st.lists(st.floats(0, 0.5), min_size=1, max_size=60))
+def test_rate_limit_never_allows_more_than_the_rate(rate, gaps):
+    """Over any span of time a client gets at most burst + rate * span requests, and the first is allowed."""
+    lim, now, allowed = RateLimit(rate), 0.0, []
+    for g in gaps:
+        now += g
+        if lim.allow("c", now):
+            allowed.append(now)
+    assert allowed and allowed[0] == gaps[0]
+    for i, t in enumerate(allowed):
+        for j in range(i, len(allowed)):
+            assert j - i + 1 <= lim.burst + rate * (allowed[j] - t) + 1e-6
+
+
+def test_serve_module_does_not_import_torch():
+    r = subprocess.run([sys.executable, "-c", "import sys, punctkit.serve; print('torch' in sys.modules)"],
+                       capture_output=True, text=True, env={**os.environ}, timeout=60)
+    assert r.stdout.strip() == "False", r.stderr
