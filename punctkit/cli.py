@@ -560,7 +560,7 @@ def pack(
 ) -> None:
     """Pack a trained model (weights, frontend, config, labels, card) into one file; several: an ensemble."""
     from punctkit.punctuator import pack as do_pack
-    from punctkit.punctuator import pack_ensemble
+    from punctkit.ensemble import pack_ensemble
 
     if ensemble or len(exp_dirs) > 1:
         if train_data:
@@ -617,7 +617,7 @@ def punctuate(
 ) -> None:
     """Restore punctuation (and casing) in text, Kaldi text, CTM, JSON lines, Whisper, NeMo or Vosk output;
     write text, JSON, CTM, subtitles (srt, vtt) or timed JSON."""
-    from punctkit.punctuator import Punctuator, punctuate_file
+    from punctkit.punctuator import punctuate_file
 
     if not stream and (lookahead is not None or flush_on_final):
         raise PunctkitError("--lookahead and --flush-on-final go with --stream")
@@ -633,7 +633,9 @@ def punctuate(
             raise PunctkitError("--stream runs one model: give one -m (an ensemble streams in a later version)")
         punct = Ensemble.load(model, weights, **opts)
     else:
-        punct = Punctuator.load(model[0], **opts)
+        from punctkit.ensemble import load_model
+
+        punct = load_model(model[0], **opts)
     if stream:
         _punctuate_stream(punct, src, input_format, encoding, lookahead, flush_on_final, capitalize)
         return

@@ -9,7 +9,7 @@ word, and each word's label is the arg-max of the average. An `Ensemble` has the
 labelling interface of `Punctuator` (label_words, stream_labels, label_utterances,
 probs, punctuate), so `punctuate_file`, `label_units` and what is built on them run
 it unchanged. `punctkit pack --ensemble` stores one in a single package, which
-`Punctuator.load` returns as an Ensemble.
+`load_model` returns as an Ensemble.
 """
 from __future__ import annotations
 
@@ -23,40 +23,11 @@ import numpy as np
 from punctkit.data.formats import AsrUtterance, split_text
 from punctkit.data.labels import LabelSet, default_substitution
 from punctkit.files import PunctkitError
+from punctkit.decode.combine import check_inventories, combine, parse_weights  # noqa: F401 (the ensemble's API)
+from punctkit.package import EnsemblePackage, read_package
+from punctkit.package import pack_ensemble as pack_ensemble_files
 from punctkit.punctuator import Fixed, Punctuator, fixed_labels, label_units, split_rows
 from punctkit.text.frontend import Frontend
-
-
-def parse_weights(spec: str | Sequence[float] | None, n: int, source: str = "--weights") -> list[float]:
-    """`n` non-negative weights summing to 1, from `0.6,0.4` or a list (None: equal weights)."""
-    if spec is None:
-        return [1.0 / n] * n
-    try:
-        w = [float(x) for x in spec.split(",")] if isinstance(spec, str) else [float(x) for x in spec]
-    except ValueError:
-        raise PunctkitError(f"{source} '{spec}': give one number per model, e.g. 0.6,0.4") from None
-    if len(w) != n:
-        raise PunctkitError(f"{source}: {len(w)} weights for {n} models; give one per model")
-    if any(not np.isfinite(x) or x < 0 for x in w) or sum(w) <= 0:
-        raise PunctkitError(f"{source}: weights must be non-negative numbers, not all 0 (got {spec})")
-    total = sum(w)
-    return [x / total for x in w]
-
-
-def check_inventories(names: Sequence[str], inventories: Sequence[LabelSet]) -> None:
-    """A one-line error naming two models whose label inventories differ."""
-    for name, inv in zip(names[1:], inventories[1:]):
-        if inv.name != inventories[0].name:
-            raise PunctkitError(f"{names[0]} (inventory {inventories[0].name}) and {name} (inventory {inv.name}) "
-                                f"label different marks: the models of an ensemble must share one inventory")
-
-
-def combine(rows: Sequence[np.ndarray], weights: Sequence[float]) -> np.ndarray:
-    """The weighted average of the members' words x labels distributions."""
-    out = np.zeros_like(np.asarray(rows[0], dtype=np.float64))
-    for r, w in zip(rows, weights):
-        out += w * np.asarray(r, dtype=np.float64)
-    return out
 
 
 @dataclass
@@ -84,7 +55,7 @@ class Ensemble:
         names: list[str] = []
         packed: list[float] = []
         for p in paths:
-            loaded = Punctuator.load(p, **kwargs)
+            loaded = load_model(p, **kwargs)
             if isinstance(loaded, Ensemble):
                 members += loaded.members
                 names += loaded.names
@@ -157,3 +128,21 @@ class Ensemble:
                  for i, p in enumerate(passages, 1))
         return "\n".join(" ".join(shown) for _, _, shown in label_units(self, lines, True, keep_input_marks,
                                                                          capitalize))
+
+
+def load_model(path: str | Path, **opts: Any) -> "Punctuator | Ensemble":
+    """Any packed model: a Punctuator, or for an ensemble package (`punctkit pack --ensemble`) an
+    Ensemble of its members with their packed weights; `opts` as `Punctuator.load`'s, for each model."""
+    pkg = read_package(path)
+    if isinstance(pkg, EnsemblePackage):
+        members = [Punctuator.from_package(m, **opts) for m in pkg.members]
+        return Ensemble(members, pkg.weights, [f"{pkg.path} (model {k})" for k in range(len(members))], pkg.manifest)
+    return Punctuator.from_package(pkg, **opts)
+
+
+def pack_ensemble(exp_dirs: list[str | Path], out: str | Path, weights: str | None = None,
+                  **kwargs: Any) -> dict[str, Any]:
+    """`punctkit pack --ensemble` (punctkit/package.py's `pack_ensemble`; `weights` as `0.6,0.4`,
+    default equal), the file checked by loading it back before it replaces `out`."""
+    return pack_ensemble_files(list(exp_dirs), out, parse_weights(weights, len(exp_dirs)),
+                               verify=load_model, **kwargs)

@@ -34,7 +34,6 @@ import io
 import json
 import re
 import shutil
-import stat
 import tempfile
 import time
 import zipfile
@@ -46,6 +45,7 @@ from typing import Any, Callable, Iterable
 import yaml
 
 from punctkit import __version__
+from punctkit.archive import FRONTEND_LIMIT, TOTAL_LIMIT, WEIGHTS_LIMIT, MiB, file_type, size_problem, unsafe_name
 from punctkit.decode.options import OPTIONS_FILE, read_options
 from punctkit.files import PunctkitError, atomic_write, require_file
 from punctkit.score import read_score
@@ -57,13 +57,7 @@ FORMAT_VERSION = 1
 MANIFEST = "punctkit.json"
 FRONTEND = "frontend/"
 
-MiB, GiB = 2 ** 20, 2 ** 30
-WEIGHTS_LIMIT = 3 * GiB // 2   # model.pt, model.onnx: MPNet-base and its ONNX copy are about 0.45 GB each
 META_LIMIT = 4 * MiB           # punctkit.json, config.yaml, frontend/frontend.yaml
-FRONTEND_LIMIT = 64 * MiB      # each vocabulary / BPE codes / sentencepiece / tokenizer file
-TOTAL_LIMIT = 3 * GiB          # all members together, uncompressed
-MAX_RATIO = 100                # uncompressed / compressed size of any member over RATIO_FROM bytes
-RATIO_FROM = 1024
 LIMITS = {MANIFEST: META_LIMIT, "config.yaml": META_LIMIT, FRONTEND + CONF_FILE: META_LIMIT,
           "model.pt": WEIGHTS_LIMIT, "model.onnx": WEIGHTS_LIMIT}
 REQUIRED = (MANIFEST, "config.yaml", "model.pt", FRONTEND + CONF_FILE)
@@ -361,50 +355,9 @@ def _refuse(path: Path, name: str, why: str) -> PunctkitError:
     return PunctkitError(f"{path}: member {shown} refused: {why} (punctkit reads only what `punctkit pack` writes)")
 
 
-def unsafe_name(name: str) -> str | None:
-    """Why a member name cannot be a relative path inside a directory, or None."""
-    if "\\" in name:
-        return "a backslash in its name"
-    if name.startswith("/") or re.match(r"[A-Za-z]:", name):
-        return "an absolute path"
-    parts = name[:-1].split("/") if name.endswith("/") else name.split("/")
-    if ".." in parts:
-        return "'..' in its path"
-    if any(p in ("", ".") for p in parts) or any(ord(c) < 32 or c == "\x7f" for c in name):
-        return "an empty part, '.' or a control character in its path"
-    return None
-
-
-def _file_type(info: zipfile.ZipInfo) -> str | None:
-    """Why a member is not a plain file (or an allowed directory entry), or None."""
-    mode = info.external_attr >> 16
-    kind = stat.S_IFMT(mode)
-    if kind == stat.S_IFLNK:
-        return "a symbolic link"
-    if kind not in (0, stat.S_IFDIR if info.filename.endswith("/") else stat.S_IFREG):
-        return "not a regular file"
-    return None
-
-
 def limit_of(name: str) -> int:
     """The largest uncompressed size accepted for member `name` (an ensemble member's file: as in one model)."""
     return LIMITS.get(split_member(name)[1], FRONTEND_LIMIT)
-
-
-def size_problem(info: zipfile.ZipInfo, limit: int) -> str | None:
-    """Why a member's declared size (over `limit`) or compression ratio is refused, or None."""
-    if info.file_size > limit:
-        return f"declares {info.file_size} bytes, over the limit of {limit} for this member"
-    if info.file_size > RATIO_FROM and info.file_size > MAX_RATIO * max(info.compress_size, 1):
-        return (f"compression ratio {info.file_size / max(info.compress_size, 1):.0f} "
-                f"over the limit of {MAX_RATIO} ({info.compress_size} -> {info.file_size} bytes)")
-    return None
-
-
-def entry_problem(info: zipfile.ZipInfo, limit: int) -> str | None:
-    """Why any archive's member is refused (name, type, declared size, ratio), or None: the
-    checks of a package's members that do not depend on what a package holds."""
-    return unsafe_name(info.filename) or _file_type(info) or size_problem(info, limit)
 
 
 def check_entries(path: Path, infos: list[zipfile.ZipInfo]) -> None:
@@ -413,7 +366,7 @@ def check_entries(path: Path, infos: list[zipfile.ZipInfo]) -> None:
     total = 0
     for info in infos:
         name = info.filename
-        why = unsafe_name(name) or _file_type(info)
+        why = unsafe_name(name) or file_type(info)
         if why is None and name in seen:
             why = "a duplicate name"
         if why is None and split_member(name)[1] not in KNOWN and not is_dir_entry(name):

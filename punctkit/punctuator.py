@@ -35,7 +35,6 @@ from punctkit.files import PunctkitError, atomic_write, check_not_input
 from punctkit.decode.options import SEARCH_KEYS, DecodeOptions, resolve
 from punctkit.package import EnsemblePackage, Package, read_package
 from punctkit.package import pack as pack_files
-from punctkit.package import pack_ensemble as pack_ensemble_files
 from punctkit.text.frontend import Frontend
 
 if TYPE_CHECKING:  # torch is imported only by the torch backend, packing and quantization
@@ -136,23 +135,18 @@ class Punctuator:
     @classmethod
     def load(cls, path: str | Path, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
              beam: int | None = None, chunk_words: int = 10000, step: int | None = None,
-             quantize: bool = False, backend: str = "auto") -> Any:
+             quantize: bool = False, backend: str = "auto") -> "Punctuator":
         """Load a packed model (`punctkit pack`); `threads`: CPU threads (0: the library's default);
         `step` replaces the packed decoding step (words between windows: larger is faster, up to the window);
         `quantize` runs the model with int8 weights (`quantize_int8`, CPU, torch);
         `backend`: torch, onnx (a package packed with --onnx; no torch import) or auto (onnx when possible).
-        An ensemble package (`punctkit pack --ensemble`) gives a punctkit.ensemble.Ensemble of its
-        members, each loaded with these options."""
+        An ensemble package (`punctkit pack --ensemble`) is loaded by punctkit.ensemble.load_model."""
         pkg = read_package(path)
-        opts = dict(ngpu=ngpu, threads=threads, batch_size=batch_size, beam=beam, chunk_words=chunk_words,
-                    step=step, quantize=quantize, backend=backend)
         if isinstance(pkg, EnsemblePackage):
-            from punctkit.ensemble import Ensemble
-
-            members = [cls.from_package(m, **opts) for m in pkg.members]
-            names = [f"{pkg.path} (model {k})" for k in range(len(members))]
-            return Ensemble(members, pkg.weights, names, pkg.manifest)
-        return cls.from_package(pkg, **opts)
+            raise PunctkitError(f"{pkg.path}: an ensemble package of {len(pkg.members)} models: load it with "
+                                f"punctkit.ensemble.load_model (punctuate -m and serve do)")
+        return cls.from_package(pkg, ngpu=ngpu, threads=threads, batch_size=batch_size, beam=beam,
+                                chunk_words=chunk_words, step=step, quantize=quantize, backend=backend)
 
     @classmethod
     def from_package(cls, pkg: Package, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
@@ -336,16 +330,6 @@ def pack(exp_dir: str | Path, out: str | Path, *args: Any, **kwargs: Any) -> dic
     """`punctkit pack` (punctkit/package.py's `pack`, same arguments), the file checked by
     loading it back with `Punctuator.load` before it replaces `out`."""
     return pack_files(exp_dir, out, *args, verify=Punctuator.load, **kwargs)
-
-
-def pack_ensemble(exp_dirs: list[str | Path], out: str | Path, weights: str | None = None,
-                  **kwargs: Any) -> dict[str, Any]:
-    """`punctkit pack --ensemble` (punctkit/package.py's `pack_ensemble`; `weights` as `0.6,0.4`,
-    default equal), the file checked by loading it back before it replaces `out`."""
-    from punctkit.ensemble import parse_weights
-
-    return pack_ensemble_files(list(exp_dirs), out, parse_weights(weights, len(exp_dirs)),
-                               verify=Punctuator.load, **kwargs)
 
 
 def _fixed(marks: list[str], keep: bool) -> Fixed | None:

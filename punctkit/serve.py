@@ -48,6 +48,7 @@ from punctkit.data.formats.base import OutputOptions
 from punctkit.data.labels import O, default_substitution
 from punctkit.data.tokenize import ends_sentence, show_tokens
 from punctkit.decode.lookahead import parse_lookahead
+from punctkit.ensemble import load_model
 from punctkit.files import PunctkitError, check_not_input
 from punctkit.punctuator import OUTPUT_FORMATS, Fixed, Punctuator
 
@@ -535,7 +536,7 @@ def serve(model: str | Path, opts: ServeOptions, threads: int = 0, backend: str 
     model = Path(model)
     if opts.log is not None:
         check_not_input(opts.log, [model])
-    punct = Punctuator.load(model, threads=threads, backend=backend)
+    punct = load_model(model, threads=threads, backend=backend)
     with contextlib.ExitStack() as stack:
         log = sys.stderr if opts.log is None else stack.enter_context(open(opts.log, "a", encoding="utf-8"))
         service = Service(punct, opts, model, log)

@@ -105,7 +105,9 @@ def test_two_member_package_round_trips_and_punctuates(models, ens_pkt):
     assert not any(n in names for n in ("model.pt", "config.yaml"))
     pkg = read_package(ens_pkt)
     assert pkg.weights == [0.6, 0.4] and len(pkg.members) == 2
-    ens = Punctuator.load(ens_pkt, threads=1)
+    from punctkit.ensemble import load_model
+
+    ens = load_model(ens_pkt, threads=1)
     assert isinstance(ens, Ensemble) and ens.weights == [0.6, 0.4]
     card = ens.card
     assert card["weights"] == [0.6, 0.4] and [m["exp"] for m in card["members"]] == \

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent / "punctkit"
 # A layer may import its own modules and those of lower layers; `train` and `decode` share a level
 # and import neither each other.
 LEVELS: dict[str, int] = {
-    "files": 0, "progress": 0,
+    "files": 0, "progress": 0, "archive": 0,
     "data": 1, "score": 2, "report": 3, "project": 3,
     "align": 3, "recognize": 4,
     "text": 2, "feats": 2, "nn": 2, "speech": 2,
@@ -24,8 +24,9 @@ LEVELS: dict[str, int] = {
     "onnx": 7, "fit": 7,
     "package": 8, "stream": 8,
     "punctuator": 9,
-    "serve": 10,
-    "cli": 11,
+    "ensemble": 10,
+    "serve": 11,
+    "cli": 12,
 }
 TORCH_FREE = ("data", "score")
 TOP = "punctkit"  # the package root: only its constant `__version__` is imported from below

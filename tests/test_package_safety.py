@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from legacy_util import LEGACY
 from punctkit.files import PunctkitError
-from punctkit.package import (FRONTEND_FILES, GiB, MiB, allowed_members, check_entries, read_package,
+from punctkit.archive import GiB, MiB
+from punctkit.package import (FRONTEND_FILES, allowed_members, check_entries, read_package,
                               unsafe_name)
 
 BAD = Path(__file__).resolve().parent / "bad_inputs" / "packages"

