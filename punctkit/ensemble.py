@@ -18,20 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-import numpy as np
-
-from punctkit.data.formats import AsrUtterance, split_text
-from punctkit.data.labels import LabelSet, default_substitution
+from punctkit.data.labels import LabelSet
 from punctkit.files import PunctkitError
 from punctkit.decode.combine import check_inventories, combine, parse_weights  # noqa: F401 (the ensemble's API)
 from punctkit.package import EnsemblePackage, read_package
 from punctkit.package import pack_ensemble as pack_ensemble_files
-from punctkit.punctuator import Fixed, Punctuator, fixed_labels, label_units, split_rows
+from punctkit.punctuator import Fixed, Labeller, Punctuator, fixed_labels
 from punctkit.text.frontend import Frontend
 
 
 @dataclass
-class Ensemble:
+class Ensemble(Labeller):
     """Packed models whose per-word label distributions are averaged (weights sum to 1)."""
 
     members: list[Punctuator]
@@ -108,26 +105,6 @@ class Ensemble:
             rows = combine([r for _, r in got], self.weights)
             labels = fixed_labels(self.inventory, rows.argmax(1).tolist(), fixed)
             yield (labels, rows) if probs else labels
-
-    def label_words(self, words: list[str], fixed: Fixed | None = None, probs: bool = False) -> Any:
-        """Labels of one stream of words; with `probs`, (labels, words x labels averaged distributions)."""
-        items = zip(words, fixed if fixed is not None else [None] * len(words))
-        if probs:
-            return split_rows(self.stream_labels(items, True), len(self.inventory.labels))
-        return list(self.stream_labels(items))
-
-    def probs(self, words: list[str]) -> np.ndarray:
-        """The averaged distribution over the inventory's labels for each word of one stream."""
-        return self.label_words(words, probs=True)[1]
-
-    def punctuate(self, text: str, keep_input_marks: bool = False, capitalize: bool = True) -> str:
-        """Punctuated, readable text, as `Punctuator.punctuate`."""
-        rules = default_substitution(self.inventory)
-        passages = (split_text(t, self.inventory, rules) for t in text.splitlines())
-        lines = (AsrUtterance(str(i), p.words, p.marks, p.written, lineno=i, has_id=False)
-                 for i, p in enumerate(passages, 1))
-        return "\n".join(" ".join(shown) for _, _, shown in label_units(self, lines, True, keep_input_marks,
-                                                                         capitalize))
 
 
 def load_model(path: str | Path, **opts: Any) -> "Punctuator | Ensemble":

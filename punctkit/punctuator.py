@@ -118,8 +118,41 @@ def pick_backend(pkg: Package, backend: str, ngpu: int, quantize: bool) -> str:
     return "torch"
 
 
+class Labeller:
+    """What a Punctuator and an Ensemble (punctkit/ensemble.py) share over their `stream_labels`
+    and `inventory`: words, probabilities and readable text of one stream."""
+
+    inventory: LabelSet
+
+    def stream_labels(self, items: Iterable[tuple[str, str | None]], probs: bool = False) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def label_words(self, words: list[str], fixed: Fixed | None = None, probs: bool = False) -> Any:
+        """Labels of one stream of words (`fixed`: marks to keep, None where predicted); with `probs`,
+        (labels, words x labels array of the model's distributions, also where a mark is fixed)."""
+        items = zip(words, fixed if fixed is not None else [None] * len(words))
+        if probs:
+            return split_rows(self.stream_labels(items, True), len(self.inventory.labels))
+        return list(self.stream_labels(items))
+
+    def probs(self, words: list[str]) -> np.ndarray:
+        """The model's distribution over the inventory's labels for each word of one stream (words x labels)."""
+        return self.label_words(words, probs=True)[1]
+
+    def punctuate(self, text: str, keep_input_marks: bool = False, capitalize: bool = True) -> str:
+        """Punctuated, readable text (one stream; line breaks kept): the input's words in order, as
+        written, one space apart, with marks predicted (or kept) and case changed only for alphabetic
+        words (punctkit.data.tokenize.show_tokens)."""
+        rules = default_substitution(self.inventory)
+        passages = (split_text(t, self.inventory, rules) for t in text.splitlines())
+        lines = (AsrUtterance(str(i), p.words, p.marks, p.written, lineno=i, has_id=False)
+                 for i, p in enumerate(passages, 1))
+        return "\n".join(" ".join(shown) for _, _, shown in label_units(self, lines, True, keep_input_marks,
+                                                                         capitalize))
+
+
 @dataclass
-class Punctuator:
+class Punctuator(Labeller):
     """A loaded model (torch or onnxruntime) with its frontend and decoding settings."""
 
     predict: Predict              # n-best label ids of every window of a WindowDataset
@@ -271,29 +304,6 @@ class Punctuator:
             if size >= self.chunk_words:
                 yield from flush()
         yield from flush()
-
-    def label_words(self, words: list[str], fixed: Fixed | None = None, probs: bool = False) -> Any:
-        """Labels of one stream of words (`fixed`: marks to keep, None where predicted); with `probs`,
-        (labels, words x labels array of the model's distributions, also where a mark is fixed)."""
-        items = zip(words, fixed if fixed is not None else [None] * len(words))
-        if probs:
-            return split_rows(self.stream_labels(items, True), len(self.inventory.labels))
-        return list(self.stream_labels(items))
-
-    def probs(self, words: list[str]) -> np.ndarray:
-        """The model's distribution over the inventory's labels for each word of one stream (words x labels)."""
-        return self.label_words(words, probs=True)[1]
-
-    def punctuate(self, text: str, keep_input_marks: bool = False, capitalize: bool = True) -> str:
-        """Punctuated, readable text (one stream; line breaks kept): the input's words in order, as
-        written, one space apart, with marks predicted (or kept) and case changed only for alphabetic
-        words (punctkit.data.tokenize.show_tokens)."""
-        rules = default_substitution(self.inventory)
-        passages = (split_text(t, self.inventory, rules) for t in text.splitlines())
-        lines = (AsrUtterance(str(i), p.words, p.marks, p.written, lineno=i, has_id=False)
-                 for i, p in enumerate(passages, 1))
-        return "\n".join(" ".join(shown) for _, _, shown in label_units(self, lines, True, keep_input_marks,
-                                                                         capitalize))
 
     def stream(self, lookahead: int | None = None, capitalize: bool = True) -> "PunctStream":
         """A streaming punctuator (punctkit/stream.py): `feed(words)` and `finish()` return the words
