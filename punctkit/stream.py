@@ -40,6 +40,8 @@ class PunctStream:
 
     def __init__(self, punct: Any, lookahead: int | None = None, capitalize: bool = True) -> None:
         """`punct`: a loaded `punctkit.Punctuator` (its window, step, frontend, inventory and predict)."""
+        if not hasattr(punct, "window"):  # an Ensemble: its members may have different windows
+            raise PunctkitError("streaming runs one model, not an ensemble package: give one packed model")
         if lookahead is not None and getattr(punct.model, "seq2seq", False):
             raise PunctkitError(f"model {punct.conf['model'].get('type')} is an encoder-decoder: a bounded "
                                 f"--lookahead is for taggers; stream it with unlimited look-ahead (inf)")
