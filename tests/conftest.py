@@ -1,9 +1,15 @@
 """Shared fixtures: where the shared reference data lives, and small helpers."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # xdist runs one worker per core: one math thread each (and in the commands they start),
+    # so that two workers do not fight over the same cores
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 IWSLT = ROOT.parent / "shared" / "data" / "iwslt"

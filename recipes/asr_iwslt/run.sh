@@ -18,7 +18,8 @@
 #   local/s2v.sh                                   # Speech2Vec vectors for the two word+speech rows
 #   ./run.sh --stage 3 --train-config conf/train_$m.yaml --train-args "--set train.max_minutes=20"
 #   # m = lexical, acoustic, fused_{concat,add,max,average,stochastic}, lexical_pauses,
-#   #     concat_transformer, yitao_word_speech_sum, faber_w2v_s2v_concat
+#   #     concat_transformer, yitao_word_speech_sum, faber_w2v_s2v_concat, lexical_scratch
+#   # (the lexical stream reads static vectors pooled from MiniLM; lexical_scratch learns its own)
 #   punctkit results exp/train_*
 # Smoke run (tests): ./run.sh --local-data-opts "--tiny true" --train-config conf/train_tiny.yaml
 set -euo pipefail
