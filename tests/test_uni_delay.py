@@ -168,7 +168,7 @@ def packed(tmp_path_factory):
     d = tmp_path_factory.mktemp("uni")
     cli("pack", train_tiny(d, TINY), "-o", d / "m.pkt", "--onnx")
     utts, _ = read(d / "test")
-    (d / "words.txt").write_text("".join(" ".join(u.words) + "\n" for u in utts[:6]))
+    (d / "words.txt").write_text("".join(" ".join(u.words) + "\n" for u in utts[:3]))
     return d
 
 
@@ -188,6 +188,16 @@ def test_trained_uni_model_streams_with_lookahead_and_decodes(packed):
         "-o", packed / "hyp")
     hyp = [lab for u in read(packed / "hyp")[0] for lab in u.labels]
     assert len(hyp) == len(words) and len(set(hyp)) > 1
+
+
+def test_train_with_a_bad_delay_is_a_one_line_error(packed, tmp_path):
+    """`punctkit train` stops at building the model with one error line (after its log lines), no traceback."""
+    r = cli("train", "--config", packed / "exp" / "config.yaml", "--train-dir", packed / "train",
+            "--exp", tmp_path / "exp", "--set", "model.delay=-1", ok=False)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("punctkit: error:")]
+    assert errors == [r.stderr.splitlines()[-1]] == ["punctkit: error: model: delay must be a number of words >= 0, "
+                                                      "not -1"]
 
 
 def test_packed_onnx_graph_equals_torch_on_any_batch_shape(packed):
