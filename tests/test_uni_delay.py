@@ -118,7 +118,8 @@ def paper_shapes(n_layers: int, d: int, n_heads: int) -> dict[str, tuple[int, ..
                    "query_rnn.bias_ih_l0": (3 * d,), "query_rnn.bias_hh_l0": (3 * d,)})
     for i in range(n_layers):
         for p, d_in in (("q", d), ("k", 2 * d), ("v", 2 * d)):
-            shapes.update({f"attns.{i}.{p}_proj.weight": (n_heads * d, d_in), f"attns.{i}.{p}_proj.bias": (n_heads * d,)})
+            shapes.update({f"attns.{i}.{p}_proj.weight": (n_heads * d, d_in),
+                           f"attns.{i}.{p}_proj.bias": (n_heads * d,)})
     shapes.update({"out.weight": (N_LABELS, d + n_layers * n_heads * d), "out.bias": (N_LABELS,)})
     return shapes
 
