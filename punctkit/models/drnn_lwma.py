@@ -43,14 +43,14 @@ def check_direction(direction: str, delay: int) -> None:
 
 @register("drnn_lwma")
 class DRNNLWMA(PunctModel):
-    """Stacked BiGRU + query GRU + layer-wise multi-head attention tagger.
+    """Stacked BiGRU (or left-to-right GRU) + query GRU + layer-wise multi-head attention tagger.
 
     Args:
-        n_layers: number of BiGRU layers (n).
+        n_layers: number of recurrent layers (n).
         n_heads: attention heads per layer (m).
         d_model: hidden size d (per direction, the query GRU and every head).
         dropout: dropout on the embeddings, every recurrent layer and the classifier input.
-        attend: "all" (layer-wise, the paper) or "top" (only the last BiGRU layer).
+        attend: "all" (layer-wise, the paper) or "top" (only the last recurrent layer).
         freeze_embeddings: keep pre-trained vectors fixed (the paper fine-tunes them).
         direction: "bi" (the paper) or "uni" (left-to-right layers, for streaming).
         delay: with direction "uni", the words of right context L each word's label may use.
