@@ -9,6 +9,13 @@ n_layers=1, n_heads=1 is the T-BRNN-like baseline of the paper.
 Sequences are packed, so padding never enters a bidirectional state, and padded
 tokens are masked out of the attention. Queries are taken only at each word's
 label-carrying token (the outputs elsewhere would be thrown away).
+
+`direction: uni, delay: L` (streaming with bounded look-ahead, issue #19): every
+recurrent layer runs left to right only (d per layer instead of 2d), word t is
+labelled from the states at the label-carrying token of word min(t + L, last word),
+and its attention reads only the tokens up to that one. So word t's logits never
+depend on anything after word t + L: the model has at most L words of right context
+by construction. `direction: bi` (the default) is the paper's model, unchanged.
 """
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from punctkit.files import PunctkitError
 from punctkit.models.base import Batch, PunctModel, gather_words
 from punctkit.models.registry import register
 from punctkit.nn.attention import MultiHeadAttention
@@ -23,17 +31,29 @@ from punctkit.nn.embedding import InputEmbedding
 from punctkit.nn.rnn import packed_lengths, run_packed
 
 
+def check_direction(direction: str, delay: int) -> None:
+    """A one-line error for a `direction`/`delay` pair the model cannot take."""
+    if direction not in ("bi", "uni"):
+        raise PunctkitError(f"model: direction must be 'bi' or 'uni', not {direction!r}")
+    if isinstance(delay, bool) or not isinstance(delay, int) or delay < 0:
+        raise PunctkitError(f"model: delay must be a number of words >= 0, not {delay!r}")
+    if direction == "bi" and delay:
+        raise PunctkitError("model: delay bounds the right context of direction: uni; add direction: uni or drop delay")
+
+
 @register("drnn_lwma")
 class DRNNLWMA(PunctModel):
-    """Stacked BiGRU + query GRU + layer-wise multi-head attention tagger.
+    """Stacked BiGRU (or left-to-right GRU) + query GRU + layer-wise multi-head attention tagger.
 
     Args:
-        n_layers: number of BiGRU layers (n).
+        n_layers: number of recurrent layers (n).
         n_heads: attention heads per layer (m).
         d_model: hidden size d (per direction, the query GRU and every head).
         dropout: dropout on the embeddings, every recurrent layer and the classifier input.
-        attend: "all" (layer-wise, the paper) or "top" (only the last BiGRU layer).
+        attend: "all" (layer-wise, the paper) or "top" (only the last recurrent layer).
         freeze_embeddings: keep pre-trained vectors fixed (the paper fine-tunes them).
+        direction: "bi" (the paper) or "uni" (left-to-right layers, for streaming).
+        delay: with direction "uni", the words of right context L each word's label may use.
     """
 
     def __init__(
@@ -48,25 +68,32 @@ class DRNNLWMA(PunctModel):
         dropout: float = 0.5,
         attend: str = "all",
         freeze_embeddings: bool = False,
+        direction: str = "bi",
+        delay: int = 0,
     ) -> None:
         super().__init__()
         if attend not in ("all", "top"):
             raise ValueError(f"attend must be 'all' or 'top', not {attend!r}")
+        check_direction(direction, delay)
+        self.direction, self.delay = direction, int(delay)
         d = d_model
+        width = 2 * d if direction == "bi" else d  # size of every recurrent layer's output
         self.embed = InputEmbedding(vocab_size, d, pad_id, embeddings, freeze=freeze_embeddings)
         self.drop = nn.Dropout(dropout)
+        # named `birnns` in both directions, so that the state-dict keys of `bi` models stay as they were
         self.birnns = nn.ModuleList(
-            nn.GRU(d if i == 0 else 2 * d, d, batch_first=True, bidirectional=True) for i in range(n_layers)
+            nn.GRU(d if i == 0 else width, d, batch_first=True, bidirectional=direction == "bi")
+            for i in range(n_layers)
         )
-        self.query_rnn = nn.GRU(2 * d, d, batch_first=True)
+        self.query_rnn = nn.GRU(width, d, batch_first=True)
         self.attended = list(range(n_layers)) if attend == "all" else [n_layers - 1]
         self.attns = nn.ModuleList(
-            MultiHeadAttention(d, 2 * d, n_heads=n_heads, d_head=d) for _ in self.attended
+            MultiHeadAttention(d, width, n_heads=n_heads, d_head=d) for _ in self.attended
         )
         self.out = nn.Linear(d + len(self.attended) * n_heads * d, n_labels)
 
     def encode_layers(self, batch: Batch) -> tuple[list[torch.Tensor], torch.Tensor]:
-        """Return every BiGRU layer's outputs (B, T, 2d) and the query GRU states (B, T, d)."""
+        """Return every recurrent layer's outputs (B, T, 2d; d when uni) and the query GRU states (B, T, d)."""
         tokens, mask = batch["tokens"], batch["token_mask"]
         lengths = packed_lengths(mask)  # one pack per layer keeps the layers exportable (punctkit/onnx.py)
         x = self.drop(self.embed(tokens))
@@ -76,12 +103,27 @@ class DRNNLWMA(PunctModel):
             layers.append(x)
         return layers, run_packed(self.query_rnn, x, lengths)
 
+    def label_positions(self, batch: Batch) -> torch.Tensor:
+        """(B, W) index of the token whose states label each word: its own label-carrying token
+        (bi), or that of word min(t + delay, last word of the row) (uni)."""
+        word_pos = batch["word_pos"]  # (B, W)
+        if self.direction == "bi":
+            return word_pos
+        last = (batch["word_mask"].sum(1, keepdim=True) - 1).clamp(min=0)  # (B, 1) last real word
+        t = torch.ones_like(word_pos).cumsum(1) - 1  # (B, W) word indices; not arange, so W stays dynamic in ONNX
+        return word_pos.gather(1, torch.minimum(t + self.delay, last))
+
     def classify(self, layers: list[torch.Tensor], s: torch.Tensor, batch: Batch) -> torch.Tensor:
         """Per-word logits from the layer outputs and the query states."""
-        q = gather_words(s, batch["word_pos"])  # (B, W, d)
+        pos = self.label_positions(batch)  # (B, W)
+        q = gather_words(s, pos)  # (B, W, d)
+        attn_mask = None
+        if self.direction == "uni":
+            tok = torch.ones_like(batch["tokens"]).cumsum(1) - 1  # (B, T) token indices
+            attn_mask = tok[:, None, :] <= pos[:, :, None]  # (B, W, T): word t reads tokens up to pos[t] only
         feats = [q]
         for i, attn in zip(self.attended, self.attns):
-            feats.append(attn(q, layers[i], key_mask=batch["token_mask"]))
+            feats.append(attn(q, layers[i], key_mask=batch["token_mask"], attn_mask=attn_mask))
         return self.out(self.drop(torch.cat(feats, dim=-1)))
 
     def forward(self, batch: Batch) -> torch.Tensor:
