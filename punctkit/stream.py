@@ -45,6 +45,12 @@ class PunctStream:
         if lookahead is not None and getattr(punct.model, "seq2seq", False):
             raise PunctkitError(f"model {punct.conf['model'].get('type')} is an encoder-decoder: a bounded "
                                 f"--lookahead is for taggers; stream it with unlimited look-ahead (inf)")
+        model_conf = punct.conf.get("model", {})
+        built_in = model_conf.get("delay", 0) if model_conf.get("direction") == "uni" else 0
+        if lookahead is not None and lookahead < built_in:
+            # its labels are read from the states `delay` words on: with fewer words they are not there yet
+            raise PunctkitError(f"this model reads {built_in} words ahead by construction (direction: uni, "
+                                f"delay: {built_in}): stream it with --lookahead {built_in} or more")
         self.punct = punct
         self.lookahead = lookahead
         self.capitalize = capitalize

@@ -191,6 +191,15 @@ def test_trained_uni_model_streams_with_lookahead_and_decodes(packed):
     assert len(hyp) == len(words) and len(set(hyp)) > 1
 
 
+def test_streaming_with_less_lookahead_than_the_delay_is_a_one_line_error(packed):
+    """A uni model with delay 2 cannot label a word from 1 word ahead: one error line, no output."""
+    r = cli("punctuate", "-m", packed / "m.pkt", "--stream", "--lookahead", 1, "--threads", 1,
+            packed / "words.txt", ok=False)
+    assert r.returncode == 1 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.splitlines() == ["punctkit: error: this model reads 2 words ahead by construction "
+                                     "(direction: uni, delay: 2): stream it with --lookahead 2 or more"]
+
+
 def test_train_with_a_bad_delay_is_a_one_line_error(packed, tmp_path):
     """`punctkit train` stops at building the model with one error line (after its log lines), no traceback."""
     r = cli("train", "--config", packed / "exp" / "config.yaml", "--train-dir", packed / "train",

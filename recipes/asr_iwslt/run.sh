@@ -13,10 +13,11 @@
 #     reference valid set), decode and score test_ref and test_asr; 7-8 skipped for audio models
 # Size of the default run: train = dev2012 lines 1-36,000 (~900 utterances, ~3.3 h of audio),
 # valid = dev2012 lines 266,221-272,220 (~150 utterances), test = test2011 (~310 utterances,
-# ~1.2 h): the table's eleven trainings at about 20 minutes each fit in about four core-hours:
+# ~1.2 h): the table's twelve trainings, 12 minutes each at most, took about 1.3 h on 2 cores:
 #   ./run.sh --stop-stage 2 --local-data-opts "--nj 2"
 #   local/s2v.sh                                   # Speech2Vec vectors for the two word+speech rows
-#   ./run.sh --stage 3 --train-config conf/train_$m.yaml --train-args "--set train.max_minutes=20"
+#   ./run.sh --stage 3 --stop-stage 6 --nj 1 --train-config conf/train_$m.yaml \
+#     --train-args "--set train.threads=1 --set train.max_minutes=12"   # two side by side (RESULTS.md)
 #   # m = lexical, acoustic, fused_{concat,add,max,average,stochastic}, lexical_pauses,
 #   #     concat_transformer, yitao_word_speech_sum, faber_w2v_s2v_concat, lexical_scratch
 #   # (the lexical stream reads static vectors pooled from MiniLM; lexical_scratch learns its own)
