@@ -123,17 +123,31 @@ def test_configs_paper_keep_the_papers_setup():
         assert not {"local_conv", "embed_std", "input_norm"} & set(model), path.name
 
 
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_recurrent_layer_under_attention_keeps_the_fast_start(name):
+    """Every config with `rnn_layers: 1` (a BiGRU under the self-attention, as the *_rnn configs)
+    still learns the next-word rule within STEPS steps."""
+    assert punct_f1_of(name, rnn_layers=1) >= 80.0
+
+
+def test_negative_rnn_layers_is_a_one_line_error():
+    with pytest.raises(PunctkitError, match="rnn_layers must be >= 0"):
+        build_model({"type": "transformer_tagger", **SMALL, "rnn_layers": -1}, vocab_size=VOCAB, n_labels=3)
+
+
 @pytest.mark.parametrize("width", [2, -1])
 def test_even_or_negative_conv_width_is_a_one_line_error(width):
     with pytest.raises(PunctkitError, match="local_conv must be 0"):
         build_model({"type": "transformer_tagger", **SMALL, "local_conv": width}, vocab_size=VOCAB, n_labels=3)
 
 
-def test_padding_does_not_leak_through_the_convolution():
+@pytest.mark.parametrize("rnn_layers", [0, 1])
+def test_padding_does_not_leak_through_the_convolution(rnn_layers):
     """A word's output does not change with what padding follows the sequence (the convolution sees
-    zeros there, attention skips it)."""
+    zeros there, the recurrent layer stops at the last real token, attention skips it)."""
     torch.manual_seed(0)
-    model = build_model(model_conf("transformer_tagger"), vocab_size=VOCAB, n_labels=3, pad_id=0).eval()
+    model = build_model(model_conf("transformer_tagger", rnn_layers=rnn_layers), vocab_size=VOCAB, n_labels=3,
+                        pad_id=0).eval()
     batch = next_word_batch(torch.Generator().manual_seed(1), audio=False)
     batch.pop("labels")
     longer = {k: torch.cat([v, v[:, :3]], dim=1) for k, v in batch.items()}
@@ -143,15 +157,18 @@ def test_padding_does_not_leak_through_the_convolution():
         torch.testing.assert_close(model(longer)[:, :WORDS], model(batch))
 
 
-def test_configured_tagger_exports_to_onnx_unchanged():
-    """`punctkit pack --onnx` of the configured tagger (convolution, input LayerNorm, learned positions):
-    the graph gives torch's logits on every real word, whatever the batch's padding."""
+@pytest.mark.parametrize("rnn_layers", [0, 1])
+def test_configured_tagger_exports_to_onnx_unchanged(rnn_layers):
+    """`punctkit pack --onnx` of the configured tagger (convolution, input LayerNorm, learned positions,
+    optionally a BiGRU under the attention): the graph gives torch's logits on every real word,
+    whatever the batch's padding."""
     pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
     from punctkit.data.streams import pad_batch
     from punctkit.onnx import INPUTS, OnnxTagger, export_onnx
 
     torch.manual_seed(0)
-    model = build_model(model_conf("transformer_tagger"), vocab_size=VOCAB, n_labels=4, pad_id=0).eval()
+    model = build_model(model_conf("transformer_tagger", rnn_layers=rnn_layers), vocab_size=VOCAB, n_labels=4,
+                        pad_id=0).eval()
     tagger = OnnxTagger(export_onnx(model, VOCAB, 0), threads=1)
     rng = np.random.default_rng(0)
     b = pad_batch([{"tokens": rng.integers(1, VOCAB, n).tolist(), "word_pos": list(range(n)), "labels": [0] * n,

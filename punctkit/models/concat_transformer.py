@@ -60,13 +60,13 @@ class ConcatTransformer(TransformerSeq2Seq):
                  positions: str = "sinusoidal", max_len: int = 1024, norm_first: bool = True,
                  freeze_embeddings: bool = True, audio_hidden: int = 256, audio_layers: int = 2,
                  pool: int = 2, max_frames: int = 4096, local_conv: int = 0, embed_std: float | None = None,
-                 input_norm: bool = False) -> None:
+                 input_norm: bool = False, rnn_layers: int = 0) -> None:
         if not feat_dim:
             raise PunctkitError("concat_transformer needs features (feat_dim unknown: train with "
                                 "audio: {use: true} on a data dir with feats.scp)")
         super().__init__(vocab_size, n_labels, pad_id, embeddings, n_layers, n_dec_layers, d_model, n_heads, d_ff,
                          dropout, positions, max_len, norm_first, True, freeze_embeddings,
-                         local_conv, embed_std, input_norm)
+                         local_conv, embed_std, input_norm, rnn_layers)
         self.audio = PooledBLSTM(int(feat_dim), audio_hidden, audio_layers, pool)
         self.audio_proj = nn.Linear(2 * audio_hidden, d_model)
         self.audio_pos = PositionalEncoding(d_model, "sinusoidal", max_frames, dropout)

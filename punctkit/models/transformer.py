@@ -21,18 +21,22 @@ from punctkit.files import PunctkitError
 from punctkit.models.base import Batch, PunctModel, gather_words, select_rows
 from punctkit.models.registry import register
 from punctkit.nn.embedding import InputEmbedding
+from punctkit.nn.rnn import run_masked
 from punctkit.nn.transformer import PositionalEncoding, TransformerDecoder, transformer_encoder
 
 
 class TokenEncoder(nn.Module):
-    """Embedding (learned or pre-trained, projected) [+ local convolution] + positions
-    [+ LayerNorm] + Transformer encoder.
+    """Embedding (learned or pre-trained, projected) [+ local convolution] [+ BiGRU layers]
+    + positions [+ LayerNorm] + Transformer encoder.
 
     `local_conv` k > 0 puts one 1-D convolution of width k over the embeddings before the
     encoder: each token then starts with its k-1 neighbours mixed in, the locality bias
     that self-attention lacks and that 266k training words do not teach it quickly
     (RESULTS.md, "Why the Transformers learned slowly"). `embed_std` (BERT: 0.02) and
     `input_norm` (LayerNorm on embeddings + positions, as BERT) set the input scale.
+    `rnn_layers` n > 0 runs n bidirectional GRU layers (d_model/2 per direction) under the
+    self-attention: every token's input then carries its whole left and right context in
+    order, the stronger locality bias (Conformer-style stacks, Kim 2019's BiGRU + attention).
     """
 
     def __init__(
@@ -52,8 +56,11 @@ class TokenEncoder(nn.Module):
         local_conv: int = 0,
         embed_std: float | None = None,
         input_norm: bool = False,
+        rnn_layers: int = 0,
     ) -> None:
         super().__init__()
+        if rnn_layers < 0 or (rnn_layers and d_model % 2):
+            raise PunctkitError(f"rnn_layers must be >= 0 (with an even d_model), not {rnn_layers}")
         if local_conv < 0 or (local_conv and local_conv % 2 == 0):
             raise PunctkitError(f"local_conv must be 0 (off) or an odd width, not {local_conv}")
         self.embed = InputEmbedding(vocab_size, d_model, pad_id, embeddings, freeze=freeze_embeddings)
@@ -62,6 +69,9 @@ class TokenEncoder(nn.Module):
             with torch.no_grad():
                 self.embed.embed.weight[pad_id] = 0.0
         self.conv = nn.Conv1d(d_model, d_model, local_conv, padding=local_conv // 2) if local_conv else None
+        self.rnns = nn.ModuleList(
+            nn.GRU(d_model, d_model // 2, batch_first=True, bidirectional=True) for _ in range(rnn_layers)
+        )
         self.pos = PositionalEncoding(d_model, positions, max_len, dropout=0.0)
         self.norm = nn.LayerNorm(d_model) if input_norm else nn.Identity()
         self.drop = nn.Dropout(dropout)
@@ -73,6 +83,8 @@ class TokenEncoder(nn.Module):
         if self.conv is not None:
             x = x.masked_fill(~token_mask[..., None], 0.0)  # padding adds nothing to its neighbours
             x = self.conv(x.transpose(1, 2)).transpose(1, 2)  # (B, d, T) -> (B, T, d)
+        for rnn in self.rnns:
+            x = self.drop(run_masked(rnn, x, token_mask))  # (B, T, 2 * d/2)
         return self.drop(self.norm(self.pos(x)))
 
     def forward(self, tokens: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
@@ -92,6 +104,7 @@ class TransformerTagger(PunctModel):
         local_conv: width (odd) of a 1-D convolution over the embeddings before the encoder; 0: none.
         embed_std: std of the learned embeddings' normal init (BERT: 0.02); None: torch's N(0, 1).
         input_norm: LayerNorm on embeddings + positions, before the encoder (BERT).
+        rnn_layers: bidirectional GRU layers under the self-attention; 0: none.
         The CPU-size configs set local_conv 5, embed_std 0.02, input_norm, learned positions
         (RESULTS.md, "Why the Transformers learned slowly"); the defaults are the papers' setup.
     """
@@ -114,11 +127,12 @@ class TransformerTagger(PunctModel):
         local_conv: int = 0,
         embed_std: float | None = None,
         input_norm: bool = False,
+        rnn_layers: int = 0,
     ) -> None:
         super().__init__()
         self.encoder = TokenEncoder(
             vocab_size, pad_id, embeddings, freeze_embeddings, d_model, n_heads, d_ff, n_layers,
-            dropout, positions, max_len, norm_first, local_conv, embed_std, input_norm,
+            dropout, positions, max_len, norm_first, local_conv, embed_std, input_norm, rnn_layers,
         )
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(d_model, n_labels)
@@ -136,7 +150,7 @@ class TransformerSeq2Seq(PunctModel):
     Args:
         n_layers: encoder layers; n_dec_layers: decoder layers (default: n_layers).
         d_model, n_heads, d_ff, dropout, positions, max_len, norm_first: as the tagger.
-        local_conv, embed_std, input_norm: the encoder's input, as the tagger.
+        local_conv, embed_std, input_norm, rnn_layers: the encoder's input, as the tagger.
         aligned_input: add the encoder state of word t to the decoder input at step t.
         freeze_embeddings: keep pre-trained vectors fixed (the paper freezes them).
     """
@@ -163,6 +177,7 @@ class TransformerSeq2Seq(PunctModel):
         local_conv: int = 0,
         embed_std: float | None = None,
         input_norm: bool = False,
+        rnn_layers: int = 0,
     ) -> None:
         super().__init__()
         self.n_labels = n_labels
@@ -170,7 +185,7 @@ class TransformerSeq2Seq(PunctModel):
         self.aligned_input = aligned_input
         self.encoder = TokenEncoder(
             vocab_size, pad_id, embeddings, freeze_embeddings, d_model, n_heads, d_ff, n_layers,
-            dropout, positions, max_len, norm_first, local_conv, embed_std, input_norm,
+            dropout, positions, max_len, norm_first, local_conv, embed_std, input_norm, rnn_layers,
         )
         self.label_embed = nn.Embedding(n_labels + 1, d_model)
         self.dec_pos = PositionalEncoding(d_model, positions, max_len, dropout)
