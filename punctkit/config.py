@@ -52,6 +52,8 @@ DEFAULTS: dict[str, Any] = {
                                        # bfloat16 autocast (weights, optimizer and saved models stay fp32)
         "distill": {},                 # {probs: PATH, weight, temperature}: a teacher's soft labels (train/distill.py)
         "augment": {},                 # {substitute, insert, delete, token}: ASR-like noise (train/augment.py)
+        "init": None,                  # an experiment dir or checkpoint whose weights start the run, copied by
+                                       # name (train/warm_start.py); null: fresh initialisation
         "lookahead": None,             # time-delay training for streaming: {max: M, p: P} cuts a window with
                                        # probability P after a random word of its second half plus 0..M words
                                        # (punctkit/data/streams.py: TimeDelay); null: off

@@ -56,6 +56,7 @@ from punctkit.train.distill import DistillOptions, distill_loss, soft_labels
 from punctkit.train.losses import class_weights, make_loss
 from punctkit.train.rdrop import rdrop_loss
 from punctkit.train.schedules import Schedule, make_schedule
+from punctkit.train.warm_start import warm_start
 
 Callback = Callable[["Trainer"], None]
 Validate = Callable[[PunctModel], list[list[int]]]  # a model -> the best label ids of each dev stream
@@ -95,6 +96,7 @@ class TrainOptions:
     precision: str
     distill: dict[str, Any]
     augment: dict[str, Any]
+    init: Any
     lookahead: dict[str, Any] | None
 
     def __post_init__(self) -> None:
@@ -778,6 +780,8 @@ def _train_process(run: RunArgs, rank: int = 0, world_size: int = 1,
     n_params = sum(p.numel() for p in model.parameters())
     n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
     log(f"model {conf['model']['type']}: {n_params} parameters ({n_train} trainable)")
+    if opts.init and not resuming:
+        warm_start(model, opts.init, log)  # before DDP wraps it and the optimizer sees it
     conf["resolved"] = exp.resolved()
     validate = None
     if run.validation is not None and exp.valid_streams:
