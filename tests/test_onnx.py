@@ -57,6 +57,26 @@ def test_exported_graph_equals_torch_on_any_batch_shape(conf):
         assert np.abs(got - want)[b["word_mask"]].max() < 1e-4
 
 
+def test_projected_pretrained_vectors_are_folded_into_the_graph():
+    """Pre-trained vectors wider than the model (pooled MiniLM: 384-d) are projected once at export:
+    the graph holds the (vocab, d_model) table, not the wider one and the projection, and gives
+    torch's logits."""
+    torch.manual_seed(0)
+    vectors = np.random.default_rng(0).normal(size=(50, 77)).astype(np.float32)
+    model = build_model({"type": "drnn_lwma", "n_layers": 1, "n_heads": 1, "d_model": 16}, vocab_size=50,
+                        n_labels=4, pad_id=0, embeddings=vectors).eval()
+    graph = export_onnx(model, 50, 0)
+    import onnx
+
+    shapes = [tuple(t.dims) for t in onnx.load_from_string(graph).graph.initializer]
+    assert (50, 16) in shapes and not any(77 in s for s in shapes)
+    b = _batch((7, 30), 50, seed=3)
+    with torch.no_grad():
+        want = model({k: torch.from_numpy(b[k]) for k in INPUTS}).numpy()
+    assert np.abs(OnnxTagger(graph, threads=1).logits(b) - want)[b["word_mask"]].max() < 1e-4
+    assert model.embed.proj is not None  # the trained model itself is left as it was
+
+
 def test_onnx_punctuate_equals_torch_and_scores(packed):
     """The same labels from both backends on test2011 words; the model predicts marks, so this is not trivial."""
     from punctkit.score import score_files
