@@ -427,6 +427,18 @@ def validate_data_dir_cmd(data: Path = typer.Argument(..., help="data directory"
     typer.echo(f"validate-data-dir: {data} is valid", err=True)
 
 
+# the options of a command split into NJ parts (run as Kaldi jobs, then merged)
+PARTS_NJ = typer.Option(1, min=1, help="number of parts")
+PARTS_JOB = typer.Option(None, min=1, help="process only part JOB of NJ (merge later with --merge)")
+PARTS_MERGE = typer.Option(False, help="only merge the NJ parts into the output")
+
+
+def check_part(job: Optional[int], nj: int) -> None:
+    """--job names one of the --nj parts."""
+    if job is not None and job > nj:
+        raise typer.BadParameter(f"part {job} of --nj {nj} does not exist", param_hint="'--job'")
+
+
 @app.command("extract-feats")
 def extract_feats_cmd(
     data: Path = typer.Argument(..., help="audio data directory (wav.scp [, segments])"),
@@ -434,18 +446,17 @@ def extract_feats_cmd(
     fbank_conf: Optional[Path] = typer.Option(None, help="Kaldi-style fbank options (e.g. conf/fbank.conf)"),
     pitch_conf: Optional[Path] = typer.Option(None, help="Kaldi-style pitch options (e.g. conf/pitch.conf)"),
     kind: str = typer.Option("fbank_pitch", callback=_one_of("fbank_pitch", "fbank", "pitch"), help="fbank_pitch | fbank | pitch"),
-    nj: int = typer.Option(1, min=1, help="number of parts"),
-    job: Optional[int] = typer.Option(None, min=1, help="compute only part JOB of NJ (merge later with --merge)"),
+    nj: int = PARTS_NJ,
+    job: Optional[int] = PARTS_JOB,
     subsample: int = typer.Option(3, min=1, help="frame subsampling factor, stored in DATA/feats.info"),
     skip_bad: bool = typer.Option(False, help="log bad utterances and go on (default: stop)"),
-    merge: bool = typer.Option(False, help="only merge the NJ parts into DATA/feats.scp"),
+    merge: bool = PARTS_MERGE,
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Fbank + Kaldi pitch features (kaldi-native-fbank) into FEATDIR, DATA/feats.scp, utt2num_frames."""
     from punctkit.feats.fbank_pitch import extract_feats
 
-    if job is not None and job > nj:
-        raise typer.BadParameter(f"part {job} of --nj {nj} does not exist", param_hint="'--job'")
+    check_part(job, nj)
     s = extract_feats(data, featdir, fbank_conf, pitch_conf, kind=kind, nj=nj, job=job, subsample=subsample,
                       skip_bad=skip_bad, merge_only=merge, overwrite=overwrite)
     if merge:
@@ -505,17 +516,16 @@ def synthesize(
 def align(
     data: Path = typer.Argument(..., help="audio data directory with text (wav.scp [, segments]; 16 kHz)"),
     ctm: Optional[Path] = typer.Option(None, "--out", "-o", help="CTM to write (default: DATA/ctm)"),
-    nj: int = typer.Option(1, min=1, help="number of parts"),
-    job: Optional[int] = typer.Option(None, min=1, help="align only part JOB of NJ (merge later with --merge)"),
-    merge: bool = typer.Option(False, help="only merge the NJ parts into the CTM"),
+    nj: int = PARTS_NJ,
+    job: Optional[int] = PARTS_JOB,
+    merge: bool = PARTS_MERGE,
     skip_bad: bool = typer.Option(False, help="log utterances that cannot be aligned and go on (default: stop)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing CTM"),
 ) -> None:
     """Word timings by forced alignment of DATA/text with pocketsphinx (English) -> a CTM."""
     from punctkit.align import align_data_dir
 
-    if job is not None and job > nj:
-        raise typer.BadParameter(f"part {job} of --nj {nj} does not exist", param_hint="'--job'")
+    check_part(job, nj)
     s = align_data_dir(data, ctm, nj, job, merge, skip_bad, overwrite)
     typer.echo(s.line(), err=True)
 
@@ -524,17 +534,16 @@ def align(
 def recognize(
     data: Path = typer.Argument(..., help="audio data directory (wav.scp [, segments]; 16 kHz; text/labels: scored)"),
     out: Path = typer.Argument(..., help="data directory of recognized words to write"),
-    nj: int = typer.Option(1, min=1, help="number of parts"),
-    job: Optional[int] = typer.Option(None, min=1, help="recognize only part JOB of NJ (merge later with --merge)"),
-    merge: bool = typer.Option(False, help="only merge the NJ parts into OUT"),
+    nj: int = PARTS_NJ,
+    job: Optional[int] = PARTS_JOB,
+    merge: bool = PARTS_MERGE,
     skip_bad: bool = typer.Option(False, help="log utterances with no speech or no words and go on (default: stop)"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
 ) -> None:
     """Recognize speech with pocketsphinx (English): OUT gets text, ctm, projected labels, recognize.json (WER)."""
     from punctkit.recognize import recognize_data_dir
 
-    if job is not None and job > nj:
-        raise typer.BadParameter(f"part {job} of --nj {nj} does not exist", param_hint="'--job'")
+    check_part(job, nj)
     s = recognize_data_dir(data, out, nj, job, merge, skip_bad, overwrite)
     typer.echo(s.line(), err=True)
 

@@ -173,10 +173,9 @@ def word_times(item: dict[str, Any], loc: str) -> tuple[float | None, float | No
     return times
 
 
-def jsonl_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-                dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
-    """JSON lines, one utterance each (accepted keys in the module docstring)."""
-    name = source_name(src)
+def json_objects(src: str | Path, encoding: str | None = None, what: str = "") -> Iterator[tuple[int, str, dict]]:
+    """(line number, "FILE:LINE", object) of each non-blank line of a JSON-lines file; a line that is
+    not a JSON object is a one-line error (`what`: the format, for the message)."""
     for i, line in input_lines(src, encoding):
         if not line.strip():
             continue
@@ -184,9 +183,17 @@ def jsonl_units(src: str | Path, inventory: LabelSet, rules: Substitution, encod
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise PunctkitError(f"{loc}: not valid JSON ({e.msg})") from None
+            raise PunctkitError(f"{loc}: not valid JSON ({e.msg}, column {e.colno})") from None
         if not isinstance(obj, dict):
-            raise PunctkitError(f"{loc}: expected a JSON object per line")
+            raise PunctkitError(f"{loc}: expected a JSON object per line{f' ({what})' if what else ''}")
+        yield i, loc, obj
+
+
+def jsonl_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+                dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """JSON lines, one utterance each (accepted keys in the module docstring)."""
+    name = source_name(src)
+    for i, loc, obj in json_objects(src, encoding):
         uttid = first_key(obj, ID_KEYS)
         uttid = f"{name}-{i:06d}" if uttid is None or uttid == "" else str(uttid)
         utt = AsrUtterance(uttid, source=obj, lineno=i)

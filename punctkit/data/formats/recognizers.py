@@ -28,7 +28,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from punctkit.data.formats.asr import ID_KEYS, add_token, first_key, word_times
+from punctkit.data.formats.asr import ID_KEYS, add_token, first_key, json_objects, word_times
 from punctkit.data.formats.base import AsrUtterance, given_words, input_lines, source_name
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.files import PunctkitError, where
@@ -204,16 +204,7 @@ def nemo_units(src: str | Path, inventory: LabelSet, rules: Substitution, encodi
                dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """NeMo manifest lines, one utterance each (words from `pred_text`, else `text`)."""
     name = source_name(src)
-    for i, line in input_lines(src, encoding):
-        if not line.strip():
-            continue
-        loc = where(src, i)
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise PunctkitError(f"{loc}: not valid JSON ({e.msg}, column {e.colno})") from None
-        if not isinstance(obj, dict):
-            raise PunctkitError(f"{loc}: expected a JSON object per line (a NeMo manifest)")
+    for i, loc, obj in json_objects(src, encoding, "a NeMo manifest"):
         text = obj.get("pred_text", obj.get("text"))
         if not isinstance(text, str):
             raise PunctkitError(f"{loc}: no 'pred_text' or 'text' string")
