@@ -316,6 +316,29 @@ def pack_ensemble(exp_dirs: list[str | Path], out: str | Path, weights: list[flo
 
 # ------------------------------------------------------------------ read and validate
 
+@dataclass(frozen=True)
+class DeferredMember:
+    """A member whose header `check_entries` has validated, read (and CRC-checked) only when a
+    backend asks for it: the ONNX backend never reads model.pt."""
+
+    path: Path
+    info: zipfile.ZipInfo
+
+    def read(self) -> bytes:
+        """The member's bytes; a package changed since it was opened is a one-line error."""
+        try:
+            with zipfile.ZipFile(self.path) as z:
+                info = z.getinfo(self.info.filename)
+                if (info.file_size, info.CRC, info.header_offset) != \
+                        (self.info.file_size, self.info.CRC, self.info.header_offset):
+                    raise _bad(self.path, f"changed since it was opened ({self.info.filename}): load it again")
+                return read_member(self.path, z, info)
+        except PunctkitError:
+            raise
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError, KeyError) as e:
+            raise _bad(self.path, f"corrupt packed model ({type(e).__name__} reading {self.info.filename})") from None
+
+
 @dataclass
 class Package:
     """The parts of a packed model file (weights still serialized: each backend reads its own)."""
@@ -324,8 +347,15 @@ class Package:
     manifest: dict[str, Any]
     conf: dict[str, Any]
     frontend: Frontend
-    weights: bytes               # model.pt (torch state dict)
+    weights_member: bytes | DeferredMember  # model.pt (torch state dict), read on first use
     onnx: bytes | None = None    # model.onnx, when packed with --onnx
+
+    @property
+    def weights(self) -> bytes:
+        """model.pt's bytes (the torch backend's weights)."""
+        if isinstance(self.weights_member, DeferredMember):
+            self.weights_member = self.weights_member.read()
+        return self.weights_member
 
 
 @dataclass
@@ -464,7 +494,8 @@ def read_package(path: str | Path) -> Package | EnsemblePackage:
     try:
         with zipfile.ZipFile(p) as z:
             check_entries(p, z.infolist())
-            members = {i.filename: read_member(p, z, i) for i in z.infolist() if not is_dir_entry(i.filename)}
+            members = {i.filename: DeferredMember(p, i) if split_member(i.filename)[1] == "model.pt"
+                       else read_member(p, z, i) for i in z.infolist() if not is_dir_entry(i.filename)}
     except PunctkitError:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError, KeyError) as e:

@@ -129,6 +129,43 @@ def test_legacy_packages_load_and_punctuate_as_when_packed(kind):
     assert [w.strip(",.?").lower() for w in got.split()] == text.split()
 
 
+def corrupt_weights_copy(src: Path, dst: Path) -> None:
+    """A copy of `src` with 64 bytes of model.pt's stored data flipped in place: its header (size,
+    CRC-32) is as before, so only reading the member tells."""
+    shutil.copy(src, dst)
+    with zipfile.ZipFile(dst) as z:
+        info = z.getinfo("model.pt")
+        assert info.compress_type == zipfile.ZIP_STORED
+    raw = bytearray(dst.read_bytes())
+    start = info.header_offset + 30 + len(info.filename.encode()) + int.from_bytes(
+        raw[info.header_offset + 28:info.header_offset + 30], "little") + 100  # local header, name, extra
+    raw[start:start + 64] = bytes(b ^ 0xFF for b in raw[start:start + 64])
+    dst.write_bytes(bytes(raw))
+
+
+def test_model_pt_is_read_only_by_the_torch_backend_and_checked_then(tmp_path):
+    """An ONNX package is punctuated without reading model.pt (its 17 MB of frozen vectors in the
+    IWSLT package); the torch backend reads it, and a model.pt whose bytes no longer match its CRC,
+    or a package replaced after it was opened, is a one-line error naming the member."""
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    from punctkit import Punctuator
+
+    bad = tmp_path / "bad_weights.pkt"
+    corrupt_weights_copy(LEGACY / "word_onnx.pkt", bad)
+    text = (LEGACY / "input.txt").read_text().strip()
+    got = Punctuator.load(bad, backend="onnx", threads=1).punctuate(text)
+    assert got == (LEGACY / "word.expected.txt").read_text().rstrip("\n")
+    with pytest.raises(PunctkitError, match=r"bad_weights\.pkt: .*model\.pt.*does not match its header") as e:
+        Punctuator.load(bad, backend="torch", threads=1)
+    assert "\n" not in str(e.value)
+    moved = tmp_path / "moved.pkt"
+    shutil.copy(LEGACY / "word_onnx.pkt", moved)
+    pkg = read_package(moved)
+    shutil.copy(LEGACY / "word.pkt", moved)  # another package under the same name
+    with pytest.raises(PunctkitError, match=r"moved\.pkt: changed since it was opened \(model\.pt\)"):
+        pkg.weights
+
+
 def test_pack_writes_only_the_members_read_package_accepts(tmp_path):
     """Stray files in a model's frontend dir (editor backups, notes) are not packed; the package loads."""
     from punctkit.package import pack
