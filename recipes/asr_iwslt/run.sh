@@ -21,6 +21,8 @@
 #   # m = lexical, acoustic, fused_{concat,add,max,average,stochastic}, lexical_pauses,
 #   #     concat_transformer, yitao_word_speech_sum, faber_w2v_s2v_concat, lexical_scratch
 #   # (the lexical stream reads static vectors pooled from MiniLM; lexical_scratch learns its own)
+#   # best system: conf/train_fused_concat_textinit.yaml, whose text stream starts from a lexical
+#   # model trained on all of IWSLT's text (train.init; the commands are in its header)
 #   punctkit results exp/train_*
 # Smoke run (tests): ./run.sh --local-data-opts "--tiny true" --train-config conf/train_tiny.yaml
 set -euo pipefail
