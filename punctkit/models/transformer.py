@@ -36,7 +36,7 @@ class TokenEncoder(nn.Module):
     `input_norm` (LayerNorm on embeddings + positions, as BERT) set the input scale.
     `rnn_layers` n > 0 runs n bidirectional GRU layers (d_model/2 per direction) under the
     self-attention: every token's input then carries its whole left and right context in
-    order, the stronger locality bias (Conformer-style stacks, Kim 2019's BiGRU + attention).
+    order, a stronger locality bias than the convolution (as in Kim 2019's BiGRU under attention).
     """
 
     def __init__(
