@@ -37,6 +37,9 @@ pipq() {  # quiet pip install; keeps pip's exit status
 # torch first: the tested release (a CPU build on these machines); any torch>=2.1 works
 .venv/bin/python -c "import torch" 2>/dev/null || pipq "torch==2.13.0" || pipq "torch>=2.1"
 pipq -e ".[plm,onnx,serve,speech,bench,test]"
+# an editable install leaves punctkit's own modules uncompiled; bytecode now spares every
+# command the compile at start-up (and works where PYTHONDONTWRITEBYTECODE is set)
+.venv/bin/python -m compileall -q punctkit >/dev/null
 .venv/bin/python -c "import punctkit, torch, kaldiio, kaldi_native_fbank, sentencepiece, gensim, typer, onnxruntime, aiohttp, pocketsphinx" \
   || { echo "$0: installation incomplete" >&2; exit 1; }
 if [ "$plm_large" = 1 ]; then
