@@ -48,8 +48,9 @@ DEFAULTS: dict[str, Any] = {
         "threads": 0,                  # torch CPU threads for training and decoding (0: torch's default;
                                        # 1 is much faster when other jobs share the cores)
         "rdrop": 0.0,                  # R-Drop weight alpha (0: off; >0: two dropout passes + symmetric KL)
-        "precision": "fp32",           # fp32 | bf16: forward passes of training and validation under
-                                       # bfloat16 autocast (weights, optimizer and saved models stay fp32)
+        "precision": "fp32",           # fp32 | bf16 | auto: forward passes of training and validation under
+                                       # bfloat16 autocast (weights, optimizer and saved models stay fp32);
+                                       # auto: bf16 where the device computes it natively, else fp32
         "distill": {},                 # {probs: PATH, weight, temperature}: a teacher's soft labels (train/distill.py)
         "augment": {},                 # {substitute, insert, delete, token}: ASR-like noise (train/augment.py)
         "init": None,                  # an experiment dir or checkpoint whose weights start the run, copied by
@@ -64,7 +65,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "auto")
 EMBEDDING_KEYS = ("word", "word_format", "speech", "speech_format", "combine", "freeze", "w2v_train", "plm_vectors")
 
 

@@ -256,3 +256,24 @@ def test_stage3_rebuilds_derived_vectors(dirs, tmp_path):
     conf["embeddings"]["w2v_train"]["dim"] = 12
     prepare_inputs(conf, dirs[0], tmp_path / "in", log=lambda m: None)
     assert load_vectors(tmp_path / "in" / "w2v.txt").vector_size == 12
+
+
+def test_precision_auto_follows_the_device(tmp_path):
+    """`train.precision: auto` is accepted, becomes bf16 only where bfloat16 is native, and an
+    explicit bf16 on a CPU without it is kept with a one-line warning."""
+    from punctkit.train.trainer import native_bf16, resolve_precision
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("model: {type: drnn_lwma}\ntrain: {precision: auto}\n")
+    assert load_config(cfg)["train"]["precision"] == "auto"
+    cfg.write_text("model: {type: drnn_lwma}\ntrain: {precision: fp16}\n")
+    with pytest.raises(PunctkitError, match="auto"):
+        load_config(cfg)
+    cpu = torch.device("cpu")
+    native = native_bf16(cpu)
+    lines: list[str] = []
+    assert resolve_precision("auto", cpu, lines.append) == ("bf16" if native else "fp32")
+    assert resolve_precision("fp32", cpu, lines.append) == "fp32"
+    assert resolve_precision("bf16", cpu, lines.append) == "bf16"
+    warned = [m for m in lines if m.startswith("warning:")]
+    assert len(warned) == (0 if native else 1) and all("\n" not in m for m in lines)

@@ -216,6 +216,30 @@ def overall_f1(streams: list[Stream], hyps: list[list[int]], inventory: LabelSet
     return metrics(confusion(ref, hyp, classes), classes)
 
 
+def native_bf16(device: torch.device) -> bool:
+    """Whether `device` computes bfloat16 natively (a CUDA GPU that supports it; a CPU with
+    AVX-512 BF16 or AMX). Elsewhere torch emulates it, many times slower than fp32."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    if device.type == "cpu":
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    return False
+
+
+def resolve_precision(precision: str, device: torch.device, log: Callable[[str], None] = print) -> str:
+    """`train.precision` for this device: `auto` becomes bf16 or fp32 by `native_bf16`;
+    an explicit bf16 without native support stays, with a warning."""
+    native = native_bf16(device)
+    if precision == "auto":
+        chosen = "bf16" if native else "fp32"
+        log(f"precision auto: {chosen} on {device} ({'native' if native else 'no native'} bfloat16)")
+        return chosen
+    if precision == "bf16" and not native:
+        log(f"warning: train.precision bf16 on {device}, which has no native bfloat16: torch emulates it, "
+            f"several times slower than fp32 (set train.precision to auto or fp32)")
+    return precision
+
+
 class Trainer:
     """Epoch loop over a built model; knows nothing of any model type."""
 
@@ -234,6 +258,7 @@ class Trainer:
         self.inventory = inventory
         self.device = torch.device(device)
         self.log = log
+        self.precision = resolve_precision(opts.precision, self.device, log if rank == 0 else lambda _: None)
         self.rank, self.world_size = rank, world_size
         self.net = ddp_net(model, self.device, world_size)  # what the training step calls
         self.on_step = on_step or []
@@ -250,7 +275,7 @@ class Trainer:
 
     def autocast(self) -> torch.autocast:
         """bfloat16 autocast for `train.precision: bf16` (a no-op context for fp32)."""
-        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.opts.precision == "bf16")
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16")
 
     # --- checkpoints
     def save(self) -> None:
