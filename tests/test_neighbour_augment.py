@@ -81,6 +81,9 @@ def test_rate_zero_copies_and_the_output_is_never_an_existing_dir(setup, tmp_pat
     r = run(d, d / "data", "--rate", 0.5)
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     assert (d / "data" / "text").read_bytes() == before
+    for bad in (["--neighbours", 0], ["--keep-top", -1], ["--rate", 1.5]):
+        r = run(d, tmp_path / "bad", *bad)
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "bad").exists()
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("mine")
     r = run(d, tmp_path / "mine", "--rate", 0.5)

@@ -9,10 +9,10 @@ Each word that has a vector, other than the `--keep-top` most frequent (function
 whose static neighbours are rarely of the same kind), is replaced with probability
 `--rate` by one of its `--neighbours` nearest alphabetic vocabulary words (cosine over
 the vectors, a word2vec text file such as stage 3's pooled MiniLM vectors); it keeps its
-label, which only the hard-label part of distillation reads. The copy's utterances are `PREFIX-<n>` of one speaker
-`PREFIX`, so they form their own stream beside the original's (`punctkit combine-data`
-joins them). The output is written as every data dir is (temporary names, renamed when
-complete; never over an input).
+label, which only the hard-label part of distillation reads. The copy's utterances are
+`PREFIX-<n>` of one speaker `PREFIX`, so they form their own stream beside the
+original's (`punctkit combine-data` joins them). The output is written as every data dir
+is (temporary names, renamed when complete; never over an input).
 """
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_da
 from punctkit.data.utterance import Utterance
 from punctkit.files import PunctkitError, iter_lines
 from punctkit.text.embeddings import load_vectors
+
+SPECIALS = ("<pad>", "<unk>")  # the word frontend's tokens, not words
 
 
 def neighbour_table(words: list[str], vectors: np.ndarray, vocab: set[str], k: int) -> dict[str, list[str]]:
@@ -79,15 +81,19 @@ def main() -> int:
     try:
         if not 0.0 <= a.rate <= 1.0:
             raise PunctkitError(f"--rate must lie in [0, 1], got {a.rate}")
-        check_data_dir_output(a.out_dir, inputs=[a.data_dir, a.vectors, a.vocab])
+        if a.neighbours < 1 or a.keep_top < 0:
+            raise PunctkitError(f"--neighbours must be at least 1 and --keep-top at least 0, "
+                                f"got {a.neighbours} and {a.keep_top}")
+        inputs = [a.data_dir, a.vectors, a.vocab]
+        check_data_dir_output(a.out_dir, inputs=inputs)
         dd = read_data_dir(a.data_dir)
-        ranked = [line.strip() for _, line in iter_lines(a.vocab) if line.strip()]
+        ranked = [w for _, line in iter_lines(a.vocab) if (w := line.strip()) and w not in SPECIALS]
         kv = load_vectors(a.vectors)
-        table = neighbour_table(list(kv.index_to_key), kv.vectors, set(ranked) - {"<pad>", "<unk>"}, a.neighbours)
-        for w in ranked[:a.keep_top + 2]:  # the two specials, then the most frequent words
+        table = neighbour_table(list(kv.index_to_key), kv.vectors, set(ranked), a.neighbours)
+        for w in ranked[:a.keep_top]:  # the most frequent words stay
             table.pop(w, None)
         utts, swapped = augment(dd.utterances, table, a.rate, a.seed, a.prefix)
-        write_data_dir(a.out_dir, utts, dd.inventory, {u.uttid: a.prefix for u in utts}, inputs=[a.data_dir])
+        write_data_dir(a.out_dir, utts, dd.inventory, {u.uttid: a.prefix for u in utts}, inputs=inputs)
     except PunctkitError as e:
         print(f"neighbour_augment.py: {e}", file=sys.stderr)
         return 1
