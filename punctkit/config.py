@@ -109,6 +109,9 @@ def load_config(path: str | Path | dict[str, Any], overrides: Iterable[str] = ()
     conf = _merge(DEFAULTS, raw)
     for item in overrides:
         override(conf, item)
+    for k, v in conf.items():
+        if k != "resolved" and not isinstance(v, dict):
+            raise PunctkitError(f"{path}: the {k} section must be a mapping (key: value lines), got {v!r}")
     bad = [k for k in conf["train"] if k not in DEFAULTS["train"]]
     if bad:
         raise PunctkitError(f"{path}: unknown train option(s) {', '.join(bad)}")

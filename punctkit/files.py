@@ -45,6 +45,26 @@ def where(path: str | os.PathLike, lineno: int | None = None, utt: str | None = 
     return loc
 
 
+def finite_number(value: object, loc: str, what: str) -> float:
+    """`value` as a finite float, else a one-line error at `loc` naming `what` ('nan' and 'inf'
+    parse as floats but are never a time, a duration or a rate)."""
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        raise PunctkitError(f"{loc}: {what} must be a number, got {value!r}") from None
+    if x != x or x in (float("inf"), float("-inf")):
+        raise PunctkitError(f"{loc}: {what} must be a finite number, got {value!r}")
+    return x
+
+
+def positive_number(value: object, loc: str, what: str, integer: bool = False) -> float:
+    """`value` as a finite number > 0 (a whole one, as an int, with `integer`), else a one-line error."""
+    x = finite_number(value, loc, what)
+    if x <= 0 or (integer and x != int(x)):
+        raise PunctkitError(f"{loc}: {what} must be a positive {'whole ' if integer else ''}number, got {value!r}")
+    return int(x) if integer else x
+
+
 def require_file(path: str | os.PathLike, what: str = "file") -> Path:
     """Return `path` as a Path, or raise a one-line error if it is not a readable file."""
     p = Path(path)

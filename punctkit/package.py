@@ -245,9 +245,24 @@ def model_files(exp_dir: str | Path, checkpoint: str | None = None, card_results
     return manifest, files
 
 
+def is_package_file(path: Path) -> bool:
+    """Whether `path` is a zip holding punctkit's manifest (a package `pack` may replace)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            return MANIFEST in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
 def _write_zip(out: str | Path, files: list[tuple[str, bytes, int]], backends: Iterable[str],
                verify: Callable[..., Any] | None) -> None:
-    """The members into `out` (atomically), loaded back with each backend by `verify` before the rename."""
+    """The members into `out` (atomically), loaded back with each backend by `verify` before the rename;
+    an existing `out` is replaced only if it is a package (punctkit never overwrites a file it did not write)."""
+    p = Path(out)
+    if p.is_dir():
+        raise PunctkitError(f"{p}: is a directory; give the package's file name (e.g. {p / 'model.pkt'})")
+    if p.is_file() and not is_package_file(p):
+        raise PunctkitError(f"{p}: exists and is not a punctkit package; choose another name or move it away")
     with atomic_write(out, "wb") as f:
         with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
             for name, data, compress in files:

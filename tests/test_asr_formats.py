@@ -339,3 +339,35 @@ def test_probs_end_to_end(tmp_path, punct):
     assert all(w["p"] == max(w["probs"].values()) for w in words)  # greedy: the chosen label is the likeliest
     col3 = [float(line.split("\t")[2]) for line in (tmp_path / "t.tsv").read_text().splitlines() if line]
     assert col3 == pytest.approx([w["p"] for w in words], abs=1e-4)
+
+
+@pytest.mark.parametrize("times", ["nan 0.5", "0.0 inf", "-inf 0.5", "0.0 NaN"])
+def test_ctm_times_must_be_finite(tmp_path, times):
+    from punctkit.data.formats.asr import read_ctm
+
+    p = write(tmp_path, f"u1 1 0.0 0.5 so\nu1 1 {times} well\n")
+    start, dur = times.split()
+    assert err(lambda: list(read_ctm(p))) == \
+        f"{p}:2 (utterance u1): start and duration must be finite numbers, got '{start}' '{dur}'"
+
+
+def test_ids_with_white_space_only_where_lines_split_on_them(tmp_path):
+    from punctkit.data.datadir import write_data_dir
+    from punctkit.data.formats.asr import ctm_out, jsonl_units
+    from punctkit.data.formats.registry import readable_out
+    from punctkit.data.formats import Utterance
+    from punctkit.data.formats.text import kaldi_text_out
+
+    p = write(tmp_path, json.dumps({"id": "talk 1", "words": [w("so", 0.0, 0.5)]}) + "\n", "a.jsonl")
+    utt = next(jsonl_units(p, INV, RULES))
+    assert utt.uttid == "talk 1"
+    assert json.loads(next(jsonl_out(utt, ["PERIOD"], ["So."], p)))["id"] == "talk 1"  # JSON holds any id
+    for out, what in ((readable_out, "an `uttid text` line"), (ctm_out, "a CTM line")):
+        assert err(lambda: list(out(utt, ["PERIOD"], ["So."], p))) == (
+            f"{p}:1: utterance id 'talk 1' holds white space, which {what} cannot hold: "
+            "use --format jsonl (or ids of one word)")
+    u = Utterance("talk 1", ["so"], ["PERIOD"])
+    assert "Kaldi text line cannot hold" in err(lambda: list(kaldi_text_out([u])))
+    assert "utterance id 'talk 1' is empty or holds white space" in err(
+        lambda: write_data_dir(tmp_path / "d", [u], INV))
+    assert not (tmp_path / "d").exists()

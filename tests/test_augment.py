@@ -47,7 +47,7 @@ def test_rates_zero_are_off_and_the_identity(fe):
 def test_options_are_checked():
     for bad, what in (({"substitute": 0.6, "delete": 0.5}, "sum to at most 1"), ({"insert": -0.1}, ">= 0"),
                       ({"token": "mask", "insert": 0.1}, "token must be one of"), ({"swap": 0.1}, "unknown option"),
-                      ({"insert": "lots"}, "must be numbers")):
+                      ({"insert": "lots"}, "insert must be a number"), ({"delete": float("nan")}, "finite")):
         with pytest.raises(PunctkitError, match=what):
             AugmentOptions.from_section(bad)
 

@@ -18,7 +18,7 @@ from punctkit.feats.fbank_pitch import (
     FeatureConfig, extract_feats, fbank_options, nccf_from_pov_feature, pitch_options,
 )
 from punctkit.feats.loader import AcousticData
-from punctkit.feats.wav import read_wav
+from punctkit.feats.wav import data_segments, read_wav
 from punctkit.files import PunctkitError
 
 FBANK_CONF = "--sample-frequency=16000\n--num-mel-bins=40\n--dither=0\n--frame-shift=10\n"
@@ -218,6 +218,21 @@ def test_ctm_text_disagreement_names_utterance(audio_dir: Path) -> None:
                                     "r1-b 1 0.60 0.80 yes", "r2-a 1 0.05 0.90 ok"])
     with pytest.raises(PunctkitError, match=r"ctm:2 \(utterance r1-a\): CTM disagrees with .*text: word 2 is 'where'"):
         data_word_timing(audio_dir)
+
+
+@pytest.mark.parametrize("name, lines, says", [
+    ("utt2num_frames", ["r1-a 12.5"], "utt2num_frames (utterance r1-a): the frame count must be a positive whole number"),
+    ("utt2dur", ["r1-a nan"], "utt2dur (utterance r1-a): the duration must be a finite number"),
+    ("feats.info", ["frame_shift 0", "subsample 3"], "feats.info: frame_shift must be a positive number"),
+    ("segments", ["r1-a r1 0.0 inf"], "segments:1 (utterance r1-a): end must be a finite number"),
+])
+def test_tables_of_times_and_counts_need_finite_numbers(audio_dir: Path, name: str, lines: list[str],
+                                                        says: str) -> None:
+    write_lines(audio_dir / name, lines)
+    read = data_segments if name == "segments" else data_word_timing
+    with pytest.raises(PunctkitError) as e:
+        read(audio_dir)
+    assert str(e.value).startswith(f"{audio_dir / says.split(' ')[0].split(':')[0]}") and says in str(e.value)
 
 
 def test_cli_extract_and_cmvn(audio_dir: Path, tmp_path: Path) -> None:

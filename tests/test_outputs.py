@@ -204,3 +204,15 @@ def test_punctuate_datadir_keeps_user_files_and_never_writes_its_input(tiny, use
     assert read_data_dir(user_dir).words() == len(src.read_text().split())
     one_line_error(cli("punctuate", src, "-m", model, "-o", src, ok=False), str(src), "input")
     assert src.read_text() == "thank you so much chris and it is truly a great honor\n"
+
+
+def test_pack_replaces_a_package_but_no_other_file(tiny, user_dir):
+    exp, pkg = tiny / "exp", user_dir / "model.pkt"
+    cli("pack", exp, "-o", pkg)
+    cli("pack", exp, "-o", pkg)  # a package of its own is replaced
+    before = snapshot(user_dir)
+    for target in (user_dir / "notes.txt", user_dir / "corpus.tc"):
+        one_line_error(cli("pack", exp, "-o", target, ok=False), str(target), "not a punctkit package")
+        one_line_error(cli("pack", exp, exp, "-o", target, ok=False), str(target), "not a punctkit package")
+    one_line_error(cli("pack", exp, "-o", user_dir, ok=False), str(user_dir), "is a directory")
+    assert snapshot(user_dir) == before

@@ -42,3 +42,15 @@ def test_help_and_config(tmp_path):
     conf.write_text("stage=7\n")
     r = run(tmp_path, "--config", str(conf), "--some-opt", "b")
     assert r.stdout.strip() == "stage=7 some_opt=b use_gpu=false rest="
+
+
+def test_recipe_numbers_and_config_checked_before_any_stage(tmp_path):
+    recipe = ROOT / "recipes" / "iwslt"
+    for args, says in ((["--stage", "x"], "--stage must be a whole number, got 'x'"),
+                       (["--stop-stage", "-1"], "--stop-stage must be a whole number, got '-1'"),
+                       (["--nj", "2a"], "--nj must be a whole number"),
+                       (["--stage", "4", "--stop-stage", "4", "--train-config", str(tmp_path / "none.yaml"),
+                         "--expdir", str(tmp_path / "exp")], "none.yaml: no such file")):
+        r = subprocess.run(["./run.sh", *args], cwd=recipe, capture_output=True, text=True)
+        assert r.returncode == 1 and says in r.stderr and "stage" not in r.stdout, (args, r.stderr)
+    assert not (tmp_path / "exp").exists()

@@ -81,3 +81,14 @@ def test_prepare_iwslt_dev_counts_every_repair(iwslt, tmp_path):
     n_lines = 201
     dropped = sum(n for k, n in rep.repairs.items() if k.startswith("token without a word"))
     assert dd.words() == n_lines - dropped
+
+
+def test_utterance_ids_are_one_word(tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("hello there. how are you?\n")
+    with pytest.raises(PunctkitError, match=r"^--name 'my talk': the utterance id prefix must be one word"):
+        prepare([src], tmp_path / "d", name="my talk")
+    assert not (tmp_path / "d").exists()
+    prepare([src], tmp_path / "my data")  # the default prefix, the directory's name, joined by _
+    text = read_table(tmp_path / "my data" / "text")
+    assert text and all(k.startswith("my_data-") and len(k.split()) == 1 for k in text), list(text)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 import time
@@ -112,6 +113,28 @@ def test_config_defaults_overrides_and_errors(tmp_path):
         load_config(tmp_path / "c.yaml")
     with pytest.raises(PunctkitError, match="--set"):
         load_config({"model": {"type": "x"}}, ["train.lr"])
+
+
+@pytest.mark.parametrize("override, says", [
+    ("train.lr=abc", "train.lr must be a finite number, got 'abc'"),
+    ("train.lr=.nan", "train.lr must be a finite number"),
+    ("train.lr=1e-3", "write it with a point"),
+    ("train.batch_size=0", "train.batch_size must be >= 1"),
+    ("train.window=2.5", "train.window must be a whole number"),
+    ("train.max_minutes=-1", "train.max_minutes must be > 0"),
+    ("train.patience=0", "train.patience must be >= 1"),
+    ("train.betas=[1, 2]", "train.betas must be two numbers"),
+    ("train.class_weights=[a]", "train.class_weights must be"),
+    ("model.dropout=1.5", "option dropout is a probability"),
+    ("model.n_layers=1.5", "option n_layers must be int"),
+    ("model.d_model=0", "option d_model must be >= 1"),
+    ("train=[1]", "the train section must be a mapping"),
+])
+def test_bad_config_values_fail_in_one_line_before_the_exp_dir_is_made(tmp_path, override, says):
+    conf = {**TINY, "model": {"type": "drnn_lwma", "n_layers": 1, "n_heads": 1, "d_model": 16}}
+    with pytest.raises(PunctkitError, match=re.escape(says)):
+        train(conf, tmp_path / "no-data", None, tmp_path / "exp", overrides=[override], quiet=True)
+    assert not (tmp_path / "exp").exists()
 
 
 # ------------------------------------------------------------------ checkpoints

@@ -138,8 +138,8 @@ def test_bi_keeps_the_parameter_names_shapes_and_outputs():
 
 @pytest.mark.parametrize("over, match", [
     ({"direction": "left"}, "direction must be 'bi' or 'uni'"),
-    ({"direction": "uni", "delay": -1}, "delay must be a number of words >= 0"),
-    ({"direction": "uni", "delay": "4"}, "delay must be a number of words >= 0"),
+    ({"direction": "uni", "delay": -1}, "option delay must be >= 0, got -1"),
+    ({"direction": "uni", "delay": "4"}, "option delay must be int, got '4'"),
     ({"delay": 4}, "add direction: uni"),
 ])
 def test_bad_direction_or_delay_is_a_one_line_error(over, match):
@@ -201,13 +201,13 @@ def test_streaming_with_less_lookahead_than_the_delay_is_a_one_line_error(packed
 
 
 def test_train_with_a_bad_delay_is_a_one_line_error(packed, tmp_path):
-    """`punctkit train` stops at building the model with one error line (after its log lines), no traceback."""
+    """`punctkit train` stops at checking the config, before any work, with one error line and no traceback."""
     r = cli("train", "--config", packed / "exp" / "config.yaml", "--train-dir", packed / "train",
             "--exp", tmp_path / "exp", "--set", "model.delay=-1", ok=False)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("punctkit: error:")]
-    assert errors == [r.stderr.splitlines()[-1]] == ["punctkit: error: model: delay must be a number of words >= 0, "
-                                                      "not -1"]
+    assert r.stderr.splitlines() == errors == ["punctkit: error: model 'drnn_lwma': option delay must be >= 0, got -1"]
+    assert not (tmp_path / "exp").exists()
 
 
 def test_packed_onnx_graph_equals_torch_on_any_batch_shape(packed):

@@ -75,3 +75,16 @@ def test_cli_exit_status(good: Path) -> None:
     p = subprocess.run(run, capture_output=True, text=True)
     assert p.returncode == 1
     assert p.stdout.splitlines() == [f"{good / 'utt2spk'}:2: not sorted ('u1' after 'u2'); sort with LC_ALL=C"]
+
+
+@pytest.mark.parametrize("name, lines, says", [
+    ("segments", ["u1 r1 0.00 nan", "u2 r1 1.00 2.00"], "segments:1 (utterance u1): end must be a finite number"),
+    ("segments", ["u1 r1 soon 1.00", "u2 r1 1.00 2.00"], "segments:1 (utterance u1): start must be a number"),
+    ("utt2dur", ["u1 inf", "u2 1.0"], "utt2dur:1 (utterance u1): the duration must be a finite number"),
+    ("utt2dur", ["u1 0", "u2 1.0"], "utt2dur:1 (utterance u1): the duration must be a positive number"),
+    ("ctm", ["u1 1 0.10 nan hello"], "ctm:1 (utterance u1): start and duration must be finite numbers"),
+])
+def test_times_that_are_not_finite_numbers_are_problems(good: Path, name: str, lines: list[str], says: str) -> None:
+    write_lines(good / name, lines)
+    problems = validate_data_dir(good)
+    assert any(p.startswith(f"{good / says.split(':')[0]}:") and says.split(":", 1)[1] in p for p in problems), problems

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from punctkit.data.labels import LabelSet, get_inventory, inventory_for
-from punctkit.data.utterance import Utterance
+from punctkit.data.utterance import Utterance, is_one_word
 from punctkit.files import OutputDir, PunctkitError, check_output_dir, iter_lines, output_dir, where
 
 # Files keyed by utterance id (split/combine keep them consistent).
@@ -127,6 +127,11 @@ def write_data_dir(path: str | Path, utts: list[Utterance], inventory: LabelSet,
         dup = next(i for i in ids if ids.count(i) > 1)
         raise PunctkitError(f"{path}: duplicate utterance id '{dup}'")
     spk = utt2spk or {u.uttid: u.uttid for u in utts}
+    for kind, names in (("utterance", ids), ("speaker", [spk[i] for i in ids])):
+        bad = next((x for x in names if not is_one_word(x)), None)
+        if bad is not None:
+            raise PunctkitError(f"{path}: {kind} id {bad!r} is empty or holds white space (Kaldi's files "
+                                "are split on it); give ids of one word")
     with output_dir(path, DATA_DIR_FILES, overwrite=overwrite, inputs=inputs, stale=DATA_DIR_STALE) as out:
         out.write_lines("text", (f"{u.uttid} {' '.join(u.words)}" for u in utts))
         if any(u.labels for u in utts):

@@ -9,6 +9,7 @@ from pathlib import Path
 from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.formats import Report, Utterance, flatten, read
 from punctkit.data.labels import O, SENTENCE_END, LabelSet, default_substitution, get_inventory, load_substitution, mark_of
+from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError
 
 
@@ -88,7 +89,9 @@ def prepare(inputs: list[Path], out: Path, fmt: str | None = None, inventory: st
     inv: LabelSet = get_inventory(inventory)
     subst = load_substitution(rules, inv) if rules else default_substitution(inv)
     report = Report(strict=strict)
-    name = name or Path(out).name
+    if name is not None and not is_one_word(name):
+        raise PunctkitError(f"--name {name!r}: the utterance id prefix must be one word, without white space")
+    name = name or "_".join(Path(out).name.split()) or "data"  # ids are one word
     utts: list[Utterance] = []
     utt2spk: dict[str, str] = {}
     for k, path in enumerate(inputs):

@@ -11,3 +11,8 @@ class Utterance:
     uttid: str
     words: list[str]
     labels: list[str]
+
+
+def is_one_word(name: str) -> bool:
+    """Whether `name` can be a Kaldi id: not empty, no white space (Kaldi's files split lines on it)."""
+    return bool(name) and len(name.split()) == 1 and name == name.strip()

@@ -20,7 +20,7 @@ import numpy as np
 
 from punctkit.data.formats.asr import read_ctm as read_ctm_lines
 from punctkit.data.datadir import read_table
-from punctkit.files import PunctkitError, where
+from punctkit.files import PunctkitError, positive_number, where
 
 
 @dataclass(frozen=True)
@@ -114,20 +114,20 @@ def data_word_timing(data: str | Path, subsample: int | None = None,
     `subsample` and `frame_shift` default to DATA/feats.info (else 3 and 0.01 s);
     utt2num_frames, when present, bounds the frame indices and the last pause.
     """
-    from punctkit.feats.fbank_pitch import read_info
+    from punctkit.feats.fbank_pitch import info_number
 
     d = Path(data)
     for name in ("ctm", "text"):
         if not (d / name).is_file():
             raise PunctkitError(f"{d}: no '{name}' file")
-    info = read_info(d)
-    subsample = subsample or int(info.get("subsample", 3))
-    frame_shift = frame_shift or float(info.get("frame_shift", 0.01))
+    subsample = subsample or int(info_number(d, "subsample", 3, integer=True))
+    frame_shift = frame_shift or info_number(d, "frame_shift", 0.01)
     ctm, text = read_ctm(d / "ctm"), dict(read_table(d / "text"))
     problems = ctm_text_problems(ctm, text, d / "ctm", d / "text")
     if problems:
         raise PunctkitError(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
-    frames = {k: int(v) for k, v in read_table(d / "utt2num_frames").items()} \
-        if (d / "utt2num_frames").is_file() else {}
-    durs = {k: float(v) for k, v in read_table(d / "utt2dur").items()} if (d / "utt2dur").is_file() else {}
+    frames = {k: positive_number(v, where(d / "utt2num_frames", None, k), "the frame count", integer=True)
+              for k, v in read_table(d / "utt2num_frames").items()} if (d / "utt2num_frames").is_file() else {}
+    durs = {k: positive_number(v, where(d / "utt2dur", None, k), "the duration")
+            for k, v in read_table(d / "utt2dur").items()} if (d / "utt2dur").is_file() else {}
     return {u: word_timing(ws, frame_shift, subsample, frames.get(u), durs.get(u)) for u, ws in ctm.items()}

@@ -22,7 +22,8 @@ import numpy as np
 from punctkit.data.datadir import read_table, split_balanced
 from punctkit.feats.ark import ArkWriter
 from punctkit.feats.wav import Segment, data_segments, iter_audio
-from punctkit.files import PunctkitError, atomic_write, check_output_dir, iter_lines, output_dir, where, write_lines
+from punctkit.files import (PunctkitError, atomic_write, check_output_dir, iter_lines, output_dir, positive_number, where,
+                            write_lines)
 
 KINDS = ("fbank_pitch", "fbank", "pitch")
 # Kaldi's paste-feats --length-tolerance: fbank and pitch frame counts may differ this much.
@@ -298,6 +299,14 @@ def read_info(data: str | Path) -> dict[str, str]:
     """`feats.info` of a data (or feature) directory as a dict (empty when absent)."""
     p = Path(data) / "feats.info"
     return dict(read_table(p, check_sorted=False)) if p.is_file() else {}
+
+
+def info_number(data: str | Path, key: str, default: float, integer: bool = False) -> float:
+    """A positive number of `feats.info` (`default` when it has none); a one-line error naming the file."""
+    value = read_info(data).get(key)
+    if value is None:
+        return default
+    return positive_number(value, f"{Path(data) / 'feats.info'}", key, integer)
 
 
 def merge_jobs(data: str | Path, featdir: str | Path, nj: int) -> int:

@@ -14,7 +14,7 @@ import numpy as np
 
 from punctkit.feats.cmvn import Cmvn
 from punctkit.feats.ctm import WordTiming, data_word_timing
-from punctkit.feats.fbank_pitch import read_info
+from punctkit.feats.fbank_pitch import info_number
 from punctkit.files import PunctkitError
 
 
@@ -42,7 +42,7 @@ class AcousticData:
         if not (d / "feats.scp").is_file():
             raise PunctkitError(f"{d}: no feats.scp (run extract-feats first)")
         self.path = d
-        self.subsample = subsample or int(read_info(d).get("subsample", 1))
+        self.subsample = subsample or int(info_number(d, "subsample", 1, integer=True))
         self.feats = kaldiio.load_scp(str(d / "feats.scp"))
         self.cmvn = Cmvn.load(d, norm_vars) if cmvn and (d / "cmvn.scp").is_file() else None
         self.timing: dict[str, WordTiming] = data_word_timing(d, self.subsample) if with_timing else {}

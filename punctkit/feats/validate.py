@@ -13,7 +13,7 @@ from pathlib import Path
 
 from punctkit.feats.ctm import ctm_text_problems, read_ctm
 from punctkit.feats.wav import wav_duration
-from punctkit.files import PunctkitError, iter_lines, where
+from punctkit.files import PunctkitError, finite_number, iter_lines, positive_number, where
 
 # Tables keyed by utterance id that must list exactly the utterances of `text`.
 _UTT_TABLES = ("labels", "utt2spk", "segments", "feats.scp", "utt2num_frames", "utt2dur")
@@ -110,9 +110,9 @@ def _check_audio(d: Path, tables: dict, problems: list[str], wav_duration) -> di
     if "utt2dur" in tables:
         for u, (i, v) in tables["utt2dur"].items():
             try:
-                durations[u] = float(v)
-            except ValueError:
-                problems.append(f"{where(d / 'utt2dur', i, u)}: duration '{v}' is not a number")
+                durations[u] = positive_number(v, where(d / 'utt2dur', i, u), "the duration")
+            except PunctkitError as e:
+                problems.append(str(e))
     wavs = tables.get("wav.scp")
     if wavs is None:
         if "segments" in tables:
@@ -121,9 +121,9 @@ def _check_audio(d: Path, tables: dict, problems: list[str], wav_duration) -> di
     reco_dur = {}
     for r, (i, v) in tables.get("reco2dur", {}).items():
         try:
-            reco_dur[r] = float(v)
-        except ValueError:
-            problems.append(f"{where(d / 'reco2dur', i)}: duration '{v}' is not a number")
+            reco_dur[r] = positive_number(v, where(d / 'reco2dur', i), "the duration")
+        except PunctkitError as e:
+            problems.append(str(e))
     if "segments" not in tables:
         _same_keys(d / "wav.scp", wavs, d / "text", set(tables["text"]), problems)
         for u, (_, spec) in wavs.items():
@@ -139,9 +139,9 @@ def _check_audio(d: Path, tables: dict, problems: list[str], wav_duration) -> di
             continue
         rec = parts[0]
         try:
-            start, end = float(parts[1]), float(parts[2])
-        except ValueError:
-            problems.append(f"{loc}: start/end are not numbers")
+            start, end = finite_number(parts[1], loc, "start"), finite_number(parts[2], loc, "end")
+        except PunctkitError as e:
+            problems.append(str(e))
             continue
         if rec not in wavs:
             problems.append(f"{loc}: recording '{rec}' is not in {d / 'wav.scp'}")

@@ -20,7 +20,7 @@ from typing import Iterator
 import numpy as np
 
 from punctkit.data.datadir import read_table
-from punctkit.files import PunctkitError, iter_lines, where
+from punctkit.files import PunctkitError, finite_number, iter_lines, where
 
 # A segment may end this far past its recording (rounding in segment times); it is cut at the end.
 MAX_OVERSHOOT = 0.05
@@ -57,10 +57,8 @@ def read_segments(path: str | Path) -> list[Segment]:
         if len(parts) != 4:
             raise PunctkitError(f"{where(path, i)}: expected 'uttid recid start end', got {len(parts)} fields")
         uttid, recid = parts[0], parts[1]
-        try:
-            start, end = float(parts[2]), float(parts[3])
-        except ValueError:
-            raise PunctkitError(f"{where(path, i, uttid)}: start/end are not numbers") from None
+        loc = where(path, i, uttid)
+        start, end = finite_number(parts[2], loc, "start"), finite_number(parts[3], loc, "end")
         if start < 0 or (end >= 0 and end <= start):
             raise PunctkitError(f"{where(path, i, uttid)}: bad segment times {start}..{end}")
         if prev is not None and uttid <= prev:

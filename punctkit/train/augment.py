@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from punctkit.data.streams import IGNORE
-from punctkit.files import PunctkitError
+from punctkit.files import PunctkitError, finite_number
 
 KEEP, SUBSTITUTE, INSERT = 0, 1, 2
 TOKENS = ("unk", "random")
@@ -50,10 +50,7 @@ class AugmentOptions:
         bad = [k for k in section if k not in known]
         if bad:
             raise PunctkitError(f"train.augment: unknown option(s) {', '.join(bad)} (known: {', '.join(known)})")
-        try:
-            opts = cls(**{k: float(v) if k != "token" else str(v) for k, v in section.items()})
-        except (TypeError, ValueError):
-            raise PunctkitError(f"train.augment: rates must be numbers, got {section}") from None
+        opts = cls(**{k: finite_number(v, "train.augment", k) if k != "token" else str(v) for k, v in section.items()})
         rates = (opts.substitute, opts.insert, opts.delete)
         if any(r < 0 for r in rates) or sum(rates) > 1:
             raise PunctkitError(f"train.augment: rates must be >= 0 and sum to at most 1, got {rates}")

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from punctkit.data.probs import read_probs
 from punctkit.data.streams import IGNORE, Stream
-from punctkit.files import PunctkitError, iter_lines, require_file, where
+from punctkit.files import PunctkitError, finite_number, iter_lines, require_file, where
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,8 @@ class DistillOptions:
             raise PunctkitError(f"train.distill: unknown option(s) {', '.join(bad)} (known: {', '.join(known)})")
         if not section.get("probs"):
             return None
-        opts = cls(str(section["probs"]), float(section.get("weight", 0.7)),
-                   float(section.get("temperature", 1.0)))
+        opts = cls(str(section["probs"]), finite_number(section.get("weight", 0.7), "train.distill", "weight"),
+                   finite_number(section.get("temperature", 1.0), "train.distill", "temperature"))
         if not 0.0 <= opts.weight <= 1.0:
             raise PunctkitError(f"train.distill.weight must lie in [0, 1], got {opts.weight}")
         if opts.temperature <= 0:

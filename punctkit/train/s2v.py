@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from punctkit.feats.ctm import read_ctm, word_timing
-from punctkit.feats.fbank_pitch import read_info
+from punctkit.feats.fbank_pitch import info_number
 from punctkit.feats.loader import AcousticData
 from punctkit.files import PunctkitError, atomic_write, check_not_input
 from punctkit.models.speech2vec import Speech2Vec, pad_segments
@@ -54,8 +54,7 @@ def word_segments(data: str | Path, max_frames: int = 50) -> tuple[list[str], li
     """Words, their segments (frames, D) and, per utterance, the indices of its words' segments."""
     d = Path(data)
     ac = AcousticData(d, with_timing=False)
-    info = read_info(d)
-    shift = float(info.get("frame_shift", 0.01))
+    shift = info_number(d, "frame_shift", 0.01)
     ctm = read_ctm(d / "ctm")
     words: list[str] = []
     segs: list[np.ndarray] = []

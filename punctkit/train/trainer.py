@@ -23,6 +23,7 @@ broadcasts the dev score so every rank takes the same schedule/stop decisions.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import math
@@ -100,12 +101,56 @@ class TrainOptions:
     lookahead: dict[str, Any] | None
 
     def __post_init__(self) -> None:
+        check_numbers(self)
         self.time_delay = TimeDelay.from_option(self.lookahead)  # checked before any training
 
     @classmethod
     def from_section(cls, section: dict[str, Any]) -> "TrainOptions":
         """The options of a (possibly partial) `train:` section, the rest from the defaults."""
         return cls(**{**DEFAULTS["train"], **section})
+
+
+# train option -> (whole number?, lowest value, lowest allowed?, highest value or None, may be null?)
+NUMBER_RULES: dict[str, tuple[bool, float, bool, float | None, bool]] = {
+    "lr": (False, 0, True, None, False), "weight_decay": (False, 0, True, None, False),
+    "warmup": (True, 0, True, None, False), "newbob_factor": (False, 0, False, 1, False),
+    "newbob_threshold": (False, float("-inf"), False, None, False), "min_lr": (False, 0, True, None, False),
+    "batch_size": (True, 1, True, None, False), "window": (True, 1, True, None, False),
+    "epochs": (True, 1, True, None, False), "max_minutes": (False, 0, False, None, True),
+    "patience": (True, 1, True, None, True), "seed": (True, 0, True, None, False),
+    "clip": (False, 0, True, None, False), "label_smoothing": (False, 0, True, 1, False),
+    "focal_gamma": (False, 0, True, None, False), "n_average": (True, 1, True, None, False),
+    "max_tokens": (True, 1, True, None, True), "threads": (True, 0, True, None, False),
+    "rdrop": (False, 0, True, None, False),
+}
+
+
+def check_numbers(opts: TrainOptions) -> None:
+    """A one-line error for a numeric `train:` option of the wrong type or out of range."""
+    for name, (whole, low, low_ok, high, nullable) in NUMBER_RULES.items():
+        v = getattr(opts, name)
+        if v is None and nullable:
+            continue
+        kind = "a whole number" if whole else "a finite number"
+        ok_type = isinstance(v, int) if whole else isinstance(v, (int, float)) and math.isfinite(v)
+        if isinstance(v, bool) or not ok_type:
+            hint = ""
+            if isinstance(v, str):
+                with contextlib.suppress(ValueError):
+                    if math.isfinite(float(v)):
+                        hint = f" (YAML reads {v} as text: write it with a point, e.g. {float(v):.1e})"
+            raise PunctkitError(f"train.{name} must be {kind}{' or null' if nullable else ''}, got {v!r}{hint}")
+        if v < low or (v == low and not low_ok) or (high is not None and v > high):
+            span = f"{'>=' if low_ok else '>'} {low:g}" + (f" and <= {high:g}" if high is not None else "")
+            raise PunctkitError(f"train.{name} must be {span}, got {v!r}")
+    betas = opts.betas
+    if not (isinstance(betas, (list, tuple)) and len(betas) == 2
+            and all(isinstance(b, (int, float)) and not isinstance(b, bool) and 0 <= b < 1 for b in betas)):
+        raise PunctkitError(f"train.betas must be two numbers in [0, 1), got {betas!r}")
+    cw = opts.class_weights
+    if not (cw is None or cw == "auto" or (isinstance(cw, list) and all(
+            isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0 for w in cw))):
+        raise PunctkitError(f"train.class_weights must be null, auto or a list of numbers >= 0, got {cw!r}")
 
 
 @dataclass
@@ -548,6 +593,9 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
         return _ddp_process(int(os.environ.get("LOCAL_RANK", os.environ["RANK"])), int(os.environ["WORLD_SIZE"]),
                             run, int(os.environ["RANK"]), lock_force=force)
     world = world_size_of(ngpu, nproc)
+    conf = load_config(config, overrides)  # a bad config fails here, before the lock makes exp_dir
+    model_needs(conf["model"])
+    TrainOptions.from_section(conf["train"])
     with exp_lock(exp_dir, force, quiet):
         if world == 1:
             return _train_process(run)

@@ -66,7 +66,15 @@ expdir=exp
 . utils/parse_options.sh
 
 [ $# -eq 0 ] || { echo "$0: unexpected arguments: $*" >&2; echo "$help_message" >&2; exit 1; }
+for opt in stage stop_stage nj ngpu subsample demo_words; do  # numbers, or every [ -le ] below fails open
+  case "${!opt}" in
+    ''|*[!0-9]*) echo "$0: --${opt//_/-} must be a whole number, got '${!opt}'" >&2; exit 1 ;;
+  esac
+done
 [ -n "$train_config" ] || [ "$stop_stage" -lt 3 ] || { echo "$0: --train-config is required for stages >= 3" >&2; exit 1; }
+# stages 3 and 4 read the config; later stages use only its name (the default --tag)
+[ -z "$train_config" ] || [ "$stop_stage" -lt 3 ] || [ "$stage" -gt 4 ] || [ -f "$train_config" ] \
+  || { echo "$0: --train-config $train_config: no such file" >&2; exit 1; }
 tag=${tag:-$(basename "${train_config:-none}" .yaml)}
 exp=$expdir/$tag
 # The decoding tag (ESPnet's inference_tag): empty for the default decoding config without

@@ -30,6 +30,7 @@ from typing import Any, Iterator
 from punctkit.data.formats.base import AsrUtterance, OutputOptions, input_lines, label_probs, source_name
 from punctkit.data.labels import O, LabelSet, Substitution
 from punctkit.data.tokenize import is_mark_token, mark_after, read_passage
+from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError, where
 
 ID_KEYS = ("id", "uttid", "utt_id", "key")
@@ -77,6 +78,9 @@ def ctm_line(src: str | Path, i: int, line: str) -> CtmLine | None:
     except ValueError:
         raise PunctkitError(f"{where(src, i, f[0])}: start and duration must be numbers, "
                             f"got '{f[2]}' '{f[3]}'") from None
+    if not (math.isfinite(start) and math.isfinite(dur)):
+        raise PunctkitError(f"{where(src, i, f[0])}: start and duration must be finite numbers, "
+                            f"got '{f[2]}' '{f[3]}'")
     if start < 0 or dur < 0:
         raise PunctkitError(f"{where(src, i, f[0])}: negative start or duration")
     return CtmLine(i, f[0], f[1], f[2], f[3], f[4], f[5:], start, dur)
@@ -135,8 +139,16 @@ def ctm_units(src: str | Path, inventory: LabelSet, rules: Substitution, encodin
         yield utt
 
 
+def check_one_word_id(utt: AsrUtterance, src: str | Path, output: str) -> None:
+    """A one-line error when an utterance id (from JSON) holds white space: `output` splits lines on it."""
+    if not is_one_word(utt.uttid):
+        raise PunctkitError(f"{where(src, utt.lineno)}: utterance id {utt.uttid!r} holds white space, which "
+                            f"{output} line cannot hold: use --format jsonl (or ids of one word)")
+
+
 def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path, *_: Any) -> Iterator[str]:
     """CTM lines with each word as written, cased and its mark set (`Hello,`); JSON words get channel 1."""
+    check_one_word_id(utt, src, "a CTM")
     for k, (w, rec) in enumerate(zip(shown, utt.records), 1):
         if rec is None or rec.get("start_s") is None:
             raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} has no start time "

@@ -107,6 +107,8 @@ def readable_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: st
                  *_: object) -> Iterator[str]:
     """The input words as written, marks and case set; `uttid text` for inputs with ids."""
     line = " ".join(shown)
+    if utt.has_id:
+        asr.check_one_word_id(utt, src, "an `uttid text`")
     yield f"{utt.uttid} {line}".rstrip() if utt.has_id else line
 
 

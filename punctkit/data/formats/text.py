@@ -15,6 +15,7 @@ from typing import Iterator
 from punctkit.data.formats.base import AsrUtterance, Report, Utterance, input_lines, source_name, split_text
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import join_marked, read_passage, segment
+from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError, where
 
 # an utterance id: letters, digits, `_-.:/` with at least one digit (`utt1`, `1272-128104-0000`)
@@ -98,5 +99,9 @@ def text_out(utts: list[Utterance]) -> Iterator[str]:
 
 
 def kaldi_text_out(utts: list[Utterance]) -> Iterator[str]:
-    """`uttid punctuated text`, one utterance a line."""
-    return (f"{u.uttid} {join_marked(u.words, u.labels)}" for u in utts)
+    """`uttid punctuated text`, one utterance a line (an id with white space is an error: the line splits on it)."""
+    for u in utts:
+        if not is_one_word(u.uttid):
+            raise PunctkitError(f"utterance id {u.uttid!r} holds white space, which a Kaldi text line cannot "
+                                "hold: use --format jsonl (or ids of one word)")
+        yield f"{u.uttid} {join_marked(u.words, u.labels)}"
