@@ -114,14 +114,15 @@ def data_word_timing(data: str | Path, subsample: int | None = None,
     `subsample` and `frame_shift` default to DATA/feats.info (else 3 and 0.01 s);
     utt2num_frames, when present, bounds the frame indices and the last pause.
     """
-    from punctkit.feats.fbank_pitch import info_number
+    from punctkit.feats.fbank_pitch import info_number, read_info
 
     d = Path(data)
     for name in ("ctm", "text"):
         if not (d / name).is_file():
             raise PunctkitError(f"{d}: no '{name}' file")
-    subsample = subsample or int(info_number(d, "subsample", 3, integer=True))
-    frame_shift = frame_shift or info_number(d, "frame_shift", 0.01)
+    info = read_info(d)
+    subsample = subsample or int(info_number(d, "subsample", 3, integer=True, info=info))
+    frame_shift = frame_shift or info_number(d, "frame_shift", 0.01, info=info)
     ctm, text = read_ctm(d / "ctm"), dict(read_table(d / "text"))
     problems = ctm_text_problems(ctm, text, d / "ctm", d / "text")
     if problems:

@@ -301,9 +301,11 @@ def read_info(data: str | Path) -> dict[str, str]:
     return dict(read_table(p, check_sorted=False)) if p.is_file() else {}
 
 
-def info_number(data: str | Path, key: str, default: float, integer: bool = False) -> float:
-    """A positive number of `feats.info` (`default` when it has none); a one-line error naming the file."""
-    value = read_info(data).get(key)
+def info_number(data: str | Path, key: str, default: float, integer: bool = False,
+                info: dict[str, str] | None = None) -> float:
+    """A positive number of DATA/feats.info (`info`: that file already read; `default` when it has
+    none); a one-line error naming the file."""
+    value = (read_info(data) if info is None else info).get(key)
     if value is None:
         return default
     return positive_number(value, f"{Path(data) / 'feats.info'}", key, integer)
