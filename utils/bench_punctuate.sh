@@ -22,6 +22,8 @@ punctuate_args=   # more options for punctkit punctuate, e.g. "--step 150"
 help_message="Usage: $0 [--threads N] [--cores LIST] [--repeat N] [--data TWOCOL] [--out FILE] [--punctuate-args \"...\"] MODEL.pkt..."
 . "$(dirname "$(readlink -f "$0")")/parse_options.sh"
 [ $# -ge 1 ] || { echo "$help_message" >&2; exit 1; }
+case "$threads" in ''|*[!0-9]*) echo "$0: --threads must be a whole number (0: the backend's default), got '$threads'" >&2; exit 1 ;; esac
+case "$repeat" in ''|*[!0-9]*|0) echo "$0: --repeat must be a whole number >= 1, got '$repeat'" >&2; exit 1 ;; esac
 
 root=$(dirname "$(dirname "$(readlink -f "$0")")")
 data=${data:-$root/../shared/data/iwslt/test2011}

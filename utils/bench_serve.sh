@@ -21,6 +21,9 @@ batch_wait_ms=5
 serve_args=     # more options for punctkit serve, e.g. "--backend torch"
 help_message="Usage: $0 [--threads N] [--requests N] [--seconds S] [--batch-wait-ms MS] [--serve-args \"...\"] MODEL.pkt TEXT [CLIENTS...]"
 . "$(dirname "$(readlink -f "$0")")/parse_options.sh"
+for opt in threads requests seconds batch_wait_ms; do
+  case "${!opt}" in ''|*[!0-9]*) echo "$0: --${opt//_/-} must be a whole number, got '${!opt}'" >&2; exit 1 ;; esac
+done
 [ $# -ge 2 ] || { echo "$help_message" >&2; exit 1; }
 
 model=$1 text=$2
