@@ -6,6 +6,7 @@ import contextlib
 import errno
 import fnmatch
 import itertools
+import math
 import os
 import socket
 import sys
@@ -52,7 +53,7 @@ def finite_number(value: object, loc: str, what: str) -> float:
         x = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):
         raise PunctkitError(f"{loc}: {what} must be a number, got {value!r}") from None
-    if x != x or x in (float("inf"), float("-inf")):
+    if not math.isfinite(x):
         raise PunctkitError(f"{loc}: {what} must be a finite number, got {value!r}")
     return x
 
