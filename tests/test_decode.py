@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import pytest
 import torch
 
@@ -95,6 +96,13 @@ def test_decode_text_only_dir_to_twocol(trained, tmp_path):
     decode_dir(trained / "exp", tmp_path / "plain", tmp_path / "out.tsv", fmt="twocol")
     utts, _ = read(tmp_path / "out.tsv", "twocol")
     assert [w for u in utts for w in u.words] == [w for u in ref.utterances for w in u.words]
+
+
+def test_decode_shows_progress_over_batches(trained, tmp_path, capsys):
+    capsys.readouterr()
+    decode_dir(trained / "exp", trained / "valid", tmp_path / "o", batch_size=4)
+    err = capsys.readouterr().err
+    assert re.search(r"decode: +0%\|.*\| 0/\d+ .*batch", err), err
 
 
 def test_decode_errors(trained, tmp_path):

@@ -3,9 +3,12 @@ option -> scheduler flag mapping of the slurm and sge backends."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -60,6 +63,21 @@ def test_failed_job_fails_launcher_and_names_its_log(tmp_path):
     log2 = (tmp_path / "log/t.2.log").read_text()
     assert "running 2\n" in log2 and log2.endswith("# exit status: 1\n")
     assert (tmp_path / "log/t.3.log").read_text().endswith("# exit status: 0\n")
+
+
+def test_ctrl_c_ends_the_launcher_in_one_line(tmp_path):
+    """Ctrl-C reaches the launcher and its jobs (one process group): exit 130, one line, no traceback."""
+    p = subprocess.Popen([str(RUN), "JOB=1:2", "log/w.JOB.log", "sleep", "30"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    for _ in range(100):  # until both jobs have started (their logs' headers are written)
+        if all((tmp_path / f"log/w.{j}.log").is_file() and "# started:" in (tmp_path / f"log/w.{j}.log").read_text()
+               for j in (1, 2)):
+            break
+        time.sleep(0.1)
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=20)
+    assert p.returncode == 130, err
+    assert err.strip().splitlines()[-1].endswith("interrupted") and "Traceback" not in err
 
 
 def test_max_jobs_run_serialises(tmp_path):

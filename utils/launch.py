@@ -433,6 +433,10 @@ def main(argv: list[str]) -> int:
         where = f"{e.filename}: " if e.filename is not None else ""
         print(f"{prog}: error: {where}{e.strerror or e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C (the jobs got it too and log their own end): one line
+        prog = PROG.get(argv[0], "launch.py") if argv else "launch.py"
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

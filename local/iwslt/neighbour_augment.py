@@ -2,8 +2,8 @@
 """A copy of a training data dir with words swapped for their nearest neighbours
 (TinyBERT's augmentation for distillation, Jiao et al. 2020), for a teacher to label.
 
-    python local/iwslt/neighbour_augment.py data/train exp/X/inputs/plm_vectors.txt \
-        exp/X/frontend/vocab.txt data/train_aug1 --rate 0.4 --neighbours 10 --seed 1 --prefix aug1
+    python local/neighbour_augment.py data/train exp/X/inputs/plm_vectors.txt \
+        exp/X/inputs/frontend/vocab.txt data/train_aug1 --rate 0.4 --neighbours 10 --seed 1 --prefix aug1
 
 Each word that has a vector, other than the `--keep-top` most frequent (function words,
 whose static neighbours are rarely of the same kind), is replaced with probability

@@ -29,6 +29,7 @@ from punctkit.decode.windows import Hyps, Predicted, decode_windows_rows, tagger
 from punctkit.expdir import load_model, pick_device, read_model_config
 from punctkit.files import PunctkitError, atomic_write, check_not_input
 from punctkit.models.base import PunctModel
+from punctkit.progress import progress
 from punctkit.text.frontend import Frontend
 
 
@@ -36,16 +37,17 @@ from punctkit.text.frontend import Frontend
 
 @torch.no_grad()
 def predict(model: PunctModel, dataset: WindowDataset, batch_size: int = 32, device: torch.device | str = "cpu",
-            beam: int = 1, nbest: int = 1, pad_id: int = 0) -> list[Predicted]:
+            beam: int = 1, nbest: int = 1, pad_id: int = 0, show: bool = False) -> list[Predicted]:
     """n-best label ids for every window of `dataset` and the 1-best's per-word distributions:
     taggers' arg-max and softmax (decode/windows.py: tagger_predicted), encoder-decoders' greedy
     search (beam <= 1) or beam search with their step distributions (decode/search.py); nbest > 1
-    always runs the beam search."""
+    always runs the beam search. `show`: a progress bar over the batches."""
     was_training = model.training
     model.eval()
     lengths = [dataset.n_words(i) for i in range(len(dataset))]
     out: list[Predicted] = [([], np.zeros((0, 0))) for _ in range(len(dataset))]
-    for idx in bucket_batches(lengths, batch_size, shuffle=False):
+    for idx in progress(bucket_batches(lengths, batch_size, shuffle=False), show=show, desc="decode",
+                        unit="batch", leave=False):
         batch = {k: v.to(device) for k, v in collate([dataset[i] for i in idx], pad_id).items()}
         n_words = batch["word_mask"].sum(1).tolist()
         res: list[Predicted]
@@ -77,10 +79,11 @@ def decode_streams(model: PunctModel, frontend: Frontend, streams: list[Stream],
 
 def decode_streams_rows(model: PunctModel, frontend: Frontend, streams: list[Stream], window: int = 100,
                         step: int = 50, batch_size: int = 32, device: torch.device | str = "cpu", beam: int = 1,
-                        nbest: int = 1, extra: Callable | None = None) -> list[Predicted]:
-    """`decode_streams` with each stream's per-word label distributions (words x labels) of its 1-best."""
+                        nbest: int = 1, extra: Callable | None = None, show: bool = False) -> list[Predicted]:
+    """`decode_streams` with each stream's per-word label distributions (words x labels) of its 1-best
+    (`show`: a progress bar)."""
     return decode_windows_rows(streams, frontend, window, step,
-                               lambda ds: predict(model, ds, batch_size, device, beam, nbest, frontend.pad_id),
+                               lambda ds: predict(model, ds, batch_size, device, beam, nbest, frontend.pad_id, show),
                                extra)
 
 
@@ -203,7 +206,7 @@ def _decode_units(model_dir: str | Path, conf: dict[str, Any], opts: Any, units:
     if wants_audio(conf, model.needs):  # the config's resolved `audio.use`, else the model's needs
         extra = audio_extra(data_dir)
     return decode_streams_rows(model, frontend, units, opts.window, opts.step, opts.batch_size, device, opts.beam,
-                               opts.nbest, extra=extra)
+                               opts.nbest, extra=extra, show=True)
 
 
 def _stderr(msg: str) -> None:
