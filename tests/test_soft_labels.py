@@ -75,6 +75,11 @@ def test_bad_inputs_are_one_line_and_write_nothing(setup):
         r = run(d / "data", d / "bad", *args)
         assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert "Traceback" not in r.stderr and not (d / "bad").exists()
+    (d / "t6").mkdir()
+    write_probs(d / "t6" / "probs", sorted(teacher.items()))
+    (d / "t6" / "inventory").write_text("6class\n")
+    r = run(d / "data", d / "bad", "--probs", d / "t6" / "probs")
+    assert r.returncode == 1 and "teacher's labels are 6class" in r.stderr and not (d / "bad").exists()
     before = (d / "data" / "text").read_bytes()
     r = run(d / "data", d / "data")
     assert r.returncode == 1 and (d / "data" / "text").read_bytes() == before

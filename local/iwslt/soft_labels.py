@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from punctkit.data.datadir import read_data_dir
-from punctkit.data.probs import PROBS_FILE, format_probs, read_probs
+from punctkit.data.probs import PROBS_FILE, check_inventory, format_probs, read_probs
 from punctkit.files import PunctkitError, check_output_dir, output_dir
 
 OUT_FILES = (PROBS_FILE, "inventory")
@@ -55,7 +55,10 @@ def main() -> int:
             raise PunctkitError(f"--keep {' '.join(unknown)}: not in {a.data_dir}/inventory ({' '.join(names)})")
         if a.keep and a.probs is None:
             raise PunctkitError("--keep needs --probs (without a teacher every row is gold already)")
-        teacher = read_probs(a.probs, len(names)) if a.probs else None
+        teacher = None
+        if a.probs:
+            check_inventory(a.probs, dd.inventory.name, str(a.data_dir))
+            teacher = read_probs(a.probs, len(names))
         rows = []
         for u in dd.utterances:
             t = None

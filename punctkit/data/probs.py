@@ -52,6 +52,18 @@ def parse_row(text: str, n_labels: int, loc: str) -> list[float]:
     return row
 
 
+def check_inventory(path: str | Path, inventory: str, data: str) -> None:
+    """The `inventory` file beside a probs file (a decode dir's), where there is one, must name
+    `inventory`, the labels of `data` (named in the error): the rows' columns are its labels."""
+    inv_file = Path(path).parent / "inventory"
+    if not inv_file.is_file():
+        return
+    theirs = next((line.strip() for _, line in iter_lines(inv_file) if line.strip()), "")
+    if theirs != inventory:
+        raise PunctkitError(f"{inv_file}: the teacher's labels are {theirs}, {data}'s {inventory}: "
+                            f"use a teacher with the same label inventory")
+
+
 def read_probs(path: str | Path, n_labels: int) -> "OrderedDict[str, np.ndarray]":
     """utterance id -> words x labels float32 array; errors name file, line and what is wrong."""
     p = Path(path)

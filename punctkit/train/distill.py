@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from punctkit.data.probs import read_probs
+from punctkit.data.probs import check_inventory, read_probs
 from punctkit.data.streams import IGNORE, Stream
 from punctkit.files import PunctkitError, finite_number, iter_lines, require_file, where
 
@@ -70,12 +70,8 @@ def soft_labels(probs_path: str | Path, streams: list[Stream], n_labels: int, da
     that differs from the utterance's words is a one-line error naming the probs file. An
     `inventory` file beside it (a decode dir's) must name `inventory`, the data's labels."""
     path = require_file(probs_path, "probs file (train.distill.probs)")
-    inv_file = path.parent / "inventory"
-    if inventory and inv_file.is_file():
-        theirs = next((line.strip() for _, line in iter_lines(inv_file) if line.strip()), "")
-        if theirs != inventory:
-            raise PunctkitError(f"{inv_file}: the teacher's labels are {theirs}, the training data's {inventory}: "
-                                f"distil from a teacher with the same label inventory")
+    if inventory:
+        check_inventory(path, inventory, "the training data")
     table = read_probs(path, n_labels)
     out = []
     for s in streams:
