@@ -19,13 +19,14 @@ import io
 import logging
 import tempfile
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from punctkit.data.streams import WindowDataset, bucket_batches, pad_batch
-from punctkit.decode.windows import Predicted, tagger_predicted
+from punctkit.decode.windows import Predicted, softmax, tagger_predicted
 from punctkit.files import PunctkitError
 
 if TYPE_CHECKING:
@@ -198,11 +199,37 @@ class OnnxTagger:
     def predict(self, dataset: WindowDataset, batch_size: int = 64, pad_id: int = 0) -> list[Predicted]:
         """Arg-max label ids and their summed log-probability for every window (1-best), and each
         word's softmax (decode/windows.py: tagger_predicted, as torch)."""
-        lengths = [dataset.n_words(i) for i in range(len(dataset))]
-        out: list[Predicted] = [([], np.zeros((0, 0))) for _ in range(len(dataset))]
-        for idx in bucket_batches(lengths, batch_size, shuffle=False):
-            batch = pad_batch([dataset[i] for i in idx], pad_id)
-            preds = tagger_predicted(self.logits(batch), batch["word_mask"].sum(1).tolist())
-            for b, i in enumerate(idx):
-                out[i] = preds[b]
-        return out
+        return predict_windows(self.logits, dataset, batch_size, pad_id)
+
+
+class OnnxTaggers:
+    """Taggers that read the same tokens (one frontend), run side by side on every batch: the
+    weighted average of their softmaxes, in `workers` threads (onnxruntime releases the GIL)."""
+
+    def __init__(self, taggers: list[OnnxTagger], weights: list[float], workers: int = 1) -> None:
+        self.taggers, self.weights = taggers, weights
+        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="punctkit-onnx") if workers > 1 else None
+
+    def logits(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """(B, W, n_labels) log of the weighted average of the members' softmaxes: its softmax is that average."""
+        run = self.pool.map if self.pool else map
+        avg = sum(w * softmax(z) for w, z in zip(self.weights, run(lambda t: t.logits(batch), self.taggers)))
+        with np.errstate(divide="ignore"):  # a label no member gives any mass: log 0 = -inf, softmax 0
+            return np.log(avg)
+
+    def predict(self, dataset: WindowDataset, batch_size: int = 64, pad_id: int = 0) -> list[Predicted]:
+        """As OnnxTagger.predict, for the averaged distributions."""
+        return predict_windows(self.logits, dataset, batch_size, pad_id)
+
+
+def predict_windows(logits: Callable[[dict[str, np.ndarray]], np.ndarray], dataset: WindowDataset,
+                    batch_size: int, pad_id: int) -> list[Predicted]:
+    """The 1-best of every window of `dataset` from a tagger's logits of each padded batch."""
+    lengths = [dataset.n_words(i) for i in range(len(dataset))]
+    out: list[Predicted] = [([], np.zeros((0, 0))) for _ in range(len(dataset))]
+    for idx in bucket_batches(lengths, batch_size, shuffle=False):
+        batch = pad_batch([dataset[i] for i in idx], pad_id)
+        preds = tagger_predicted(logits(batch), batch["word_mask"].sum(1).tolist())
+        for b, i in enumerate(idx):
+            out[i] = preds[b]
+    return out

@@ -30,6 +30,7 @@ into a private temporary directory, by the validated names, and removed once rea
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
@@ -364,6 +365,7 @@ class Package:
     frontend: Frontend
     weights_member: bytes | DeferredMember  # model.pt (torch state dict), read on first use
     onnx: bytes | None = None    # model.onnx, when packed with --onnx
+    frontend_digest: str = ""    # sha256 over the frontend's files: equal digests tokenize alike
 
     @property
     def weights(self) -> bytes:
@@ -536,7 +538,16 @@ def _model(p: Path, manifest: dict[str, Any], members: dict[str, bytes], prefix:
     conf = _yaml(p, prefix + "config.yaml", members["config.yaml"])
     if not isinstance(conf, dict) or "resolved" not in conf or "model" not in conf:
         raise _bad(p, f"corrupt packed model ({prefix}config.yaml has no model/resolved sections)")
-    return Package(p, manifest, conf, frontend, members["model.pt"], members.get("model.onnx"))
+    return Package(p, manifest, conf, frontend, members["model.pt"], members.get("model.onnx"),
+                   frontend_digest(members))
+
+
+def frontend_digest(members: dict[str, Any]) -> str:
+    """sha256 over the names and bytes of one model's frontend members (names inside the model)."""
+    h = hashlib.sha256()
+    for name in sorted(n for n in members if n.startswith(FRONTEND)):
+        h.update(name.encode("utf-8") + b"\0" + len(members[name]).to_bytes(8, "big") + members[name])
+    return h.hexdigest()
 
 
 def _ensemble(p: Path, manifest: dict[str, Any], members: dict[str, bytes]) -> EnsemblePackage:

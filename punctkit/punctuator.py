@@ -99,6 +99,15 @@ def torch_model(pkg: Package, ngpu: int = 0, threads: int = 0, quantize: bool = 
     return model.to(device).eval(), device
 
 
+def decode_options(pkg: Package, batch_size: int | None = None, beam: int | None = None,
+                   step: int | None = None) -> DecodeOptions:
+    """The packed `decode:` settings with punctuate's options over them."""
+    trained = {k: v for k, v in pkg.conf["decode"].items() if k in SEARCH_KEYS}
+    # punctuate's own default batch: at least 64 windows (batching never changes a label)
+    batch_size = batch_size or max(int(trained.get("batch_size", 32)), 64)
+    return resolve({"step": step, "beam": beam, "batch_size": batch_size}, trained)
+
+
 def pick_backend(pkg: Package, backend: str, ngpu: int, quantize: bool) -> str:
     """`auto`: onnx when the package has model.onnx, onnxruntime is installed and neither a GPU nor
     torch's int8 quantization is asked for; else torch."""
@@ -164,6 +173,7 @@ class Punctuator(Labeller):
     model: Any = None             # the torch model (None with the onnx backend)
     chunk_words: int = 10000      # words decoded at once (memory bound)
     options: DecodeOptions = field(default_factory=DecodeOptions)  # resolved from the packed `decode:`
+    tagger: Any = None            # the OnnxTagger (onnx backend; punctkit/ensemble.py runs members side by side)
 
     @classmethod
     def load(cls, path: str | Path, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
@@ -188,10 +198,7 @@ class Punctuator(Labeller):
         """The model of a read package (`load`'s options)."""
         path = pkg.path
         conf = pkg.conf
-        trained = {k: v for k, v in conf["decode"].items() if k in SEARCH_KEYS}
-        # punctuate's own default batch: at least 64 windows (batching never changes a label)
-        batch_size = batch_size or max(int(trained.get("batch_size", 32)), 64)
-        opts = resolve({"step": step, "beam": beam, "batch_size": batch_size}, trained)
+        opts = decode_options(pkg, batch_size, beam, step)
         pad_id = pkg.frontend.pad_id
         inventory = get_inventory(conf["resolved"]["inventory"])
         kind = pick_backend(pkg, backend, ngpu, quantize)
@@ -200,7 +207,7 @@ class Punctuator(Labeller):
 
             tagger = OnnxTagger(pkg.onnx, threads, f"{pkg.path} (model.onnx)")
             return cls(lambda ds: tagger.predict(ds, opts.batch_size, pad_id), pkg.frontend, inventory, conf,
-                       pkg.manifest, "onnx", None, chunk_words, opts)
+                       pkg.manifest, "onnx", None, chunk_words, opts, tagger)
         from punctkit.decode.decoder import predict
 
         model, device = torch_model(pkg, ngpu, threads, quantize)

@@ -123,6 +123,64 @@ def test_two_member_package_round_trips_and_punctuates(models, ens_pkt):
     assert r.stdout == cli("punctuate", "-m", models / "a.pkt", models / "words.txt", "--threads", 1).stdout
 
 
+@pytest.fixture(scope="module")
+def onnx_ens(models):
+    """`pack --ensemble --onnx` of exp and exp_b (0.6,0.4): members with ONNX graphs over one frontend."""
+    cli("pack", "--ensemble", models / "exp", models / "exp_b", "--weights", "0.6,0.4", "--onnx",
+        "-o", models / "e_onnx.pkt")
+    return models / "e_onnx.pkt"
+
+
+def test_frontend_digest_tells_shared_frontends_apart(models):
+    from punctkit.package import read_package
+
+    a, b, c = (read_package(models / f).frontend_digest for f in ("a.pkt", "b.pkt", "c.pkt"))
+    assert a == b and a != c and len(a) == 64  # exp_b copies exp's frontend; exp6 learned its own
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_onnx_members_side_by_side_equal_member_by_member(models, onnx_ens, threads):
+    """One frontend, one window plan, ONNX graphs: the members run on shared batches, and every
+    label and row is the one member-by-member averaging gives (utterances and streams alike)."""
+    from punctkit.ensemble import load_model
+
+    words = _words(models)
+    fast = load_model(onnx_ens, threads=threads)
+    slow = load_model(onnx_ens, threads=threads)
+    slow.side_by_side = None
+    assert fast.side_by_side is not None and fast.backend == "onnx+onnx"
+    labels, rows = fast.label_words(words, probs=True)
+    want_labels, want_rows = slow.label_words(words, probs=True)
+    assert labels == want_labels and np.abs(rows - want_rows).max() < 1e-9
+    assert np.allclose(rows.sum(1), 1)
+    assert np.abs(rows - fast.members[0].probs(words)).max() > 1e-3  # the members differ: a real average
+    utts = [(words[i:i + 37], None) for i in range(0, 370, 37)]
+    got = list(fast.label_utterances(utts, probs=True))
+    for (g_lab, g_rows), (w_lab, w_rows) in zip(got, slow.label_utterances(utts, probs=True)):
+        assert g_lab == w_lab and np.abs(g_rows - w_rows).max() < 1e-9
+
+
+def test_onnx_ensemble_package_punctuates_as_torch(models, onnx_ens):
+    """`punctuate` of the ONNX ensemble package (side by side) writes what its torch backend
+    (member by member) writes."""
+    args = ("punctuate", "-m", onnx_ens, models / "words.txt", "--threads", 2)
+    assert cli(*args).stdout == cli(*args, "--backend", "torch").stdout
+
+
+def test_side_by_side_needs_onnx_one_frontend_and_one_plan(models, onnx_ens):
+    from punctkit.ensemble import side_by_side
+    from punctkit.package import read_package
+
+    members = read_package(onnx_ens).members
+    assert side_by_side(members, {})
+    assert not side_by_side(members[:1], {})
+    assert not side_by_side(members, {"backend": "torch"})
+    assert not side_by_side(members, {"quantize": True})
+    plain = [read_package(models / f) for f in ("a.pkt", "b.pkt")]  # packed without --onnx
+    assert not side_by_side(plain, {})
+    assert not side_by_side([members[0], read_package(models / "c.pkt")], {})
+
+
 def test_decode_of_several_experiments_averages_their_probs(models, tmp_path):
     cli("decode", models / "exp", models / "exp_b", models / "test", tmp_path / "ens", "--weights", "0.5,0.5",
         "--probs")
@@ -215,6 +273,12 @@ def test_ensemble_weights_script_searches_the_grid_on_valid(models):
     assert float(best.group(2)) >= max(f1)
     cli("decode", models / "exp", models / "valid", models / "dec_valid")
     assert f1[0] == pytest.approx(score_files(models / "valid", models / "dec_valid")["overall"]["f1"], abs=0.006)
+    # at most one member: the 2 one-hot weightings only, and the best is the better member
+    r = subprocess.run([sys.executable, ROOT / "local" / "iwslt" / "ensemble_weights.py", models / "exp",
+                        models / "b.pkt", "--valid", models / "valid", "--step", "0.25", "--max-members", "1"],
+                       capture_output=True, text=True)
+    best = re.search(r"best weights ([\d.,]+): valid F1 ([\d.]+) \((\d+) weightings tried\)", r.stdout)
+    assert r.returncode == 0 and best and best.group(3) == "2" and float(best.group(2)) == max(f1)
 
 
 @settings(max_examples=300, deadline=None)

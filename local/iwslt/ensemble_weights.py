@@ -10,6 +10,9 @@ with punctkit.score. Prints each member's F1, the best weights and their valid F
 
     local/iwslt/ensemble_weights.py exp/tagger exp/seq2seq --valid data/valid
     punctkit pack --ensemble exp/tagger exp/seq2seq --weights 0.7,0.3 -o ens.pkt
+
+`--max-members K` keeps only the weightings with at most K non-zero weights: among many
+candidates, the best ensemble of K models (a package of K graphs, its speed about K models').
 """
 from __future__ import annotations
 
@@ -55,12 +58,15 @@ def member_probs(member: Path, valid: Path, tmp: Path) -> tuple[LabelSet, dict[s
     return punct.inventory, rows
 
 
-def grid(n: int, step: float) -> list[tuple[float, ...]]:
-    """Every n weights on the grid of `step` that sum to 1."""
+def grid(n: int, step: float, max_members: int | None = None) -> list[tuple[float, ...]]:
+    """Every n weights on the grid of `step` that sum to 1, at most `max_members` of them non-zero."""
     k = round(1 / step)
     if abs(k * step - 1) > 1e-9:
         raise PunctkitError(f"--step {step}: 1 must be a whole number of steps")
-    return [tuple(c / k for c in combo) for combo in itertools.product(range(k + 1), repeat=n) if sum(combo) == k]
+    if max_members is not None and max_members < 1:
+        raise PunctkitError(f"--max-members {max_members}: give 1 or more")
+    return [tuple(c / k for c in combo) for combo in itertools.product(range(k + 1), repeat=n)
+            if sum(combo) == k and (max_members is None or sum(c > 0 for c in combo) <= max_members)]
 
 
 def f1_of(weights: tuple[float, ...], tables: list[dict[str, np.ndarray]], ref_utts: list[Utterance],
@@ -79,6 +85,8 @@ def main() -> None:
     ap.add_argument("members", nargs="+", type=Path, help="experiment dirs or packed models (2 or more)")
     ap.add_argument("--valid", type=Path, required=True, help="validation data directory (text + labels)")
     ap.add_argument("--step", type=float, default=0.1, help="grid step of the weights (default 0.1)")
+    ap.add_argument("--max-members", type=int, default=None,
+                    help="only weightings with at most this many non-zero weights (a package's size and speed)")
     args = ap.parse_args()
     try:
         ref_utts, found = read(args.valid, "datadir")
@@ -93,7 +101,7 @@ def main() -> None:
         for k, m in enumerate(args.members):
             one = tuple(float(i == k) for i in range(len(tables)))
             print(f"member {k} {m}: valid F1 {f1_of(one, tables, ref_utts, inv, ref):.2f}")
-        scored = [(f1_of(w, tables, ref_utts, inv, ref), w) for w in grid(len(tables), args.step)]
+        scored = [(f1_of(w, tables, ref_utts, inv, ref), w) for w in grid(len(tables), args.step, args.max_members)]
         best_f1, best = max(scored, key=lambda x: (x[0], -max(x[1])))  # ties: the more even weights
         print(f"best weights {','.join(f'{w:g}' for w in best)}: valid F1 {best_f1:.2f} "
               f"({len(scored)} weightings tried)")

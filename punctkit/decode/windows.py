@@ -103,6 +103,13 @@ def tagger_hyps(logits: np.ndarray, n_words: Sequence[int]) -> list[Hyps]:
     return [h for h, _ in tagger_predicted(logits, n_words)]
 
 
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """The softmax over the last axis, in float64."""
+    z = np.asarray(logits, dtype=np.float64)
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
 def tagger_predicted(logits: np.ndarray, n_words: Sequence[int]) -> list[Predicted]:
     """1-best of every row of a tagger's (B, W, n_labels) logits: each real word's arg-max label,
     scored by the sum of their log-probabilities, and each word's softmax; row b's real words
@@ -111,10 +118,7 @@ def tagger_predicted(logits: np.ndarray, n_words: Sequence[int]) -> list[Predict
     Both backends take a tagger's greedy decoding from here (torch: decode/decoder.py, onnxruntime:
     punctkit/onnx.py), so they cannot disagree on ties, scores or probabilities.
     """
-    z = np.asarray(logits, dtype=np.float64)
-    ids = z.argmax(-1)
-    e = np.exp(z - z.max(-1, keepdims=True))
-    total = e.sum(-1, keepdims=True)
-    logp = -np.log(total[..., 0])  # log-softmax at the arg-max
-    probs = e / total
+    ids = np.asarray(logits).argmax(-1)
+    probs = softmax(logits)
+    logp = np.log(np.take_along_axis(probs, ids[..., None], -1)[..., 0])  # log-softmax at the arg-max
     return [([(ids[b, :n].tolist(), float(logp[b, :n].sum()))], probs[b, :n]) for b, n in enumerate(n_words)]
