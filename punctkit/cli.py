@@ -638,8 +638,6 @@ def punctuate(
     if len(model) > 1 or weights:
         from punctkit.ensemble import Ensemble
 
-        if stream:
-            raise PunctkitError("--stream runs one model: give one -m (an ensemble streams in a later version)")
         punct = Ensemble.load(model, weights, **opts)
     else:
         from punctkit.ensemble import load_model

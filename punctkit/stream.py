@@ -39,9 +39,14 @@ class PunctStream:
     """One talk's words fed in order; `feed` and `finish` return the words they commit."""
 
     def __init__(self, punct: Any, lookahead: int | None = None, capitalize: bool = True) -> None:
-        """`punct`: a loaded `punctkit.Punctuator` (its window, step, frontend, inventory and predict)."""
-        if not hasattr(punct, "window"):  # an Ensemble: its members may have different windows
-            raise PunctkitError("streaming runs one model, not an ensemble package: give one packed model")
+        """`punct`: a loaded `punctkit.Punctuator` (its window, step, frontend, inventory and predict), or an
+        Ensemble whose members run side by side (punctkit/ensemble.py), streamed as that one tagger."""
+        if not hasattr(punct, "window"):  # an Ensemble: only members over shared windows stream as one
+            punct = getattr(punct, "side_by_side", None)
+            if punct is None:
+                raise PunctkitError("streaming runs one model, or an ensemble of ONNX members over one frontend "
+                                    "and one window plan (pack them with --onnx): these models do not share "
+                                    "them; give one packed model")
         if lookahead is not None and getattr(punct.model, "seq2seq", False):
             raise PunctkitError(f"model {punct.conf['model'].get('type')} is an encoder-decoder: a bounded "
                                 f"--lookahead is for taggers; stream it with unlimited look-ahead (inf)")

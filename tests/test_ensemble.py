@@ -181,6 +181,25 @@ def test_side_by_side_needs_onnx_one_frontend_and_one_plan(models, onnx_ens):
     assert not side_by_side([members[0], read_package(models / "c.pkt")], {})
 
 
+def test_side_by_side_ensemble_streams_and_others_are_refused(models, onnx_ens):
+    """`punctuate --stream` runs an ensemble whose members run side by side as that one tagger
+    (unlimited look-ahead: the offline words and marks); other ensembles are one-line errors."""
+    import subprocess
+
+    from punct_util import PK
+
+    text = (models / "words.txt").read_text()
+    off = cli("punctuate", "-m", onnx_ens, models / "words.txt", "--threads", 1).stdout
+    on = subprocess.run(PK + ["punctuate", "-m", str(onnx_ens), "--stream", "--threads", "1"], input=text,
+                        capture_output=True, text=True)
+    assert on.returncode == 0, on.stderr
+    assert on.stdout.split() == off.split() and len(off.split()) == len(text.split())
+    bad = subprocess.run(PK + ["punctuate", "-m", str(models / "a.pkt"), "-m", str(models / "b.pkt"), "--stream"],
+                         input=text, capture_output=True, text=True)
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1
+    assert "ensemble of ONNX members" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_decode_of_several_experiments_averages_their_probs(models, tmp_path):
     cli("decode", models / "exp", models / "exp_b", models / "test", tmp_path / "ens", "--weights", "0.5,0.5",
         "--probs")
