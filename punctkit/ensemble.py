@@ -147,15 +147,17 @@ class Ensemble(Labeller):
 
 def side_by_side(pkgs: list[Package], opts: dict[str, Any]) -> bool:
     """Whether an ensemble's members can run as one tagger: several, all on onnxruntime under
-    `opts` (`Punctuator.load`'s), over byte-identical frontends and the same windows."""
+    `opts` (`Punctuator.load`'s), over byte-identical frontends, the same windows and the same
+    look-ahead by construction (direction, delay)."""
     if len(pkgs) < 2 or len({p.frontend_digest for p in pkgs}) != 1:
         return False
     if any(pick_backend(p, opts.get("backend", "auto"), opts.get("ngpu", 0), opts.get("quantize", False)) != "onnx"
            for p in pkgs):
         return False
-    plans = {(o.window, o.step, o.batch_size) for o in
-             (decode_options(p, opts.get("batch_size"), opts.get("beam"), opts.get("step")) for p in pkgs)}
-    return len(plans) == 1
+    plans = {(o.window, o.step, o.batch_size, p.conf["model"].get("direction"), p.conf["model"].get("delay"))
+             for p, o in ((p, decode_options(p, opts.get("batch_size"), opts.get("beam"), opts.get("step")))
+                          for p in pkgs)}
+    return len(plans) == 1  # (a uni-directional model's delay decides what a stream may commit)
 
 
 def load_model(path: str | Path, **opts: Any) -> "Punctuator | Ensemble":

@@ -179,6 +179,12 @@ def test_side_by_side_needs_onnx_one_frontend_and_one_plan(models, onnx_ens):
     plain = [read_package(models / f) for f in ("a.pkt", "b.pkt")]  # packed without --onnx
     assert not side_by_side(plain, {})
     assert not side_by_side([members[0], read_package(models / "c.pkt")], {})
+    import dataclasses
+
+    uni = dataclasses.replace(members[1], conf=dict(members[1].conf, model=dict(members[1].conf["model"],
+                                                                                  direction="uni", delay=2)))
+    assert not side_by_side([members[0], uni], {})  # another look-ahead by construction
+    assert side_by_side(members, {"step": 30, "threads": 1})  # punctuate's options apply to every member
 
 
 def test_side_by_side_ensemble_streams_and_others_are_refused(models, onnx_ens):
