@@ -423,3 +423,22 @@ def test_serve_module_does_not_import_torch():
     r = subprocess.run([sys.executable, "-c", "import sys, punctkit.serve; print('torch' in sys.modules)"],
                        capture_output=True, text=True, env={**os.environ}, timeout=60)
     assert r.stdout.strip() == "False", r.stderr
+
+
+def test_side_by_side_ensemble_package_streams_on_the_websocket(packed, punct):
+    """An ensemble package of ONNX members over one frontend is served and streamed (/stream) as its
+    one tagger: the model with itself streams as the model."""
+    from punctkit.ensemble import pack_ensemble
+    from punctkit.stream import PunctStream, stream_lines
+
+    d = packed["dir"]
+    pack_ensemble([d / "exp", d / "exp"], d / "ens.pkt", "0.5,0.5", onnx=True)
+    words = [w for u in packed["utts"][:3] for w in u][:120]
+    lines = [" ".join(words[k:k + 7]) for k in range(0, len(words), 7)]
+    s = Server(d / "ens.pkt", d / "serve_ens.log")
+    try:
+        got = ws_session(s.url, lines, "?lookahead=2")
+    finally:
+        s.stop()
+    assert got == list(stream_lines(PunctStream(punct, 2), lines))
+    assert sum(x.count(",") + x.count(".") + x.count("?") for x in got) > 3  # the model writes marks
