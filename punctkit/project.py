@@ -85,8 +85,7 @@ def project_marks(ref_words: Sequence[str], ref_labels: Sequence[str] | None, hy
         before = labels[last_hyp]
         if mark_of(before) != O:
             out.not_projected += 1  # the earlier mark is replaced by the later one
-        capital = case_of(before) == "U"
-        labels[last_hyp] = inventory.make(mark, capital) if inventory is not None else \
+        labels[last_hyp] = inventory.relabel(before, mark) if inventory is not None else \
             (f"{case_of(before)}_{mark}" if case_of(before) else mark)
     out.labels = [lab for lab in labels if lab is not None] if with_labels else []
     return out

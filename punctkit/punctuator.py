@@ -327,7 +327,7 @@ def fixed_labels(inventory: LabelSet, ids: list[int], fixed: Fixed | None) -> li
     if fixed is not None:
         for i, mk in enumerate(fixed):
             if mk is not None:
-                labels[i] = inventory.make(mk, case_of(labels[i]) == "U")
+                labels[i] = inventory.relabel(labels[i], mk)
     return labels
 
 

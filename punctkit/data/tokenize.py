@@ -15,6 +15,14 @@ from dataclasses import dataclass
 
 from punctkit.data.labels import O, MARK_TEXT, SENTENCE_END, LabelSet, Substitution, case_of, mark_of
 
+
+def model_lowercase(inventory: LabelSet) -> bool:
+    """Whether readers lower-case the words of text read into `inventory`: case4/case6 data holds
+    lower-cased words (the case is in the labels); true-case data keeps each word's exact form (its
+    Mixed forms make the case lexicon, and exact-form case scoring compares them), and the model
+    reads it lower-cased through its frontend."""
+    return inventory.case_aware and not inventory.true_case
+
 # Abbreviations whose final period belongs to the word (lower-case keys).
 ABBREVIATIONS = frozenset(
     "dr. mr. mrs. ms. prof. st. jr. sr. vs. mt. e.g. i.e. a.m. p.m. u.s. u.k. u.n.".split()
@@ -112,8 +120,8 @@ def segment(text: str, inventory: LabelSet, rules: Substitution, lowercase: bool
         else:
             seg.dropped_symbols += 1
     close()
-    labels = [inventory.make(mk, w[:1].isupper()) for w, mk in zip(seg.words, seg.marks)]
-    words = [w.lower() for w in seg.words] if lowercase or inventory.case_aware else seg.words
+    labels = [inventory.label_for(w, mk) for w, mk in zip(seg.words, seg.marks)]
+    words = [w.lower() for w in seg.words] if lowercase or model_lowercase(inventory) else seg.words
     return Segmented(words, labels, seg.dropped_marks, seg.dropped_symbols)
 
 

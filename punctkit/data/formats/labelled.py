@@ -13,7 +13,7 @@ from punctkit.data.formats.base import Report, Utterance, input_lines
 from punctkit.data.labels import (
     INVENTORIES, MARK_TEXT, O, LabelSet, Substitution, case_of, mark_of,
 )
-from punctkit.data.tokenize import tokens
+from punctkit.data.tokenize import model_lowercase, tokens
 from punctkit.files import PunctkitError, where
 
 KNOWN_LABELS = frozenset(lab for inv in INVENTORIES.values() for lab in inv.labels)
@@ -168,8 +168,8 @@ def read_punctuator2(path: str | Path, inventory: LabelSet, rules: Substitution,
             if _P2_TOKEN.match(tok):
                 raise PunctkitError(f"{where(p, i)}: unknown punctuator2 mark token '{tok}'")
             _close_marks(words, labels, pending, inventory, rules, report)
-            words.append(tok.lower() if lowercase or inventory.case_aware else tok)
-            labels.append(inventory.make(O, tok[:1].isupper()))
+            words.append(tok.lower() if lowercase or model_lowercase(inventory) else tok)
+            labels.append(inventory.label_for(tok, O))
         _close_marks(words, labels, pending, inventory, rules, report)
         if words:
             utts.append(Utterance(f"{p.name}-{i:06d}", words, labels))
@@ -180,7 +180,7 @@ def _close_marks(words: list[str], labels: list[str], pending: list[str], invent
                  rules: Substitution, report: Report) -> None:
     kept = [m for m in (rules.apply(MARK_TEXT[x], inventory) for x in pending) if m is not None]
     if words and kept:
-        labels[-1] = inventory.make(kept[0], case_of(labels[-1]) == "U")
+        labels[-1] = inventory.relabel(labels[-1], kept[0])
     report.note("marks dropped (rules, or not the first after a word)", len(pending) - (1 if words and kept else 0))
     pending.clear()
 
