@@ -173,11 +173,11 @@ def score(
     block_len: Optional[int] = typer.Option(None, min=1, help="bootstrap unit: N-word blocks (default: utterances)"),
     ref_format: Optional[str] = typer.Option(None, callback=_one_of(*FORMATS), help=f"REF format: {CORPUS} (detected when omitted)"),
     hyp_format: Optional[str] = typer.Option(None, callback=_one_of(*FORMATS), help="HYP (and HYP2) format, as --ref-format"),
-    inventory: Optional[str] = typer.Option(None, callback=_one_of(*INVENTORY_NAMES), help="inventory for unlabelled text inputs (case4: score casing)"),
+    inventory: Optional[str] = typer.Option(None, callback=_one_of(*INVENTORY_NAMES), help="inventory for unlabelled text inputs (case4: Faber's U/L case table; cased words are scored for case with any)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="also write score.txt and score.json here"),
     encoding: Optional[str] = ENCODING,
 ) -> None:
-    """Score HYP against REF: P/R/F1 per class and overall, SER, CER, confusion matrix."""
+    """Score HYP against REF: P/R/F1 per class and overall, SER, CER, confusion matrix; case and exact-form case F1 for a cased REF."""
     from punctkit.score import format_report, score_files, to_json, write_score
 
     result = score_files(ref, hyp, ref_format, hyp_format, merge, align, hyp2, samples, seed,

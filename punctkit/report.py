@@ -77,13 +77,23 @@ def _ser(score: dict[str, Any]) -> str:
     return "n/a" if score["SER"] is None else _f(score["SER"])
 
 
+def _exact_case(score: dict[str, Any]) -> list[str]:
+    """The exact-form case F1 over all words and inside sentences; `-` where score.json has none."""
+    case = score.get("case")
+    parts = [case.get(k) if isinstance(case, dict) else None for k in ("exact", "exact_inside")]
+    return [_f(m.get("f1")) if isinstance(m, dict) else "-" for m in parts]
+
+
 def markdown(rows: list[ResultRow]) -> str:
-    """One Markdown table: per-class and overall P/R/F1, SER, and the training run's length."""
+    """One Markdown table: per-class and overall P/R/F1, SER, the exact-form case F1 (all words,
+    inside sentences) when some score has it, and the training run's length."""
     if not rows:
         raise PunctkitError("no results to show")
     classes = [c for c in rows[0].score["classes"] if c != "O"]
-    head = ["system", "set"] + [f"{c} P/R/F1" for c in classes] + [
-        "overall P", "overall R", "overall F1", "SER", "train min", "epochs", "best epoch (dev F1)"]
+    cased = any(_exact_case(r.score) != ["-", "-"] for r in rows)
+    head = ["system", "set"] + [f"{c} P/R/F1" for c in classes] + ["overall P", "overall R", "overall F1", "SER"]
+    head += ["exact case F1", "exact case F1 inside"] if cased else []
+    head += ["train min", "epochs", "best epoch (dev F1)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         pc, o = r.score["per_class"], r.score["overall"]
@@ -92,8 +102,9 @@ def markdown(rows: list[ResultRow]) -> str:
             m = pc.get(c)
             cells.append("/".join(_f(m[k]) for k in ("precision", "recall", "f1")) if m else "-")
         best = r.best
-        cells += [_f(o["precision"]), _f(o["recall"]), f"**{_f(o['f1'])}**", _ser(r.score),
-                  _f(r.train_minutes), str(len(r.history)) if r.history else "-",
+        cells += [_f(o["precision"]), _f(o["recall"]), f"**{_f(o['f1'])}**", _ser(r.score)]
+        cells += _exact_case(r.score) if cased else []
+        cells += [_f(r.train_minutes), str(len(r.history)) if r.history else "-",
                   f"{best[0]} ({best[1]:.1f})" if best else "-"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

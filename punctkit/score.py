@@ -13,8 +13,24 @@ another mark was due, D = O where a mark was due, I = a mark where O was due.
 Percentages are numbers in [0, 100]; P, R or F1 whose denominator is 0 is
 reported as 0.0, but SER with no reference mark (and CER with no slot) is
 undefined: None (`null` in JSON, `n/a` in the report), not a perfect 0.
-Case-aware labels (`U_COMMA`) are scored on their mark; when both sides are
-case-aware the case (U = capitalised, L = lower-case) gets its own P/R/F1.
+Case-aware labels (`U_COMMA`) are scored on their mark. Case is scored when the
+reference says something of it (its words are not all lower case, or its labels
+carry case), over the slots with a word on both sides, on each word's exact form:
+the word itself where a side's words carry case, else (legacy case4/case6 data:
+lower-cased words, the case in the labels) the word with its label's class
+applied; a side with neither (plain lower-case text) shows every word lower case.
+- per class P/R/F1 and a confusion matrix of the true-case classes of the exact
+  forms (`case_class`: L lower, C Capitalized, U UPPER, M Mixed); case4/case6
+  against case4/case6 keeps Faber's table of the labels' classes (U capitalised,
+  L lower-case) under the keys it always had (`case["U"]`, `case["L"]`);
+- exact-form case P/R/F1: precision over the hypothesis words not all lower case,
+  recall over the reference words not all lower case, a hit where the two strings
+  are identical; reported over all words and over the words inside sentences (not
+  a sentence start by the reference's marks: its first word and every word after
+  PERIOD, QUESTION, EXCLAMATION or DOTS);
+- a reference data directory's `case_unknown` file (`uttid idx idx ...`, 0-based
+  word indices within the utterance) names words without a case reference: they
+  are skipped, and counted.
 
 Word sequences must be equal (compared case-insensitively) unless `align=True`:
 then the two sequences are aligned by minimum word edit distance (Hirschberg's
@@ -30,7 +46,8 @@ were unaligned; the bootstrap counts the same way.
 Paired bootstrap (Koehn 2004) resamples reference utterances with replacement
 (correlated slots stay together); a reference with fewer than
 `MIN_BOOTSTRAP_UNITS` utterances (one unsegmented stream, as the IWSLT files)
-is resampled in blocks of `DEFAULT_BLOCK_LEN` words instead.
+is resampled in blocks of `DEFAULT_BLOCK_LEN` words instead. It compares
+punctuation F1 only; case is not bootstrapped.
 """
 from __future__ import annotations
 
@@ -42,11 +59,14 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from punctkit.data.formats import Utterance, detect_for, flatten, get_format, read
-from punctkit.data.labels import MARK_TEXT, O, case_of, mark_of
-from punctkit.files import PunctkitError, atomic_write, require_file
+from punctkit.data.labels import (
+    MARK_TEXT, O, SENTENCE_END, TRUE_CASES, LabelSet, apply_case, case_class, case_of, inventory_for, mark_of,
+)
+from punctkit.files import PunctkitError, atomic_write, iter_lines, require_file, where
 
 KNOWN_MARKS = tuple(MARK_TEXT)
-CASE_CLASSES = ("U", "L")
+CASE_CLASSES = ("U", "L")  # Faber's table (case4/case6 against case4/case6): U capitalised, L lower-case
+CASE_UNKNOWN = "case_unknown"  # a data directory's file of the words without a case reference
 MIN_BOOTSTRAP_UNITS = 10
 DEFAULT_BLOCK_LEN = 100
 # Sub-problems of at most this many DP cells keep their whole matrix for traceback.
@@ -66,17 +86,19 @@ class Transcript:
     starts: list[int]  # word offset at which each utterance begins
     marks: tuple[str, ...] = ()  # the punctuation classes of its label inventory
     keyed: bool = False  # utterance ids come from the input (data dir, Kaldi text), not from line numbers
+    inventory: LabelSet | None = None  # its label inventory (None: the smallest that holds its labels)
+    case_unknown: frozenset[int] = frozenset()  # positions of the words without a case reference
 
     @classmethod
     def from_utterances(cls, utts: list[Utterance], path: str = "", marks: Iterable[str] = (),
-                        keyed: bool = False) -> "Transcript":
+                        keyed: bool = False, inventory: LabelSet | None = None) -> "Transcript":
         """Join utterances into one slot sequence, remembering where each began."""
         words, labels = flatten(utts)
         starts, n = [], 0
         for u in utts:
             starts.append(n)
             n += len(u.words)
-        return cls(str(path), words, labels, [u.uttid for u in utts], starts, tuple(marks), keyed)
+        return cls(str(path), words, labels, [u.uttid for u in utts], starts, tuple(marks), keyed, inventory)
 
     def locate(self, pos: int) -> str:
         """`utterance ID word K` (1-based) for the slot at 0-based `pos`."""
@@ -95,7 +117,32 @@ def read_transcript(path: str | Path, fmt: str | None = None, inventory: str | N
              else detect_for(path, "reader", encoding, "score", "--ref-format/--hyp-format"))
     inv = None if entry.labels else inventory
     utts, found = read(path, entry.name, inv, encoding=encoding)
-    return Transcript.from_utterances(utts, str(path), found.marks, keyed=entry.ids)
+    t = Transcript.from_utterances(utts, str(path), found.marks, keyed=entry.ids, inventory=found)
+    if (Path(path) / CASE_UNKNOWN).is_file():
+        t.case_unknown = read_case_unknown(Path(path) / CASE_UNKNOWN, t)
+    return t
+
+
+def read_case_unknown(path: Path, t: Transcript) -> frozenset[int]:
+    """The positions in `t` of the words a data directory's `case_unknown` file names
+    (`uttid idx idx ...`, 0-based word indices within the utterance); errors name file and line."""
+    ends = t.starts[1:] + [len(t.words)]
+    span = {u: (s, e) for u, s, e in zip(t.uttids, t.starts, ends)}
+    found: set[int] = set()
+    for lineno, line in iter_lines(path):
+        uttid, *idx = line.split() or [""]
+        if not uttid:
+            continue
+        if uttid not in span:
+            raise PunctkitError(f"{where(path, lineno)}: utterance '{uttid}' is not in {t.path}; "
+                                f"list only its utterances")
+        start, end = span[uttid]
+        for x in idx:
+            if not (x.isascii() and x.isdigit()) or start + int(x) >= end:
+                raise PunctkitError(f"{where(path, lineno, uttid)}: '{x}' is not a word index of the utterance; "
+                                    f"give 0-based indices below its {end - start} words")
+            found.add(start + int(x))
+    return frozenset(found)
 
 
 # ---------------------------------------------------------------- class merging
@@ -350,17 +397,76 @@ def f1_batch(conf: np.ndarray) -> np.ndarray:
     return np.where(den > 0, 200.0 * c / np.maximum(den, 1), 0.0)
 
 
-def case_metrics(ref_labels: Sequence[str], hyp_labels: Sequence[str]) -> dict | None:
-    """P/R/F1 of U (capitalised) and L (lower-case) when both sides are case-aware."""
-    rc = [case_of(x) for x in ref_labels]
-    hc = [case_of(x) for x in hyp_labels]
-    if not rc or None in rc or None in hc:
+def _case_source(t: Transcript) -> tuple[bool, LabelSet]:
+    """(whether the side's words carry case: some word is not all lower case, its inventory)."""
+    return any(w != w.lower() for w in t.words), t.inventory or inventory_for(set(t.labels) or {O})
+
+
+def exact_forms(t: Transcript) -> list[str] | None:
+    """Every word of a side in the case it shows: the word itself when the side's words carry
+    case; with lower-case words, the word with its case-aware label's class applied (case4/case6
+    data); None when the side says nothing of case (lower-case words, no case in the labels)."""
+    cased, inv = _case_source(t)
+    if cased:
+        return list(t.words)
+    if not inv.case_aware:
         return None
-    conf = confusion(rc, hc, CASE_CLASSES)
-    out = {lab: _prf(int(conf[k, k]), int(conf[:, k].sum()), int(conf[k].sum()))
-           for k, lab in enumerate(CASE_CLASSES)}
-    out["confusion"] = {"labels": list(CASE_CLASSES), "matrix": conf.tolist()}
-    return out
+    return [apply_case(w, inv.case_style(case_of(lab))) for w, lab in zip(t.words, t.labels)]
+
+
+def legacy_case(t: Transcript) -> bool:
+    """Whether a side is case4/case6 data: lower-case words, Faber's case classes in the labels."""
+    cased, inv = _case_source(t)
+    return not cased and inv.case_aware and not inv.true_case
+
+
+def sentence_starts(t: Transcript) -> np.ndarray:
+    """Mask of the words that begin a sentence by `t`'s marks: the first word, and every word
+    after PERIOD, QUESTION, EXCLAMATION or DOTS."""
+    starts = np.ones(len(t.words), dtype=bool)
+    starts[1:] = [mark_of(lab) in SENTENCE_END for lab in t.labels[:len(t.words) - 1]]
+    return starts
+
+
+def exact_form_prf(ref_forms: Sequence[str], hyp_forms: Sequence[str]) -> dict:
+    """Exact-form case P/R/F1 of paired words: precision over the hypothesis words that are not
+    all lower case, recall over such reference words, a hit where the two strings are identical."""
+    hyp_cased = [case_class(h) != "L" for h in hyp_forms]
+    hits = sum(c and r == h for r, h, c in zip(ref_forms, hyp_forms, hyp_cased))
+    m = _prf(hits, sum(hyp_cased), sum(case_class(r) != "L" for r in ref_forms))
+    return {"precision": m["precision"], "recall": m["recall"], "f1": m["f1"],
+            "hits": m["correct"], "hyp_words": m["predicted"], "ref_words": m["support"]}
+
+
+def case_metrics(ref: Transcript, hyp: Transcript, pairs: Pairs) -> dict | None:
+    """Case figures over the slots with a word on both sides whose reference word has a case
+    reference (see the module docstring); None when the reference says nothing of case."""
+    ref_forms = exact_forms(ref)
+    if ref_forms is None:
+        return None
+    hyp_forms = exact_forms(hyp) or list(hyp.words)
+    both = pairs.both()
+    known = ~np.isin(pairs.ref_idx, np.fromiter(ref.case_unknown, dtype=np.int64))
+    ri, hj = pairs.ref_idx[both & known], pairs.hyp_idx[both & known]
+    rf, hf = [ref_forms[i] for i in ri], [hyp_forms[j] for j in hj]
+    if legacy_case(ref) and legacy_case(hyp):
+        scheme, classes = "faber", CASE_CLASSES
+        rc, hc = [case_of(ref.labels[i]) for i in ri], [case_of(hyp.labels[j]) for j in hj]
+    else:
+        scheme, classes = "true", TRUE_CASES
+        rc, hc = [case_class(w) for w in rf], [case_class(w) for w in hf]
+    conf = confusion(rc, hc, classes)
+    per_class = {lab: _prf(int(conf[k, k]), int(conf[:, k].sum()), int(conf[k].sum()))
+                 for k, lab in enumerate(classes)}
+    inside = np.flatnonzero(~sentence_starts(ref)[ri])
+    return {
+        **(per_class if scheme == "faber" else {}),  # the keys Faber's table always had
+        "scheme": scheme, "classes": per_class,
+        "confusion": {"labels": list(classes), "matrix": conf.tolist()},
+        "exact": exact_form_prf(rf, hf),
+        "exact_inside": exact_form_prf([rf[k] for k in inside], [hf[k] for k in inside]),
+        "slots": len(ri), "skipped": int((both & ~known).sum()),
+    }
 
 
 def _marks(t: Transcript, idx: np.ndarray, mapping: dict[str, str]) -> list[str]:
@@ -397,8 +503,7 @@ def score(ref: Transcript, hyp: Transcript, mapping: dict[str, str] | None = Non
             "ref_marks": m["overall"]["support"], "hyp_marks": m["overall"]["predicted"],
         },
         "alignment": pairs.alignment,
-        "case": case_metrics([ref.labels[i] for i in pairs.ref_idx[pairs.both()]],
-                             [hyp.labels[j] for j in pairs.hyp_idx[pairs.both()]]),
+        "case": case_metrics(ref, hyp, pairs),
         "bootstrap": None,
     }
     return result
@@ -489,6 +594,26 @@ def _rate_text(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1f}"
 
 
+CASE_TITLES = {"faber": "case (U capitalised, L lower-case):",
+               "true": "case (classes of the exact forms: L lower, C Capitalized, U UPPER, M Mixed):"}
+
+
+def _exact_row(name: str, m: dict) -> list[str]:
+    """An exact-form row of the case table: its support and predicted are the reference and
+    hypothesis words not all lower case."""
+    return _prf_row(name, {**m, "support": m["ref_words"], "predicted": m["hyp_words"]})
+
+
+def _case_lines(case: dict, head: list[str]) -> list[str]:
+    """The case block: per-class P/R/F1, the exact-form figures (all words, inside sentences), counts."""
+    rows = [head] + [_prf_row(c, m) for c, m in case["classes"].items()]
+    rows += [_exact_row("exact form", case["exact"]), _exact_row("exact, inside sentences", case["exact_inside"])]
+    return [CASE_TITLES[case["scheme"]]] + _table(rows) + [
+        f"exact form: {case['exact']['hits']} identical ({case['exact_inside']['hits']} inside sentences); "
+        f"{case['slots']} word pairs compared, {case['skipped']} reference words skipped "
+        f"(no case reference: {CASE_UNKNOWN})"]
+
+
 def format_report(result: dict) -> str:
     """The human-readable report: P/R/F1 table, error rates, confusion matrix, counts."""
     out = [f"score: {result['hyp']} against {result['ref']}"]
@@ -507,8 +632,7 @@ def format_report(result: dict) -> str:
     rows.append(["sum"] + [str(sum(col)) for col in zip(*matrix)] + [str(sum(map(sum, matrix)))])
     out += ["", "confusion (rows ref, columns hyp):"] + _table(rows)
     if result["case"]:
-        rows = [head] + [_prf_row(c, result["case"][c]) for c in CASE_CLASSES]
-        out += ["", "case (U capitalised, L lower-case):"] + _table(rows)
+        out += [""] + _case_lines(result["case"], head)
     cnt = result["counts"]
     out += ["", f"slots {cnt['slots']}  ref words {cnt['ref_words']} in {cnt['ref_utterances']} utterances  "
                 f"hyp words {cnt['hyp_words']} in {cnt['hyp_utterances']} utterances  "

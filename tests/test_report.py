@@ -72,3 +72,20 @@ def test_errors_are_one_line(exps: tuple[Path, Path], tmp_path: Path) -> None:
     (exps[1] / "decode_test" / "score.json").write_text('{"classes": []}')
     with pytest.raises(PunctkitError, match="decode_test/score.json: no 'overall' section"):
         collect([exps[1]])
+
+
+def test_exact_form_case_columns_when_a_score_has_them(exps: tuple[Path, Path], tmp_path: Path) -> None:
+    """A cased reference adds the exact-form case F1 (all words, inside sentences); a score without
+    case figures shows `-` there."""
+    ref, hyp = tmp_path / "cased_ref.txt", tmp_path / "cased_hyp.txt"
+    ref.write_text("The NASA team met in New York.\n")
+    hyp.write_text("the NASA Team met in new York.\n")  # exact F1 57.1, inside 66.7 (tests/test_score.py)
+    cased = _exp(tmp_path, "sys_c", ref, hyp, None)
+    table = markdown(collect([cased, exps[1]])).splitlines()
+    head = [c.strip() for c in table[0].strip("|").split("|")]
+    at = head.index("exact case F1")
+    assert head[at:at + 2] == ["exact case F1", "exact case F1 inside"] and head[at - 1] == "SER"
+    assert [c.strip() for c in table[2].strip("|").split("|")][at:at + 2] == ["57.1", "66.7"]
+    assert [c.strip() for c in table[3].strip("|").split("|")][at:at + 2] == ["-", "-"]
+    # no score with case figures: no such columns
+    assert "exact case" not in markdown(collect(list(exps)))

@@ -122,6 +122,9 @@ def test_faber_case_aware_table_5_8(tmp_path: Path) -> None:
     q = res["per_class"]["QUESTION"]
     assert r1(q["recall"]) == 53.6 and (q["correct"], q["predicted"]) == (45, 67)
     assert "case (U capitalised" in format_report(res)
+    # exact forms (the word capitalised by U): a hit is a U-U pair, so exact P/R are U's
+    assert case["scheme"] == "faber" and case["classes"]["U"] == case["U"]
+    assert (case["exact"]["hits"], case["exact"]["hyp_words"], case["exact"]["ref_words"]) == (1387, 1697, 1851)
 
 
 # Hand-made pair: C at so/see, S at went (PERIOD->COMMA), D at you (QUESTION->O), I at home and yes.
@@ -409,3 +412,124 @@ def test_bootstrap_counts_unaligned_words_as_score_does(tmp_path: Path) -> None:
     bs = res["bootstrap"]
     assert bs["f1"] == pytest.approx(res["overall"]["f1"]) and bs["f1"] < 70
     assert bs["f1_hyp2"] == 100.0 and bs["p_better"] == 0.0
+
+
+# ---------------------------------------------------------------- case: exact forms, classes, inside sentences
+
+def _case_of(tmp_path: Path, ref: str, hyp: str, suffix: str = ".txt", **kw) -> dict:
+    """Score two texts written to files (`suffix` picks the format) and return their case figures."""
+    (tmp_path / f"ref{suffix}").write_text(ref, encoding="utf-8")
+    (tmp_path / f"hyp{suffix}").write_text(hyp, encoding="utf-8")
+    return score_files(tmp_path / f"ref{suffix}", tmp_path / f"hyp{suffix}", **kw)["case"]
+
+
+def _exact(m: dict) -> tuple:
+    return m["hits"], m["hyp_words"], m["ref_words"], r1(m["precision"]), r1(m["recall"]), r1(m["f1"])
+
+
+def test_exact_form_case_of_cased_text(tmp_path: Path) -> None:
+    """Plain cased text on both sides: exact forms are the words; classes L/C/U/M by their letters."""
+    ref, hyp = "The NASA team met in New York.\n", "the NASA Team met in new York.\n"
+    case = _case_of(tmp_path, ref, hyp)
+    # ref not all lower case: The NASA New York (4); hyp: NASA Team York (3); identical: NASA York (2)
+    # P 2/3, R 2/4, F1 2*2/(3+4) = 57.1; inside sentences ("The" starts one): ref 3, hyp 3, hits 2
+    assert _exact(case["exact"]) == (2, 3, 4, 66.7, 50.0, 57.1)
+    assert _exact(case["exact_inside"]) == (2, 3, 3, 66.7, 66.7, 66.7)
+    # classes ref C U L L L C C, hyp L U C L L L C
+    assert case["scheme"] == "true" and case["confusion"]["labels"] == ["L", "C", "U", "M"]
+    assert case["confusion"]["matrix"] == [[2, 1, 0, 0], [2, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 0]]
+    c = case["classes"]
+    assert (c["C"]["correct"], c["C"]["predicted"], c["C"]["support"]) == (1, 2, 3)
+    assert (c["L"]["precision"], c["U"]["f1"], c["M"]["support"]) == (50.0, 100.0, 0)
+    assert (case["slots"], case["skipped"]) == (7, 0) and "U" not in case  # Faber's U key is for case4 only
+    # the report and the JSON of the command
+    out = tmp_path / "exp"
+    r = CliRunner().invoke(app, ["score", str(tmp_path / "ref.txt"), str(tmp_path / "hyp.txt"), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert "case (classes of the exact forms: L lower, C Capitalized, U UPPER, M Mixed):" in lines
+    assert [x.split()[-5:] for x in lines if x.startswith("exact")][:2] == [
+        ["66.7", "50.0", "57.1", "4", "3"], ["66.7", "66.7", "66.7", "3", "3"]]
+    assert json.loads((out / "score.json").read_text())["case"] == case
+    # the reference says nothing of case (all lower case, no case labels): no case figures
+    assert _case_of(tmp_path, ref.lower(), hyp) is None
+
+
+def test_exact_form_inside_sentences_kaldi_text(tmp_path: Path) -> None:
+    """Kaldi text, two utterances of one stream: a sentence starts at the first word and after
+    . ? ! ...; an utterance that follows a word without such a mark ("and") starts none."""
+    ref = "u1 Yesterday the NASA team met in New York. Then Anna called iPhone support\nu2 and she said OK.\n"
+    hyp = "u1 yesterday the Nasa team met in New York. then anna called iPhone Support\nu2 And she said OK.\n"
+    case = _case_of(tmp_path, ref, hyp, suffix="")
+    assert case["slots"] == 17  # the ids are no words: read as Kaldi text
+    # ref not all lower case: Yesterday NASA New York Then Anna iPhone OK (8); hyp: Nasa New York
+    # iPhone Support And OK (7); identical: New York iPhone OK (4): P 4/7, R 4/8, F1 8/15
+    assert _exact(case["exact"]) == (4, 7, 8, 57.1, 50.0, 53.3)
+    # inside sentences (not Yesterday, not Then): ref 6, hyp 7 (And counts), hits 4: F1 8/13
+    assert _exact(case["exact_inside"]) == (4, 7, 6, 57.1, 66.7, 61.5)
+    # rows ref L C U M, columns hyp: NASA->Nasa is U->C, support/And L->C, Yesterday/Then/Anna C->L
+    assert case["confusion"]["matrix"] == [[7, 2, 0, 0], [3, 2, 0, 0], [0, 1, 1, 0], [0, 0, 0, 1]]
+    assert (case["classes"]["U"]["precision"], case["classes"]["U"]["recall"]) == (100.0, 50.0)
+
+
+def test_lower_case_hypothesis_against_cased_twocol(tmp_path: Path) -> None:
+    """A true-case twocol reference against plain lower-case text: case is measured (recall 0)."""
+    ref = write_twocol(tmp_path / "ref", ["The", "NASA", "team", "left"], ["C_O", "U_O", "L_O", "L_PERIOD"])
+    (tmp_path / "hyp.txt").write_text("the nasa team left.\n")
+    case = score_files(ref, tmp_path / "hyp.txt")["case"]
+    assert case["scheme"] == "true" and _exact(case["exact"]) == (0, 0, 2, 0.0, 0.0, 0.0)
+    assert case["classes"]["C"]["recall"] == 0.0 and case["classes"]["L"]["correct"] == 2
+    # the other way round, the reference says nothing of case
+    assert score_files(tmp_path / "hyp.txt", ref)["case"] is None
+
+
+def _case_dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """A truecase4 reference data dir (with a case_unknown file) and a case4 hypothesis data dir."""
+    from punctkit.data.formats import Utterance, write
+    from punctkit.data.labels import get_inventory
+
+    ref = [Utterance("u1", ["The", "BBC", "said", "so"], ["C_O", "U_O", "L_O", "L_PERIOD"]),
+           Utterance("u2", ["McDonald", "agreed"], ["M_O", "L_PERIOD"])]
+    hyp = [Utterance("u1", ["the", "bbc", "said", "so"], ["U_O", "U_O", "L_O", "L_PERIOD"]),
+           Utterance("u2", ["mcdonald", "agreed"], ["U_O", "L_PERIOD"])]
+    write(ref, tmp_path / "ref", "datadir", get_inventory("truecase4"))
+    write(hyp, tmp_path / "hyp", "datadir", get_inventory("case4"))
+    (tmp_path / "ref" / "case_unknown").write_text("u2 0\n")
+    return tmp_path / "ref", tmp_path / "hyp"
+
+
+def test_case_unknown_words_are_skipped(tmp_path: Path) -> None:
+    """case4 hypothesis words take their label's class (bbc U -> Bbc); McDonald has no case reference."""
+    ref, hyp = _case_dirs(tmp_path)
+    case = score_files(ref, hyp)["case"]
+    # compared: The/The BBC/Bbc said so agreed; not lower case: ref The BBC, hyp The Bbc; identical: The
+    assert (case["slots"], case["skipped"]) == (5, 1)
+    assert _exact(case["exact"]) == (1, 2, 2, 50.0, 50.0, 50.0)
+    assert _exact(case["exact_inside"]) == (0, 1, 1, 0.0, 0.0, 0.0)  # BBC/Bbc; The starts the sentence
+    assert case["confusion"]["matrix"] == [[3, 0, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]]
+    assert "1 reference words skipped (no case reference: case_unknown)" in format_report(score_files(ref, hyp))
+    # without the file McDonald/Mcdonald is compared (both not lower case, not identical)
+    (ref / "case_unknown").unlink()
+    case = score_files(ref, hyp)["case"]
+    assert (case["slots"], case["skipped"]) == (6, 0) and _exact(case["exact"])[:3] == (1, 3, 3)
+
+
+@pytest.mark.parametrize("line, msg", [
+    ("u3 0", r"case_unknown:1: utterance 'u3' is not in .*ref"),
+    ("u2 2", r"case_unknown:1 \(utterance u2\): '2' is not a word index .* below its 2 words"),
+    ("u1 x", r"case_unknown:1 \(utterance u1\): 'x' is not a word index"),
+])
+def test_case_unknown_errors_name_the_line(tmp_path: Path, line: str, msg: str) -> None:
+    ref, hyp = _case_dirs(tmp_path)
+    (ref / "case_unknown").write_text(line + "\n")
+    with pytest.raises(PunctkitError, match=msg):
+        score_files(ref, hyp)
+
+
+def test_exact_form_case_with_align(tmp_path: Path) -> None:
+    """--align: only aligned pairs are compared; the deleted "Bob" and the inserted "Today" are not."""
+    case = _case_of(tmp_path, "Anna met Bob and the NASA team in New York.\n",
+                    "Anna met and the NASA Team in new York Today.\n", align=True)
+    # aligned, not lower case: ref Anna NASA New York (4), hyp Anna NASA Team York (4); identical 3
+    assert case["slots"] == 9 and _exact(case["exact"]) == (3, 4, 4, 75.0, 75.0, 75.0)
+    assert _exact(case["exact_inside"]) == (2, 3, 3, 66.7, 66.7, 66.7)  # Anna starts the sentence
