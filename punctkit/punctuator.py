@@ -28,7 +28,7 @@ from punctkit.data.formats import AsrUtterance, Utterance, detect_for, get_forma
 from punctkit.data.formats.base import OutputOptions, Punctuated
 from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import O, LabelSet, case_of, default_substitution, get_inventory
-from punctkit.data.tokenize import ends_sentence, show_tokens
+from punctkit.data.tokenize import Casing, Renderer, show_tokens
 from punctkit.data.streams import IGNORE, Stream
 from punctkit.decode.windows import Predict, decode_windows_rows
 from punctkit.files import PunctkitError, atomic_write, check_not_input
@@ -148,16 +148,28 @@ class Labeller:
         """The model's distribution over the inventory's labels for each word of one stream (words x labels)."""
         return self.label_words(words, probs=True)[1]
 
-    def punctuate(self, text: str, keep_input_marks: bool = False, capitalize: bool = True) -> str:
+    def casing(self, capitalize: "bool | Casing" = True, recase: bool = False) -> Casing:
+        """How this model's output is cased (punctkit.data.tokenize.Casing): its inventory's case
+        classes and its frontend's case lexicon; `capitalize=False`: every word as it came;
+        `recase`: the model's case also where the input carries case."""
+        if isinstance(capitalize, Casing):
+            return capitalize
+        lexicon = getattr(getattr(self, "frontend", None), "case_lexicon", None)
+        return Casing(self.inventory, lexicon, capitalize, recase)
+
+    def punctuate(self, text: str, keep_input_marks: bool = False, capitalize: bool = True,
+                  recase: bool = False) -> str:
         """Punctuated, readable text (one stream; line breaks kept): the input's words in order, as
         written, one space apart, with marks predicted (or kept) and case changed only for alphabetic
-        words (punctkit.data.tokenize.show_tokens)."""
+        words (punctkit.data.tokenize.show_tokens): the model's case, except that where the input's
+        letters carry case its words keep it inside sentences (`recase`: the model's case everywhere;
+        `capitalize=False`: every word as it came)."""
         rules = default_substitution(self.inventory)
         passages = (split_text(t, self.inventory, rules) for t in text.splitlines())
         lines = (AsrUtterance(str(i), p.words, p.marks, p.written, lineno=i, has_id=False)
                  for i, p in enumerate(passages, 1))
         return "\n".join(" ".join(shown) for _, _, shown in label_units(self, lines, True, keep_input_marks,
-                                                                         capitalize))
+                                                                         self.casing(capitalize, recase)))
 
 
 @dataclass
@@ -364,12 +376,13 @@ def _kept(utt: AsrUtterance, keep: bool) -> list[str] | None:
 
 
 def label_units(punct: Any, units: Iterable[AsrUtterance], one_stream: bool, keep_input_marks: bool,
-                capitalize: bool, probs: bool = False) -> Iterator[Any]:
+                capitalize: "bool | Casing", probs: bool = False) -> Iterator[Any]:
     """Each utterance in order with its labels and its words as shown (marks and case set), as
     `Labelled`; with `probs`, `LabelledRows` (4th item: its words x labels distributions).
     `one_stream` (plain-text lines) labels all words as one stream, sentences crossing lines;
     otherwise each utterance is its own stream and starts a sentence. `punct`: a Punctuator or
-    an Ensemble (punctkit/ensemble.py)."""
+    an Ensemble (punctkit/ensemble.py). `capitalize`: a `Casing`, or a bool for `punct.casing`."""
+    capitalize = punct.casing(capitalize)
     if one_stream:
         yield from _stream_units(punct, iter(units), keep_input_marks, capitalize, probs)
         return
@@ -388,7 +401,7 @@ def label_units(punct: Any, units: Iterable[AsrUtterance], one_stream: bool, kee
 
 
 def _stream_units(punct: Any, units: Iterator[AsrUtterance], keep_input_marks: bool,
-                  capitalize: bool, probs: bool = False) -> Iterator[Any]:
+                  capitalize: Casing, probs: bool = False) -> Iterator[Any]:
     """Lines as one stream: words flow through `stream_labels`, lines come out whole, in order."""
     pending: deque[AsrUtterance] = deque()  # lines whose words are not all labelled yet
     n_labels = len(punct.inventory.labels)
@@ -399,7 +412,7 @@ def _stream_units(punct: Any, units: Iterator[AsrUtterance], keep_input_marks: b
             fixed = _fixed(ln.marks, keep_input_marks) or [None] * len(ln.words)
             yield from zip(ln.words, fixed)
 
-    start = True
+    render = Renderer(capitalize)  # one stream: sentences, and whether the input carries case, run on
     labels: deque[Any] = deque()
     labelled = punct.stream_labels(items(), probs=probs)
     while True:
@@ -407,9 +420,9 @@ def _stream_units(punct: Any, units: Iterator[AsrUtterance], keep_input_marks: b
             ln = pending.popleft()
             got = [labels.popleft() for _ in ln.words]
             mine, rows = split_rows(got, n_labels) if probs else (got, None)
-            shown = show_tokens(ln.written, mine, capitalize, start, _kept(ln, keep_input_marks))
+            shown = [render.show(w, lab, k) for w, lab, k in
+                     zip(ln.written, mine, _kept(ln, keep_input_marks) or [None] * len(mine))]
             yield (ln, mine, shown, rows) if probs else (ln, mine, shown)
-            start = ends_sentence(mine, start)
         nxt = next(labelled, None)
         if nxt is None:
             break

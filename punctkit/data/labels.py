@@ -196,6 +196,15 @@ def apply_case(word: str, style: str | None, lexicon: CaseLexicon | None = None)
     return (lexicon or CaseLexicon()).form(word)
 
 
+def cased_words(words: list[str], labels: list[str], inventory: LabelSet,
+                lexicon: CaseLexicon | None = None) -> list[str]:
+    """Each word in the case its true-case label shows (what `decode` writes, so that exact-form case
+    scoring compares what users see); other inventories leave the words as they are."""
+    if not inventory.true_case:
+        return list(words)
+    return [apply_case(w, inventory.case_style(case_of(lab)), lexicon) for w, lab in zip(words, labels)]
+
+
 INVENTORIES: dict[str, LabelSet] = {
     "4class": LabelSet("4class", ("COMMA", "PERIOD", "QUESTION")),
     "6class": LabelSet("6class", ("COMMA", "PERIOD", "QUESTION", "EXCLAMATION", "DOTS")),

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from punctkit.batch import audio_extra, collate, wants_audio
-from punctkit.data.labels import get_inventory
+from punctkit.data.labels import cased_words, get_inventory
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
 from punctkit.data.formats import FORMATS, write
 from punctkit.data.probs import PROBS_FILE, format_probs, write_probs
@@ -30,7 +30,7 @@ from punctkit.expdir import load_model, pick_device, read_model_config
 from punctkit.files import PunctkitError, atomic_write, check_not_input
 from punctkit.models.base import PunctModel
 from punctkit.progress import progress
-from punctkit.text.frontend import Frontend
+from punctkit.text.frontend import Frontend, load_frontend
 
 
 # ------------------------------------------------------------------ search over windows
@@ -168,10 +168,12 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
             avg = combine([member[k][1] for member in each], shares)
             hyps.append(([(avg.argmax(1).tolist(), 0.0)], avg))
     utts, nbest_lines, rows = [], [], {}
+    lexicon = load_frontend(Path(dirs[0]) / "frontend").case_lexicon if inv.true_case else None
     for s, (h, dist) in zip(units, hyps):
         best = h[0][0]
         for uttid, a, b in s.utt_spans():
-            utts.append(Utterance(uttid, s.words[a:b], [inv.labels[i] for i in best[a:b]]))
+            labels = [inv.labels[i] for i in best[a:b]]
+            utts.append(Utterance(uttid, cased_words(s.words[a:b], labels, inv, lexicon), labels))
             rows[uttid] = dist[a:b]
         if nbest > 1:
             nbest_lines += [f"{s.key} {r} {score:.4f} {' '.join(inv.labels[i] for i in ids)}"

@@ -12,6 +12,9 @@ config. Every kind implements the same small interface:
   BPE codes / model from training sentences into `out_dir` and return the frontend.
 - `save(dir)` / `load_frontend(dir)`: a self-contained directory with
   `frontend.yaml` (kind + options) and the kind's own files.
+- `lowercase: true` (any kind): the model reads every word lower-cased (true-case training data keep
+  each word's exact form; stage 3 sets it for them). `case_lexicon`: the exact forms of the training
+  text's Mixed-case words (`CaseLexicon`, saved as `case_lexicon.txt`), for showing true case.
 
 A new kind subclasses `Frontend`, implements `pieces`, `piece_strs`,
 `vocab_size`, `learn`, `_write` and `read_dir`, and registers itself with
@@ -21,19 +24,21 @@ A new kind subclasses `Frontend`, implements `pieces`, `piece_strs`,
 from __future__ import annotations
 
 import importlib
+import inspect
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable
 
 import yaml
 
-from punctkit.files import PunctkitError, atomic_write, output_dir, read_yaml_mapping, require_file
+from punctkit.data.labels import CaseLexicon
+from punctkit.files import PunctkitError, atomic_write, iter_lines, output_dir, read_yaml_mapping, require_file
 from punctkit.text.vocab import Vocab
 
 FRONTENDS: dict[str, type["Frontend"]] = {}
 _MODULES = ("punctkit.text.plm",)  # frontends registered outside this file
 CONF_FILE = "frontend.yaml"
 # What any kind writes into a frontend directory (`plm/`: a copied tokenizer).
-FRONTEND_FILES = (CONF_FILE, "vocab.txt", "bpe.codes", "spm.model", "plm/")
+FRONTEND_FILES = (CONF_FILE, "vocab.txt", "bpe.codes", "spm.model", "plm/", CaseLexicon.FILE)
 
 
 def register_frontend(kind: str) -> Callable[[type["Frontend"]], type["Frontend"]]:
@@ -51,14 +56,21 @@ class Frontend:
     """Base class; see the module docstring for the interface."""
 
     kind: ClassVar[str] = ""
+    # options checked before they are used: name -> `str` (text) or the lowest whole number it may be;
+    # None also where the kind's default is None
+    CHECKED: ClassVar[dict[str, Any]] = {}
     pad_id: int = 0
     unk_id: int = 1
 
-    def __init__(self, label_on: str = "last", **options: Any):
+    def __init__(self, label_on: str = "last", lowercase: bool = False, **options: Any):
         if label_on not in ("last", "first"):
             raise PunctkitError(f"frontend label_on must be 'last' or 'first', not '{label_on}'")
+        if not isinstance(lowercase, bool):
+            raise PunctkitError(f"frontend lowercase must be true or false, not {lowercase!r}")
         self.label_on = label_on
-        self.options = dict(options, label_on=label_on)
+        self.lowercase = lowercase
+        self.options = dict(options, label_on=label_on, **({"lowercase": True} if lowercase else {}))
+        self.case_lexicon: CaseLexicon | None = None
         self._cache: dict[str, list[int]] = {}
 
     # --- to implement per kind
@@ -93,7 +105,7 @@ class Frontend:
         """Cached `pieces(word)`."""
         ids = self._cache.get(word)
         if ids is None:
-            ids = self.pieces(word) or [self.unk_id]
+            ids = self.pieces(word.lower() if self.lowercase else word) or [self.unk_id]
             self._cache[word] = ids
         return ids
 
@@ -109,7 +121,7 @@ class Frontend:
 
     def tokens(self, words: list[str]) -> list[str]:
         """The token strings of `words`, for inspection."""
-        return [t for w in words for t in self.piece_strs(w)]
+        return [t for w in words for t in self.piece_strs(w.lower() if self.lowercase else w)]
 
     def unk_rate(self, words: Iterable[str]) -> float:
         """Fraction of words with an unknown token among their pieces."""
@@ -139,6 +151,9 @@ class Frontend:
         out = Path(out_dir)
         with output_dir(out, FRONTEND_FILES, overwrite=overwrite):
             self._write(out)
+            if self.case_lexicon is not None:
+                with atomic_write(out / CaseLexicon.FILE) as f:
+                    f.writelines(line + "\n" for line in self.case_lexicon.lines())
         with atomic_write(out / CONF_FILE) as f:
             yaml.safe_dump({"kind": self.kind, **self.options}, f, sort_keys=True)
 
@@ -149,6 +164,8 @@ class Frontend:
 
 
 def _find(kind: str) -> type[Frontend]:
+    if not isinstance(kind, str):
+        raise PunctkitError(f"the frontend kind must be a name ({', '.join(sorted(FRONTENDS))}, ...), got {kind!r}")
     if kind not in FRONTENDS:
         for mod in _MODULES:
             try:
@@ -165,7 +182,12 @@ def load_frontend(in_dir: str | Path) -> Frontend:
     """Read `frontend.yaml` in `in_dir` and the files of its kind."""
     d = Path(in_dir)
     conf = dict(read_yaml_mapping(d / CONF_FILE, "frontend description", "a mapping with the frontend's kind"))
-    return _find(conf.pop("kind", "word")).read_dir(d, **conf)
+    cls = _find(conf.pop("kind", "word"))
+    fe = cls.read_dir(d, **options_of(cls, conf, str(d / CONF_FILE)))
+    if (d / CaseLexicon.FILE).is_file():
+        fe.case_lexicon = CaseLexicon.parse((line for _, line in iter_lines(d / CaseLexicon.FILE)),
+                                            str(d / CaseLexicon.FILE))
+    return fe
 
 
 def piece_lines(frontend: Frontend, src: str | Path) -> Iterable[str]:
@@ -186,7 +208,31 @@ def train_frontend(conf: dict[str, Any], sentences: list[list[str]], out_dir: st
                    overwrite: bool = False) -> Frontend:
     """Build the frontend described by a config's `frontend:` section from training sentences."""
     conf = dict(conf or {})
-    return _find(conf.pop("kind", "word")).train(sentences, out_dir, overwrite=overwrite, **conf)
+    cls = _find(conf.pop("kind", "word"))
+    return cls.train(sentences, out_dir, overwrite=overwrite, **options_of(cls, conf, "config frontend section"))
+
+
+# what the frontend functions take themselves: never an option's name
+TAKEN = frozenset({"in_dir", "out_dir", "sentences", "overwrite"})
+
+
+def options_of(cls: type[Frontend], conf: dict[Any, Any], where: str) -> dict[str, Any]:
+    """`conf` (a frontend description less its kind) as keyword options of `cls`: names that are text
+    and none of the arguments the kind takes itself (its files, TAKEN), values as `cls.CHECKED`
+    says; a one-line error starting with `where` otherwise."""
+    params = inspect.signature(cls.__init__).parameters
+    own = {n for n, p in params.items() if p.default is p.empty and p.kind is not p.VAR_KEYWORD}
+    bad = [k for k in conf if not isinstance(k, str) or k in TAKEN | own]
+    if bad:
+        raise PunctkitError(f"{where}: {', '.join(map(repr, bad))}: not an option a '{cls.kind}' frontend can take")
+    for name, rule in cls.CHECKED.items():
+        v = conf.get(name)
+        if name not in conf or (v is None and params[name].default is None):
+            continue
+        if not (isinstance(v, str) if rule is str else isinstance(v, int) and not isinstance(v, bool) and v >= rule):
+            want = "text" if rule is str else f"a whole number >= {rule}"
+            raise PunctkitError(f"{where}: option {name} of a '{cls.kind}' frontend must be {want}, got {v!r}")
+    return conf
 
 
 # ------------------------------------------------------------------ kinds
@@ -195,11 +241,13 @@ def train_frontend(conf: dict[str, Any], sentences: list[list[str]], out_dir: st
 class WordFrontend(Frontend):
     """One token per word; words seen fewer than `min_count` times are `<unk>`."""
 
+    CHECKED = {"min_count": 0, "max_size": 1}
+
     def __init__(self, vocab: Vocab, min_count: int = 1, max_size: int | None = None, lowercase: bool = False,
                  **options: Any):
         super().__init__(min_count=min_count, max_size=max_size, lowercase=lowercase, **options)
         self.vocab = vocab
-        self.lowercase = lowercase
+        self.options["lowercase"] = lowercase  # as word frontends always wrote it
 
     def _norm(self, word: str) -> str:
         return word.lower() if self.lowercase else word
@@ -232,6 +280,8 @@ class WordFrontend(Frontend):
 @register_frontend("subword_nmt")
 class SubwordNmtFrontend(Frontend):
     """BPE pieces from subword-nmt codes (`merges` operations); vocabulary of the pieces seen in training."""
+
+    CHECKED = {"merges": 0, "min_frequency": 0}
 
     def __init__(self, codes: Path, vocab: Vocab, merges: int = 10000, min_frequency: int = 2, **options: Any):
         from punctkit.text.bpe import SubwordNmt
@@ -275,6 +325,8 @@ class SubwordNmtFrontend(Frontend):
 @register_frontend("sentencepiece")
 class SentencePieceFrontend(Frontend):
     """sentencepiece pieces (`model_type` bpe or unigram, `vocab_size` pieces); `<pad>` = 0, `<unk>` = 1."""
+
+    CHECKED = {"vocab_size": 1}
 
     def __init__(self, model: Path, vocab_size: int = 8000, model_type: str = "bpe", **options: Any):
         from punctkit.text.bpe import SentencePiece

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from punctkit.data.datadir import read_data_dir
-from punctkit.data.labels import LabelSet, O, mark_of
+from punctkit.data.labels import CaseLexicon, LabelSet, O, mark_of
 from punctkit.data.streams import (IGNORE, Extra, Stream, TimeDelay, WindowDataset, bucket_batches, make_streams,
                                    shard, train_windows)
 from punctkit.batch import audio_extra, collate, wants_audio
@@ -503,9 +503,24 @@ def prepare_inputs(conf: dict[str, Any], train_dir: str | Path, out_dir: str | P
     out = Path(out_dir)
     check_output_dir(out, INPUTS_FILES, overwrite=overwrite, inputs=[train_dir])
     dd = read_data_dir(train_dir)
-    fe = train_frontend(conf["frontend"], _sentences(dd), out / "frontend", overwrite=overwrite)
-    log(f"frontend {fe.kind}: {fe.vocab_size} tokens -> {out / 'frontend'}")
+    fe = build_frontend(conf, dd, out / "frontend", overwrite, log)
     derived_vectors(conf["embeddings"], dd, out, log)
+    return fe
+
+
+def build_frontend(conf: dict[str, Any], dd: Any, out: Path, overwrite: bool = False,
+                   log: Callable[[str], None] = print) -> Frontend:
+    """The config's frontend learned from data dir `dd` into `out`. True-case data (exact forms in its
+    text) give a frontend that reads words lower-cased and holds the case lexicon of their Mixed forms."""
+    fconf = dict(conf["frontend"] or {})
+    if dd.inventory.true_case:
+        fconf["lowercase"] = True
+    fe = train_frontend(fconf, _sentences(dd), out, overwrite=overwrite)
+    if dd.inventory.true_case:
+        fe.case_lexicon = CaseLexicon.build(w for u in dd.utterances for w in u.words)
+        fe.save(out, overwrite=True)
+        log(f"case lexicon: {len(fe.case_lexicon)} Mixed-case words -> {out / CaseLexicon.FILE}")
+    log(f"frontend {fe.kind}: {fe.vocab_size} tokens -> {out}")
     return fe
 
 
@@ -541,7 +556,10 @@ def derived_vectors(econf: dict[str, Any], dd: Any, out: Path, log: Callable[[st
 
 
 def _sentences(dd: Any) -> list[list[str]]:
-    """Training text for frontends and word2vec: each utterance's words (sentencepiece skips very long lines)."""
+    """Training text for frontends and word vectors: each utterance's words (sentencepiece skips very long
+    lines), lower-cased for true-case data (the model reads words lower-cased: `Frontend.lowercase`)."""
+    if dd.inventory.true_case:
+        return [[w.lower() for w in u.words] for u in dd.utterances if u.words]
     return [u.words for u in dd.utterances if u.words]
 
 
@@ -767,7 +785,7 @@ def load_frontend_for(run: RunArgs, exp: Path, conf: dict[str, Any], dd: Any) ->
         frontend = load_frontend(inputs / "frontend")
         frontend.save(exp / "frontend")
         return frontend
-    return train_frontend(conf["frontend"], _sentences(dd), exp / "frontend")
+    return build_frontend(conf, dd, exp / "frontend", log=lambda _: None)
 
 
 def load_experiment(run: RunArgs, conf: dict[str, Any], saved: dict[str, Any] | None, resuming: bool,
