@@ -34,7 +34,7 @@ import numpy as np
 
 from punctkit.data.datadir import read_table, split_balanced
 from punctkit.feats.wav import Segment, data_segments, iter_audio
-from punctkit.files import PunctkitError, atomic_write, check_not_input, iter_lines, where, write_lines
+from punctkit.files import PunctkitError, atomic_write, check_not_input, iter_lines, parse_json, where, write_lines
 
 SAMPLE_RATE = 16000  # pocketsphinx's English acoustic model
 FRAME_RATE = 100     # its frames per second
@@ -253,7 +253,7 @@ class JobStats:
     @classmethod
     def read(cls, path: Path) -> "JobStats":
         try:
-            return cls(**json.loads(path.read_text(encoding="utf-8")))
+            return cls(**parse_json(path.read_text(encoding="utf-8")))
         except (ValueError, TypeError) as e:
             raise PunctkitError(f"{path}: not a job summary written by punctkit ({e})") from None
 

@@ -680,17 +680,18 @@ def serve(
 
 def _punctuate_stream(punct: "Punctuator", src: str, input_format: Optional[str], encoding: Optional[str],
                       lookahead: Optional[str], flush_on_final: bool, capitalize: bool) -> None:
-    """`punctuate --stream`: input lines as they come, each output line flushed when written."""
+    """`punctuate --stream`: input lines as they come (decoded as every input is: files.decode_lines),
+    each output line flushed when written."""
     from punctkit.decode.lookahead import parse_lookahead
+    from punctkit.files import decode_lines, stdin_lines
     from punctkit.stream import PunctStream, stream_lines
 
     state = PunctStream(punct, parse_lookahead(lookahead), capitalize)
     with contextlib.ExitStack() as stack:
-        f = sys.stdin if src == "-" else stack.enter_context(open(src, encoding=encoding or "utf-8"))
-        if src == "-" and encoding:
-            f.reconfigure(encoding=encoding)  # type: ignore[attr-defined]
+        lines = (stdin_lines(encoding) if src == "-" else
+                 decode_lines(stack.enter_context(open(src, "rb")), src, encoding))  # a FIFO too
         source = "standard input" if src == "-" else src
-        for line in stream_lines(state, iter(f.readline, ""), input_format, flush_on_final, source):
+        for line in stream_lines(state, (text for _, text in lines), input_format, flush_on_final, source):
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
     typer.echo(f"punctuate: {state.committed} words streamed", err=True)

@@ -6,14 +6,16 @@ import contextlib
 import errno
 import fnmatch
 import itertools
+import json
 import math
 import os
+import re
 import socket
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, BinaryIO, Callable, Iterable, Iterator, Sequence
+from typing import IO, Any, BinaryIO, Callable, Iterable, Iterator, Sequence
 
 
 def _umask() -> int:
@@ -106,27 +108,74 @@ BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), 
 _stdin_head = bytearray()  # bytes read ahead from stdin (format detection); the next reader gets them first
 
 
-def text_codec(head: bytes, encoding: str | None = None) -> tuple[str, int]:
+ENCODING_OPTION = "--encoding"  # how a command is given an encoding (the server: a request's charset)
+_BOM_FAMILIES = {"utf-8": "utf-8", "utf-8-sig": "utf-8", "utf-16": "utf-16", "utf-32": "utf-32"}
+_NO_BOM = {"utf-16": "utf-16-be", "utf-32": "utf-32-be"}  # without a BOM: big-endian (RFC 2781)
+
+
+def text_encoding(encoding: str, option: str = ENCODING_OPTION) -> str:
+    """The codec name of `encoding`, a text encoding (bytes to text, also where bytes do not decode);
+    else a one-line error naming `option`. base64, zlib, hex (bytes to bytes) and rot13 (text to
+    text) are codecs but not text encodings; idna and punycode decode host names, strictly only.
+    """
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        raise PunctkitError(f"unknown encoding '{encoding}' ({option}; e.g. utf-8, latin-1, cp1252, utf-16)") from None
+    try:
+        "\n".encode(name)
+        b"\xff\n".decode(name, "replace")  # format detection reads a sample so
+    except (LookupError, UnicodeError):
+        raise PunctkitError(f"{option} '{encoding}' is not a text encoding (it does not turn any bytes into text); "
+                            f"give one such as utf-8, latin-1, cp1252 or utf-16") from None
+    return name
+
+
+def text_codec(head: bytes, encoding: str | None = None, option: str = ENCODING_OPTION) -> tuple[str, int]:
     """The codec for a stream that starts with `head`, and the length of the BOM to skip.
 
-    Without `encoding`: UTF-8, or UTF-16/32 when a BOM says so; a UTF-8 BOM is skipped.
+    Without `encoding`: UTF-8, or UTF-16/32 when a BOM says so; a UTF-8 BOM is skipped. With it
+    (`text_encoding`): utf-8 skips a UTF-8 BOM, and utf-16 and utf-32 take their byte order from
+    a BOM (skipped), big-endian without one (RFC 2781).
     """
-    if encoding:
-        try:
-            name = codecs.lookup(encoding).name
-        except LookupError:
-            raise PunctkitError(f"unknown encoding '{encoding}' (e.g. utf-8, latin-1, cp1252, utf-16)") from None
-        return name, 3 if name == "utf-8" and head.startswith(codecs.BOM_UTF8) else 0
-    for bom, name in BOMS:
-        if head.startswith(bom):
-            return name, len(bom)
-    return "utf-8", 0
+    name = text_encoding(encoding, option) if encoding else ""
+    family = _BOM_FAMILIES.get(name) if name else ""  # "": any BOM
+    if family is None:
+        return name, 0
+    for bom, codec in BOMS:
+        if codec.startswith(family) and head.startswith(bom):
+            return codec, len(bom)
+    return _NO_BOM.get(family, "utf-8"), 0
 
 
-def _decode_error(name: str, lineno: int, offset: int, byte: int, codec: str) -> PunctkitError:
-    hint = "latin-1 (or the file's encoding)" if codec == "utf-8" else "with the file's encoding"
-    return PunctkitError(f"{name}:{lineno}: byte 0x{byte:02x} at offset {offset} is not "
-                         f"{'UTF-8' if codec == 'utf-8' else codec}; give --encoding {hint} or convert it to UTF-8")
+def _encoding_fix(codec: str, option: str) -> str:
+    """What to do about bytes that are not `codec`, told the way the input is given its encoding."""
+    if option != ENCODING_OPTION:
+        return f"name its {option} (e.g. {option}=latin-1) or send UTF-8"
+    return ("give --encoding latin-1 (or the file's encoding)" if codec == "utf-8"
+            else "give --encoding with the file's encoding") + " or convert it to UTF-8"
+
+
+def _decode_error(name: str, lineno: int, offset: int, e: UnicodeError, codec: str, option: str) -> PunctkitError:
+    """Bytes that do not decode, as `name:LINE: byte 0xNN at offset N is not CODEC; what to do`
+    (`offset`: where `e.object` starts in the stream)."""
+    what = "UTF-8" if codec == "utf-8" else codec
+    if isinstance(e, UnicodeDecodeError) and e.start < len(e.object):
+        bad = f"byte 0x{e.object[e.start]:02x} at offset {offset + e.start} is not {what}"
+    else:  # a codec that names no byte
+        bad = f"not {what} text ({str(e)[:100]})"
+    return PunctkitError(f"{name}:{lineno}: {bad}; {_encoding_fix(codec, option)}")
+
+
+def _stream_head(stream: BinaryIO, head: bytes) -> bytes:
+    """`head` and the next bytes of `stream` until a BOM can be told (4 bytes, or bytes no BOM starts
+    with, or the end), each read as soon as it arrives: a live stream is never waited on for more."""
+    while len(head) < 4 and any(len(bom) > len(head) and bom.startswith(head) for bom, _ in BOMS):
+        more = stream.read1(4 - len(head))
+        if not more:
+            break
+        head += more
+    return head
 
 
 def _byte_lines(stream: BinaryIO, head: bytes) -> Iterator[bytes]:
@@ -146,19 +195,20 @@ def _strip_eol(text: str) -> str:
 
 
 def decode_lines(stream: BinaryIO, name: str, encoding: str | None = None,
-                 lines: tuple[int, int] | None = None, head: bytes = b"") -> Iterator[tuple[int, str]]:
-    """(1-based line number, line without its newline) of a byte stream, read line by line.
+                 lines: tuple[int, int] | None = None, head: bytes = b"",
+                 option: str = ENCODING_OPTION) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line without its newline) of a byte stream, each as soon as it has come.
 
     The codec comes from `text_codec` (BOM stripped); bytes that do not decode are a
-    one-line error naming `name`, the line and the byte offset. `head` holds bytes
-    already read from the stream. `lines=(first, last)` keeps that inclusive range.
+    one-line error naming `name`, the line and the byte offset, and saying how to give the
+    encoding (`option`: --encoding, or a request's charset). `head` holds bytes already
+    read from the stream. `lines=(first, last)` keeps that inclusive range.
     """
-    if len(head) < 4:
-        head += stream.read(4 - len(head))
-    codec, skip = text_codec(head, encoding)
+    head = _stream_head(stream, head)
+    codec, skip = text_codec(head, encoding, option)
     first, last = lines or (1, None)
     if "\n".encode(codec) != b"\n":  # UTF-16/32: decode first, then split
-        yield from _wide_lines(stream, name, codec, head, skip, first, last)
+        yield from _wide_lines(stream, name, codec, head, skip, first, last, option)
         return
     offset, last = skip, 1 << 62 if last is None else last
     for i, raw in enumerate(_byte_lines(stream, head[skip:]), 1):
@@ -167,25 +217,27 @@ def decode_lines(stream: BinaryIO, name: str, encoding: str | None = None,
                 return
             try:
                 yield i, _strip_eol(raw.decode(codec))
-            except UnicodeDecodeError as e:
-                raise _decode_error(name, i, offset + e.start, raw[e.start], codec) from None
+            except UnicodeError as e:
+                raise _decode_error(name, i, offset, e, codec, option) from None
         offset += len(raw)
 
 
 def _wide_lines(stream: BinaryIO, name: str, codec: str, head: bytes, skip: int, first: int,
-                last: int | None) -> Iterator[tuple[int, str]]:
-    """`decode_lines` for codecs whose newline is not the byte 0x0a (UTF-16, UTF-32)."""
+                last: int | None, option: str) -> Iterator[tuple[int, str]]:
+    """`decode_lines` for codecs whose newline is not the byte 0x0a (UTF-16, UTF-32); the lines before
+    bytes that do not decode come out before the error, as they do from `decode_lines`."""
     dec = codecs.getincrementaldecoder(codec)("strict")
     i, buf, fed = 0, "", skip
-    chunks = itertools.chain([head[skip:]], iter(lambda: stream.read(1 << 16), b""), [b""])
+    failed: tuple[UnicodeError, int] | None = None  # the error, and where its object starts
+    chunks = itertools.chain([head[skip:]], iter(lambda: stream.read1(1 << 16), b""), [b""])
     for chunk in chunks:
         pending = len(dec.getstate()[0])
         try:
             buf += dec.decode(chunk, final=not chunk)
-        except UnicodeDecodeError as e:
-            before = e.object[:e.start].decode(codec, "replace").count("\n")
-            raise _decode_error(name, i + buf.count("\n") + before + 1, fed - pending + e.start,
-                                e.object[e.start], codec) from None
+        except UnicodeError as e:
+            failed = e, fed - pending
+            if isinstance(e, UnicodeDecodeError):
+                buf += e.object[:e.start].decode(codec, "replace")  # the text before the bad bytes
         fed += len(chunk)
         *done, buf = buf.split("\n")
         for text in done:
@@ -194,6 +246,10 @@ def _wide_lines(stream: BinaryIO, name: str, codec: str, head: bytes, skip: int,
                 return
             if i >= first:
                 yield i, _strip_eol(text)
+        if failed is not None:
+            if last is not None and i + 1 > last:
+                return  # the bad bytes are past the lines asked for, which `decode_lines` never decodes
+            raise _decode_error(name, i + 1, failed[1], failed[0], codec, option)
     if buf and i + 1 >= first and (last is None or i + 1 <= last):
         yield i + 1, _strip_eol(buf)
 
@@ -260,6 +316,102 @@ def _slice_lines(data: bytes, encoding: str | None, at_start: bool, at_end: bool
     if not at_start:
         pieces = pieces[1:]
     return [_strip_eol(x) for x in pieces]
+
+
+# ------------------------------------------------------------------ reading JSON
+
+MAX_JSON_DEPTH = 100  # arrays and objects inside each other (Whisper nests 5 deep, Vosk 4)
+_JSON_NESTING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')  # strings (skipped) and brackets
+_JSON_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_DECODER = json.JSONDecoder()
+
+
+def json_value(text: str, pos: int = 0) -> tuple[Any, int]:
+    """The JSON value at `pos` of `text` (after white space) and the offset after it, as
+    `json.JSONDecoder.raw_decode` reads it: punctkit's one reader of JSON input.
+
+    What json would read but punctkit could not hold or write back is a `json.JSONDecodeError`
+    at its place, as a syntax error is, so that the caller names the file and line: arrays and
+    objects nested more than MAX_JSON_DEPTH deep (json itself would exhaust the stack), an
+    integer of more digits than Python converts, half of a UTF-16 pair (a lone surrogate). Of
+    several, the first in the text is told, whatever the stack held when json stopped.
+    """
+    pos = json.decoder.WHITESPACE.match(text, pos).end()
+    value, end, problem = _raw_json(text, pos)
+    deep = _too_deep(text, pos, end)
+    if deep is not None:
+        raise _deep_error(text, deep)
+    if problem is not None:
+        raise problem
+    half = _lone_surrogate(value) if _JSON_SURROGATE.search(text, pos, end) else None
+    if half is not None:
+        at = re.compile(re.escape(f"\\u{ord(half):04x}"), re.I).search(text, pos, end)
+        raise json.JSONDecodeError(f"\\u{ord(half):04x} is half of a UTF-16 pair, not a character", text,
+                                   at.start() if at else pos)
+    return value, end
+
+
+def _raw_json(text: str, pos: int) -> tuple[Any, int, json.JSONDecodeError | None]:
+    """json's reading of the value at `pos`: (value, its end, None), or (None, where json stopped, why)."""
+    try:
+        value, end = _DECODER.raw_decode(text, pos)
+        return value, end, None
+    except RecursionError:  # deeper than the stack allows, so than the limit: `_too_deep` finds where
+        return None, len(text), _deep_error(text, pos)
+    except json.JSONDecodeError as e:
+        return None, e.pos, e
+    except ValueError:  # an integer of more digits than int() takes
+        most = sys.get_int_max_str_digits()
+        digits = re.compile(rf"\d{{{most + 1}}}").search(text, pos)
+        at = digits.start() if digits else pos
+        return None, at, json.JSONDecodeError(f"a number of more than {most} digits", text, at)
+
+
+def _deep_error(text: str, at: int) -> json.JSONDecodeError:
+    return json.JSONDecodeError(f"arrays and objects nested more than {MAX_JSON_DEPTH} deep", text, at)
+
+
+def parse_json(text: str) -> Any:
+    """The one JSON value of `text` (white space around it allowed), read by `json_value`; anything
+    after it is a `json.JSONDecodeError`, as for `json.loads`."""
+    value, end = json_value(text)
+    end = json.decoder.WHITESPACE.match(text, end).end()
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
+
+
+def _too_deep(text: str, start: int, end: int) -> int | None:
+    """Where arrays and objects in text[start:end] first nest more than MAX_JSON_DEPTH deep, if they do."""
+    if text.count("[", start, end) + text.count("{", start, end) <= MAX_JSON_DEPTH:
+        return None
+    depth = 0
+    for m in _JSON_NESTING.finditer(text, start, end):
+        c = m.group()
+        if c in ("[", "{"):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return m.start()
+        elif c in ("]", "}"):
+            depth -= 1
+    return None
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """A character of a string in `value` (keys included) that no UTF-8 text can hold, if any."""
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as e:
+                return v[e.start]
+        elif isinstance(v, dict):
+            todo += [*v.keys(), *v.values()]
+        elif isinstance(v, list):
+            todo += v
+    return None
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from punctkit.files import PunctkitError
+from punctkit.files import PunctkitError, parse_json
 from punctkit.score import read_score
 
 
@@ -44,7 +44,7 @@ def _read_history(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return parse_json(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise PunctkitError(f"{path}: not valid JSON ({e.msg}, line {e.lineno})") from None
 

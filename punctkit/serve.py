@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 import re
@@ -39,7 +40,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Awaitable, Callable, Iterator
+from typing import IO, TYPE_CHECKING, Any, Awaitable, Callable, Iterator
 
 from aiohttp import WSMsgType, web
 
@@ -49,8 +50,11 @@ from punctkit.data.labels import O, default_substitution
 from punctkit.data.tokenize import ends_sentence, show_tokens
 from punctkit.decode.lookahead import parse_lookahead
 from punctkit.ensemble import load_model
-from punctkit.files import PunctkitError, check_not_input
+from punctkit.files import PunctkitError, check_not_input, decode_lines, parse_json
 from punctkit.punctuator import OUTPUT_FORMATS, Fixed, Punctuator
+
+if TYPE_CHECKING:
+    from punctkit.stream import LineProtocol
 
 REQUEST = "request"  # how errors name the body
 PARAMS = ("format", "input_format", "keep_input_marks", "capitalize")
@@ -136,38 +140,45 @@ def as_request(path: Path) -> Iterator[None]:
         raise PunctkitError(str(e).replace(str(path), REQUEST)) from None
 
 
-def check_json(body: bytes) -> None:
+def body_text(body: bytes, charset: str | None) -> str:
+    """The body as text, by punctkit's one decoder (`decode_lines`): in `charset` (the request's; a text
+    encoding, utf-16 big-endian without a BOM), else UTF-8 or UTF-16/32 by its BOM. Bytes that do not
+    decode are a one-line error naming the request's line, the byte and its charset."""
+    return "".join(text + "\n" for _, text in decode_lines(io.BytesIO(body), REQUEST, charset, option="charset"))
+
+
+def check_json(text: str) -> None:
     """A body sent as JSON must be a JSON document or JSON lines; else one line naming the first bad line."""
     try:
-        text = body.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return  # the reader names the byte
-    try:
-        json.loads(text)
+        parse_json(text)
         return
     except ValueError:
         pass
     for i, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                json.loads(line)
+                parse_json(line)
             except json.JSONDecodeError as e:
                 raise PunctkitError(f"{REQUEST}:{i}: not valid JSON ({e.msg} at column {e.colno})") from None
 
 
 def parse_body(punct: Punctuator, body: bytes, workdir: Path, input_format: str | None = None,
-               keep: bool = False, encoding: str | None = None) -> Parsed:
-    """The body's utterances, read by the registry's reader for its format (given, else detected)."""
+               keep: bool = False, charset: str | None = None, as_json: bool = False) -> Parsed:
+    """The body's utterances (`body_text`; `as_json`: checked by `check_json`), read by the registry's
+    reader for its format (given, else detected)."""
+    text = body_text(body, charset)
+    if as_json:
+        check_json(text)
     fd, name = tempfile.mkstemp(prefix="request-", dir=workdir)
     path = Path(name)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(body)
+            f.write(text.encode("utf-8"))
         with as_request(path):
             reader = (get_format(input_format, "units", "input format") if input_format
-                      else detect_for(path, "units", encoding, "serve", "the input_format parameter"))
+                      else detect_for(path, "units", None, "serve", "the input_format parameter"))
             inv = punct.inventory
-            units = list(reader.units(path, inv, default_substitution(inv), encoding, [0]))  # type: ignore[misc]
+            units = list(reader.units(path, inv, default_substitution(inv), None, [0]))  # type: ignore[misc]
     finally:
         path.unlink(missing_ok=True)
     return Parsed(reader, units, model_inputs(units, reader.one_stream, keep), sum(len(u.words) for u in units))
@@ -347,11 +358,10 @@ class Service:
         if q.get("format"):
             get_format(q["format"], "emit", "output format", OUTPUT_FORMATS)
         body = await read_body(request, self.opts.max_body)
-        if request.content_type in JSON_TYPES or request.content_type.endswith("+json"):
-            check_json(body)
-        encoding = request.charset if request.charset and request.content_type != "application/json" else None
+        as_json = request.content_type in JSON_TYPES or request.content_type.endswith("+json")
+        charset = request.charset if request.charset and request.content_type != "application/json" else None
         parsed = await off_loop(len(body), parse_body, self.punct, body, self.workdir, q.get("input_format"),
-                                keep, encoding)
+                                keep, charset, as_json)
         fmt = output_format(q.get("format"), parsed)
         request["words"] = parsed.words
         labels = await self.label(parsed.inputs)
@@ -364,7 +374,10 @@ class Service:
         line (plain words, or JSON `{"text": ..., "final": true|false}`); each plain message or final is
         answered by one message with the words it committed (empty when none), partials by none;
         `{"eof": true}` is answered by the words still held, then the server closes. Query: lookahead,
-        input_format (text|jsonl), flush_on_final, capitalize. An error is a JSON message `{"error": ...}`."""
+        input_format (text|jsonl), flush_on_final, capitalize. A message that cannot be read is answered
+        by the words still held (when there are any), then a JSON message `{"error": ...}`; the next
+        message starts a new context. Even a bug is told in a JSON message (never an HTTP answer written
+        into the websocket), and then the server closes."""
         from punctkit.stream import LineProtocol, PunctStream
 
         q = request.query
@@ -375,26 +388,38 @@ class Service:
         proto = LineProtocol(state, q.get("input_format"), flag(q, "flush_on_final", False), "message")
         ws = web.WebSocketResponse(max_msg_size=self.opts.max_body)
         await ws.prepare(request)
-        loop = asyncio.get_running_loop()
-        async for msg in ws:
-            if msg.type != WSMsgType.TEXT:
-                await ws.send_json({"error": "send text messages (plain words or JSON lines)"})
-                continue
-            try:
-                if is_eof(msg.data):
-                    rest = await loop.run_in_executor(self.pool, proto.end)
-                    await ws.send_str(rest or "")
-                    break
-                out = await loop.run_in_executor(self.pool, proto.line, msg.data)
-            except PunctkitError as e:
-                await ws.send_json({"error": str(e)})
-                continue
-            if out is not None:
-                await ws.send_str(out)
+        try:
+            await self.talk(ws, proto)
+        except Exception as e:  # noqa: BLE001 (a bug: told to the client in the websocket's own terms)
+            self.log(f"/stream: {internal_error(e)}")
+            with contextlib.suppress(Exception):
+                await ws.send_json({"error": internal_error(e)})
         request["words"] = state.arrived
         self.words += state.arrived
         await ws.close()
         return ws
+
+    async def talk(self, ws: web.WebSocketResponse, proto: LineProtocol) -> None:
+        """The messages of one /stream websocket, each answered through `proto` on the
+        model's thread, until `{"eof": true}` or the client closes (`stream`)."""
+        loop = asyncio.get_running_loop()
+        async for msg in ws:
+            try:
+                if msg.type != WSMsgType.TEXT:
+                    raise PunctkitError("send text messages (plain words or JSON lines)")
+                if is_eof(msg.data):
+                    rest = await loop.run_in_executor(self.pool, proto.end)
+                    await ws.send_str(rest or "")
+                    return
+                out = await loop.run_in_executor(self.pool, proto.line, msg.data)
+            except PunctkitError as e:
+                rest = await loop.run_in_executor(self.pool, proto.end)  # the words held go out first
+                if rest is not None:
+                    await ws.send_str(rest)
+                await ws.send_json({"error": str(e)})
+                continue
+            if out is not None:
+                await ws.send_str(out)
 
     async def health(self, request: web.Request) -> web.Response:
         """GET /health: status, model, backend, uptime and counters."""
@@ -427,8 +452,7 @@ class Service:
             resp = error(e.status, e.text if e.status != 413 else
                          f"{REQUEST}: body over the limit of {self.opts.max_body} bytes (--max-body)")
         except Exception as e:  # noqa: BLE001 (a bug: answered, logged, the server goes on)
-            first = (str(e).strip().splitlines() or [""])[0][:200]
-            resp = error(500, f"internal error: {type(e).__name__}: {first}")
+            resp = error(500, internal_error(e))
         self.requests += 1
         self.log(f"{request.remote} {request.method} {request.path_qs} {resp.status} "
                  f"{request.get('words', 0)} words {1000 * (time.perf_counter() - t0):.1f} ms")
@@ -455,8 +479,14 @@ def is_eof(text: str) -> bool:
     if not text.lstrip().startswith("{"):
         return False
     with contextlib.suppress(ValueError):
-        return json.loads(text) == EOF_MESSAGE
+        return parse_json(text) == EOF_MESSAGE
     return False
+
+
+def internal_error(e: Exception) -> str:
+    """The one-line answer to a bug (the server goes on): its type and the first line of its message."""
+    first = (str(e).strip().splitlines() or [""])[0][:200]
+    return f"internal error: {type(e).__name__}: {first}"
 
 
 def flag(query: Any, name: str, default: bool) -> bool:

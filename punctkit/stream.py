@@ -21,7 +21,7 @@ from punctkit.data.formats import split_text
 from punctkit.data.labels import O, SENTENCE_END, default_substitution, mark_of
 from punctkit.data.tokenize import Written, show_tokens
 from punctkit.decode.lookahead import Span, delay, label_windows, word_window
-from punctkit.files import PunctkitError
+from punctkit.files import PunctkitError, parse_json
 
 Committed = tuple[str, str, str]  # (the word the model read, its label, the word as shown)
 STREAM_FORMATS = ("text", "jsonl")
@@ -132,9 +132,9 @@ def _final_text(line: str, where: str) -> tuple[str, bool]:
     """(text, final) of one JSON line of a streaming recognizer; a line without `final` is final,
     one with only `partial` (Vosk) is not."""
     try:
-        obj = json.loads(line)
+        obj = parse_json(line)
     except json.JSONDecodeError as e:
-        raise PunctkitError(f"{where}: not JSON ({e.msg}); give one object "
+        raise PunctkitError(f"{where}: not JSON ({e.msg}, column {e.colno}); give one object "
                             f"{{\"text\": ..., \"final\": true|false}} per line, or plain words") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("text", obj.get("partial")), str):
         raise PunctkitError(f"{where}: expected an object with a \"text\" string (and \"final\": true|false)")
@@ -184,12 +184,20 @@ class LineProtocol:
 def stream_lines(stream: PunctStream, lines: Iterable[str], input_format: str | None = None,
                  flush_on_final: bool = False, source: str = "standard input") -> Iterator[str]:
     """`punctkit punctuate --stream` over an iterable of input lines (LineProtocol): an output line per
-    plain input line or JSON final, then one with the words still held, if any."""
+    plain input line or JSON final, then one with the words still held, if any. A line that cannot
+    be read (a PunctkitError from `lines` or from the protocol) stops it: the words held come out
+    first, then the error is raised."""
     proto = LineProtocol(stream, input_format, flush_on_final, source)
-    for line in lines:
-        out = proto.line(line)
-        if out is not None:
-            yield out
+    failed: PunctkitError | None = None
+    try:
+        for line in lines:
+            out = proto.line(line)
+            if out is not None:
+                yield out
+    except PunctkitError as e:
+        failed = e
     rest = proto.end()
     if rest is not None:
         yield rest
+    if failed is not None:
+        raise failed

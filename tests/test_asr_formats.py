@@ -120,6 +120,17 @@ def test_nemo_manifest_pred_text_else_text_and_every_field_kept(tmp_path):
     assert out[1] == {**NEMO[1], "pred_text_punctuated": "i mean twenty people"}
 
 
+def test_nemo_pred_text_null_reads_text(tmp_path):
+    """NeMo writes `pred_text: null` when it recognised nothing: the words are then `text`'s."""
+    line = {"audio_filepath": "a.wav", "pred_text": None, "text": "so what"}
+    p = write(tmp_path, json.dumps(line) + "\n", "manifest.json")
+    assert detect_format(p) == "nemo"
+    (u,) = nemo_units(p, INV, RULES)
+    assert u.words == ["so", "what"]
+    assert json.loads(next(nemo_out(u, [O, "PERIOD"], ["so", "what."], p))) == {**line,
+                                                                               "pred_text_punctuated": "so what."}
+
+
 # ------------------------------------------------------------------ Vosk
 
 @pytest.mark.parametrize("layout", ["pretty", "lines", "list", "one"])
@@ -225,8 +236,12 @@ def test_malformed_nemo_and_vosk(tmp_path):
     assert detect_format(p) == "nemo"
     assert re.fullmatch(rf"{re.escape(str(p))}:2: not valid JSON \(Unterminated string starting at, column 42\)",
                         err(lambda: list(nemo_units(p, INV, RULES))))
-    p = write(tmp_path, json.dumps({"audio_filepath": "b.wav", "pred_text": 3}) + "\n")
-    assert err(lambda: list(nemo_units(p, INV, RULES))) == f"{p}:1: no 'pred_text' or 'text' string"
+    for obj, says in [({"pred_text": 3}, "'pred_text' must be a string, got 3"),
+                      ({"pred_text": None, "text": 3}, "'pred_text' is null and there is no 'text' string; "
+                                                       "give the words in 'pred_text'"),
+                      ({"duration": 1.0}, "no 'pred_text' or 'text' string")]:
+        p = write(tmp_path, json.dumps({"audio_filepath": "b.wav", **obj}) + "\n")
+        assert err(lambda: list(nemo_units(p, INV, RULES))) == f"{p}:1: {says}"
     objs = vosk_text([VOSK_RESULT]) + '{\n  "result" : [{"word": "so", "start": 1.0,, "end": 2}]\n}\n'
     p = write(tmp_path, objs)
     assert re.fullmatch(rf"{re.escape(str(p))}:19: not valid JSON \(Expecting property name .*, column \d+\)",
@@ -236,6 +251,65 @@ def test_malformed_nemo_and_vosk(tmp_path):
         f"{p}:18: word 1 is not an object with a 'word' string"
     p = write(tmp_path, vosk_text([VOSK_RESULT, [1, 2]]))
     assert err(lambda: list(vosk_units(p, INV, RULES))) == f"{p}:18: expected a Vosk result object"
+
+
+# ------------------------------------------------------------------ hostile JSON (tests/bad_inputs/json)
+
+BAD_JSON = Path(__file__).parent / "bad_inputs" / "json"
+HOSTILE = {  # file: (line, what its one-line error says after FILE:LINE), or None: read as plain text
+    "deep_text.jsonl": (2, "not valid JSON (arrays and objects nested more than 100 deep, column 121)"),
+    "deep_array.json": None,  # no JSON format reads a list of lists: detected as one plain word
+    "deep_whisper.json": (2, "not valid JSON (arrays and objects nested more than 100 deep, column 110)"),
+    "deep_vosk.json": (2, "not valid JSON (arrays and objects nested more than 100 deep, column 134)"),
+    "deep_nemo.json": (2, "not valid JSON (arrays and objects nested more than 100 deep, column 155)"),
+    "long_number.jsonl": (2, "not valid JSON (a number of more than 4300 digits, column 8)"),
+    "lone_surrogate.jsonl": (2, "not valid JSON (\\ud800 is half of a UTF-16 pair, not a character, column 26)"),
+    "nemo_pred_text_null.json": (1, "'pred_text' is null and there is no 'text' string"),
+}
+
+
+def test_every_hostile_json_file_has_its_case():
+    assert sorted(p.name for p in BAD_JSON.iterdir() if p.suffix != ".py") == sorted(HOSTILE)
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_json_is_one_line_naming_file_and_line(tmp_path, punct, name):
+    """json alone overflows the stack on the deep files (an internal error), reads integers it cannot
+    convert and halves of UTF-16 pairs no output can write: each is one line naming file and line."""
+    from punctkit.punctuator import punctuate_file
+
+    src, out = BAD_JSON / name, tmp_path / "out"
+    if HOSTILE[name] is None:
+        punctuate_file(punct, src, out)
+        assert out.read_text().split() == src.read_text().split()  # the words pass through
+        return
+    line, says = HOSTILE[name]
+    with pytest.raises(PunctkitError) as e:
+        punctuate_file(punct, src, out)
+    assert str(e.value).startswith(f"{src}:{line}: {says}") and "\n" not in str(e.value)
+    assert not out.exists()
+
+
+def test_json_value_bounds():
+    """files.json_value, the one JSON reader: json's own values up to MAX_JSON_DEPTH levels, errors at
+    their place beyond (a JSONDecodeError, as syntax errors are, whatever the stack holds)."""
+    from punctkit.files import MAX_JSON_DEPTH, json_value, parse_json
+
+    def fails(text: str) -> tuple[str, int, int]:
+        with pytest.raises(json.JSONDecodeError) as e:
+            parse_json(text)
+        return e.value.msg, e.value.lineno, e.value.colno
+
+    n = MAX_JSON_DEPTH
+    assert parse_json(" " + "[" * n + '"[{"' + "]" * n + " ") == json.loads("[" * n + '"[{"' + "]" * n)
+    assert fails('{"a":\n' + "[" * (n + 1) + "]" * (n + 1) + "}") == (
+        f"arrays and objects nested more than {n} deep", 2, n)  # the object is level 1
+    assert fails("[" * 100_000)[1:] == (1, n + 1)  # past json's own recursion limit
+    assert parse_json('"\\ud83d\\ude00 \\\\ud800"') == "\U0001F600 \\ud800"  # a pair; an escaped backslash
+    assert fails('["a", "\\udc00"]') == ("\\udc00 is half of a UTF-16 pair, not a character", 1, 8)
+    assert fails("[1, " + "7" * 5000 + "]")[0].startswith("a number of more than")
+    assert fails('{"a": 1} {') == ("Extra data", 1, 10)
+    assert json_value('  {"a": 1} {', 0) == ({"a": 1}, 10)
 
 
 # ------------------------------------------------------------------ writers with probability rows

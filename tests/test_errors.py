@@ -200,6 +200,26 @@ main()
 """
 
 
+@pytest.mark.parametrize("enc", ["base64", "rot13"])
+def test_an_encoding_that_is_not_a_text_encoding_is_one_line(tmp_path: Path, enc: str) -> None:
+    """Python's codecs include bytes-to-bytes (base64, zlib) and text-to-text (rot13) ones, which read no
+    text (they were an internal error): --encoding takes text encodings only."""
+    line = one_line(run("convert", TEXT, tmp_path / "o.txt", "--encoding", enc), 1)
+    assert line == (f"punctkit: error: --encoding '{enc}' is not a text encoding (it does not turn any bytes "
+                    f"into text); give one such as utf-8, latin-1, cp1252 or utf-16")
+    assert not (tmp_path / "o.txt").exists()
+
+
+def test_json_nested_thousands_deep_is_one_line(tmp_path: Path) -> None:
+    """json alone overflows its stack on such a file (an internal error); punctkit's one JSON reader
+    (files.json_value) refuses nesting past 100 levels wherever JSON is read, here a score.json."""
+    score = tmp_path / "exp" / "decode_test" / "score.json"
+    score.parent.mkdir(parents=True)
+    score.write_text('{"overall": ' + "[" * 5000 + "]" * 5000 + "}\n")
+    assert one_line(run("results", tmp_path / "exp"), 1) == (
+        f"punctkit: error: {score}: not valid JSON (arrays and objects nested more than 100 deep, line 1)")
+
+
 def test_unexpected_exception_is_one_line_asking_for_a_report() -> None:
     line = one_line(run("score", TEXT, TEXT, "--json", code=BUG), 1)
     assert "ZeroDivisionError: a stand-in for a bug" in line and "PUNCTKIT_DEBUG=1" in line

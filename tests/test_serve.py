@@ -3,6 +3,7 @@ DRNN-LWMA packed with an ONNX graph (so the server runs without torch)."""
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import os
 import signal
@@ -192,6 +193,43 @@ def test_timed_jsonl_answers_timed_json_keeping_every_word_and_time(server, pack
     assert [ln.split()[0] for ln in readable.splitlines()] == ["utt1", "utt2"]
 
 
+def test_charsets_are_read_as_every_input_is(server):
+    """A body is decoded by punctkit's one decoder, in the request's charset: a text encoding (not base64 or
+    rot13), utf-16 big-endian without a BOM (RFC 2781); errors name the request's line and its charset."""
+    words = "so i think the café is good"
+    for body, ctype in [(words.encode("latin-1"), "text/plain; charset=latin-1"),
+                        (words.encode("utf-16-be"), "text/plain; charset=utf-16"),
+                        (words.encode("utf-16"), "text/plain; charset=UTF-16"),  # BOM: its byte order
+                        (words.encode("utf-32-be"), "text/plain; charset=utf-32"),
+                        (codecs.BOM_UTF8 + words.encode(), "text/plain"),
+                        (codecs.BOM_UTF8 + json.dumps({"id": "u1", "text": words}).encode(),
+                         "application/json; charset=latin-1")]:  # JSON is UTF-8 (or UTF-16/32 by its BOM)
+        status, _, out = post(server.url + "/punctuate?format=readable", body, ctype)
+        got = out.split()[1:] if ctype.startswith("application/json") else out.split()  # after the id
+        assert status == 200 and [w.strip(",.?").lower() for w in got] == words.split(), (ctype, out)
+    for body, ctype, says in [
+            (b"so\ni think caf\xe9", "text/plain", "request:2: byte 0xe9 at offset 14 is not UTF-8; name its charset "
+                                                   "(e.g. charset=latin-1) or send UTF-8"),
+            (b"so\n\x81\x20", "text/plain; charset=shift_jis", "request:2: byte 0x81 at offset 3 is not shift_jis;"),
+            (b"c28gaQ==", "text/plain; charset=base64", "charset 'base64' is not a text encoding"),
+            (b"fb v guvax", "text/plain; charset=rot13", "charset 'rot13' is not a text encoding"),
+            (b"so", "text/plain; charset=klingon", "unknown encoding 'klingon' (charset;")]:
+        status, ctype_out, out = post(server.url + "/punctuate", body, ctype)
+        assert (status, ctype_out) == (400, "application/json"), out
+        assert json.loads(out)["error"].startswith(says), out
+
+
+def test_deep_json_is_a_json_error(server):
+    """JSON nested thousands deep overflows json's stack (it was an HTTP 500): one line naming the line."""
+    deep = '{"id": "u1", "words": ' + "[" * 5000 + "]" * 5000 + "}\n"
+    for ctype, says in [("application/json", "request:2: not valid JSON (arrays and objects nested more than 100 "
+                                             "deep at column 122)"),
+                        ("text/plain", "request:2: not valid JSON (arrays and objects nested more than 100 deep, "
+                                       "column 122)")]:  # detected as JSON lines, whose reader names it
+        status, _, out = post(server.url + "/punctuate", ('{"id": "u0", "text": "so"}\n' + deep).encode(), ctype)
+        assert status == 400 and json.loads(out)["error"].startswith(says), out
+
+
 def test_bad_input_is_a_json_error(server):
     for body, ctype, where in [(b'{"id": "u1", "words": [\n', "application/json", "request:1: not valid JSON"),
                                (b'{"id": "u1"}\n{"id": \n', "application/x-ndjson", "request:2: not valid JSON"),
@@ -292,6 +330,42 @@ def test_stream_websocket_equals_punctuate_stream(server, packed, punct):
     assert isinstance(got[1], dict) and "not JSON" in got[1]["error"]
     assert got[2] == ""  # look-ahead 0: the final committed every word, nothing is held at eof
     assert got[0] == " ".join(s for _, _, s in PunctStream(punct, 0).run([words[:10]]))
+
+
+def ws_replies(url: str, messages: list[str | bytes], query: str = "") -> tuple[list[Any], int | None]:
+    """Every reply of the /stream websocket to `messages` then `{"eof": true}` (text replies as strings,
+    JSON errors as dicts), read until the server closes, and the close code (1000: a normal close)."""
+    import aiohttp
+
+    async def run() -> tuple[list[Any], int | None]:
+        got: list[Any] = []
+        async with aiohttp.ClientSession() as http:
+            async with http.ws_connect(url.replace("http://", "ws://") + "/stream" + query) as ws:
+                for m in messages + [json.dumps({"eof": True})]:
+                    await (ws.send_bytes(m) if isinstance(m, bytes) else ws.send_str(m))
+                while (reply := await asyncio.wait_for(ws.receive(), 60)).type == aiohttp.WSMsgType.TEXT:
+                    got.append(json.loads(reply.data) if reply.data.startswith('{"error": ') else reply.data)
+                return got, ws.close_code
+
+    return asyncio.run(run())
+
+
+def test_stream_websocket_sends_the_words_held_then_the_error(server, packed, punct):
+    """A message that cannot be read (JSON nested thousands deep: json alone overflows the stack, which
+    was an HTTP 500 written into the open websocket; a binary message) is answered by the words still
+    held, then a JSON error; the talk goes on in a new context and ends normally."""
+    from punctkit.stream import PunctStream
+
+    words = [w for u in packed["utts"][:1] for w in u][:20]
+    final = json.dumps({"text": " ".join(words[:10]), "final": True})
+    deep = '{"text": ' + "[" * 5000 + "]" * 5000 + "}"
+    got, code = ws_replies(server.url, [final, deep, b"\x00binary", final], "?input_format=jsonl")
+    held = " ".join(s for _, _, s in PunctStream(punct).run([words[:10]]))
+    assert got[:2] == ["", held]  # unlimited look-ahead: the final committed nothing; held: all 10 words
+    assert got[2]["error"].startswith("message line 2: not JSON (arrays and objects nested more than 100 deep")
+    assert got[3] == {"error": "send text messages (plain words or JSON lines)"}  # nothing held then
+    assert got[4:] == ["", held] and code == 1000  # a new context: the same words, the same answer
+    assert get(server.url + "/health")[0] == 200
 
 
 def test_health_and_model(server, punct):

@@ -2,6 +2,7 @@
 `punctkit punctuate --stream`, and time-delay training windows."""
 from __future__ import annotations
 
+import codecs
 import json
 import random
 import select
@@ -422,6 +423,57 @@ def test_cli_stream_errors_are_one_line(packed):
                       (["--stream", "--format", "ctm"], "--stream writes readable")]:
         r = cli("punctuate", "-m", m, *args, ok=False)
         assert r.returncode == 1 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def _stream(packed, data: bytes, *args: str) -> subprocess.CompletedProcess:
+    """`punctuate --stream` over `data` on stdin (bytes in, bytes out)."""
+    return subprocess.run(PK + ["punctuate", "-m", str(packed / "m.pkt"), "--stream", "--threads", "1", *args],
+                          input=data, capture_output=True, timeout=120)
+
+
+def _plain(out: bytes) -> list[str]:
+    return [w.lower().strip(",.?!") for w in out.decode().split()]
+
+
+def test_cli_stream_decodes_as_every_input_and_writes_the_words_held_before_an_error(packed):
+    """stdin is read by the one decoder of every input (files.decode_lines): a byte that is not UTF-8 is
+    one line naming line and offset (it was replaced, changing a word), after the words held come out;
+    --encoding reads it; a UTF-8 BOM is not part of the first word; a JSON line nested thousands deep
+    (json alone overflows the stack) is one line too."""
+    words = _words(packed)[:6]
+    first = " ".join(words) + "\n"
+    data = first.encode() + b"so caf\xe9 ok\n"
+    r = _stream(packed, data)
+    assert r.returncode == 1 and r.stderr.decode().splitlines() == [
+        f"punctkit: error: stdin:2: byte 0xe9 at offset {len(first) + 6} is not UTF-8; give --encoding latin-1 "
+        f"(or the file's encoding) or convert it to UTF-8"]
+    assert _plain(r.stdout) == words  # unlimited look-ahead held them all: written before the error
+    r = _stream(packed, data, "--encoding", "latin-1")
+    assert r.returncode == 0 and _plain(r.stdout) == words + ["so", "café", "ok"]
+    deep = '{"text": ' + "[" * 5000 + "]" * 5000 + "}\n"
+    r = _stream(packed, codecs.BOM_UTF8 + (json.dumps({"text": first.strip()}) + "\n" + deep).encode())
+    assert r.returncode == 1 and r.stderr.decode().splitlines() == [
+        "punctkit: error: standard input line 2: not JSON (arrays and objects nested more than 100 deep, "
+        "column 109); give one object {\"text\": ..., \"final\": true|false} per line, or plain words"]
+    assert _plain(r.stdout) == words  # the BOM did not hide the first line's JSON, nor stay in a word
+
+
+@pytest.mark.parametrize("enc", ["utf-8", "utf-16"])
+def test_cli_stream_answers_lines_shorter_than_a_bom_at_once(packed, enc):
+    """Each line is answered before the next is written, however short (the decoder never waits for the
+    four bytes a BOM may take once the bytes cannot start one), with a UTF-16 BOM too."""
+    proc = subprocess.Popen(PK + ["punctuate", "-m", str(packed / "m.pkt"), "--stream", "--lookahead", "0",
+                                  "--threads", "1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, bufsize=0)
+    try:
+        for k, w in enumerate(["i", "so", "we"]):
+            proc.stdin.write((w + "\n").encode(enc if k == 0 else enc.replace("utf-16", "utf-16-le")))
+            assert _plain(_readline(proc)) == [w]  # stdin still open: no answer waits for more bytes
+        proc.stdin.close()
+        assert proc.wait(60) == 0 and proc.stdout.read() == b""
+    finally:
+        proc.kill() if proc.poll() is None else None
+        proc.wait()
 
 
 def test_lookahead_sweep_runs_and_its_unlimited_row_is_offline_decoding(packed, tmp_path):

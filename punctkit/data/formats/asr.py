@@ -31,7 +31,7 @@ from punctkit.data.formats.base import AsrUtterance, OutputOptions, input_lines,
 from punctkit.data.labels import O, LabelSet, Substitution
 from punctkit.data.tokenize import is_mark_token, mark_after, read_passage
 from punctkit.data.utterance import is_one_word
-from punctkit.files import PunctkitError, where
+from punctkit.files import PunctkitError, parse_json, where
 
 ID_KEYS = ("id", "uttid", "utt_id", "key")
 WORD_KEYS = ("word", "text", "token", "punctuated_word")
@@ -193,7 +193,7 @@ def json_objects(src: str | Path, encoding: str | None = None, what: str = "") -
             continue
         loc = where(src, i)
         try:
-            obj = json.loads(line)
+            obj = parse_json(line)
         except json.JSONDecodeError as e:
             raise PunctkitError(f"{loc}: not valid JSON ({e.msg}, column {e.colno})") from None
         if not isinstance(obj, dict):

@@ -10,7 +10,7 @@ results (`vosk`), and how a JSON input is told apart from the others (`json_kind
   JSON line). Whisper's leading spaces are stripped from each word. A segment without
   `words` (no word timestamps) gets its words from its `text`, without times.
 - nemo: a NeMo JSON-lines manifest, one utterance (audio file) a line; the words are
-  `pred_text`, else `text`. Every other field is kept, and `--format nemo` writes each line
+  `pred_text`, else (absent or null) `text`. Every other field is kept, and `--format nemo` writes each line
   back with the punctuated text added as `pred_text_punctuated`.
 - vosk: Vosk results as its API prints them: one result object, or several (one a line,
   or each pretty-printed over several lines, as `rec.Result()` returns them), or a JSON list
@@ -31,7 +31,7 @@ from typing import Any, Iterator
 from punctkit.data.formats.asr import ID_KEYS, add_token, first_key, json_objects, word_times
 from punctkit.data.formats.base import AsrUtterance, given_words, input_lines, source_name
 from punctkit.data.labels import LabelSet, Substitution
-from punctkit.files import PunctkitError, where
+from punctkit.files import PunctkitError, json_value, parse_json, where
 
 # the keys that tell a JSON object's kind (top-level keys only); an object with none is `jsonl`
 KIND_KEYS = {"whisper": ("segments",), "vosk": ("result", "partial", "alternatives"),
@@ -55,7 +55,7 @@ def json_line_kind(line: str) -> str:
     if not (s.startswith("{") and s.endswith("}")):
         return ""
     try:
-        obj = json.loads(s)
+        obj = parse_json(s)
     except ValueError:
         return ""
     if not isinstance(obj, dict):
@@ -66,8 +66,7 @@ def json_line_kind(line: str) -> str:
 
 def json_values(text: str, limit: int | None = None) -> tuple[list[tuple[int, int, Any]], json.JSONDecodeError | None]:
     """The JSON values one after another in `text` (whitespace between them), each with its start and
-    end offsets, up to `limit` values; and the error that stopped the decoding, if any."""
-    dec = json.JSONDecoder()
+    end offsets, up to `limit` values; and the error that stopped the decoding, if any (`json_value`'s)."""
     out: list[tuple[int, int, Any]] = []
     pos = 0
     while limit is None or len(out) < limit:
@@ -76,7 +75,7 @@ def json_values(text: str, limit: int | None = None) -> tuple[list[tuple[int, in
         if pos >= len(text):
             return out, None
         try:
-            value, end = dec.raw_decode(text, pos)
+            value, end = json_value(text, pos)
         except json.JSONDecodeError as e:
             return out, e
         out.append((pos, end, value))
@@ -202,17 +201,31 @@ def whisper_units(src: str | Path, inventory: LabelSet, rules: Substitution, enc
 
 def nemo_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
                dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
-    """NeMo manifest lines, one utterance each (words from `pred_text`, else `text`)."""
+    """NeMo manifest lines, one utterance each (words from `nemo_text`)."""
     name = source_name(src)
     for i, loc, obj in json_objects(src, encoding, "a NeMo manifest"):
-        text = obj.get("pred_text", obj.get("text"))
-        if not isinstance(text, str):
-            raise PunctkitError(f"{loc}: no 'pred_text' or 'text' string")
+        text = nemo_text(obj, loc)
         uttid = first_key(obj, ID_KEYS)
         utt = AsrUtterance(f"{name}-{i:06d}" if uttid in (None, "") else str(uttid), source=obj, lineno=i,
                            has_id=False)
         text_words(utt, text, inventory, rules, dropped)
         yield utt
+
+
+def nemo_text(obj: dict[str, Any], loc: str) -> str:
+    """The words of a manifest line: `pred_text`, else (absent or null) `text`; else a one-line error
+    naming the field that should hold them."""
+    pred = obj.get("pred_text")
+    if isinstance(pred, str):
+        return pred
+    if pred is None and isinstance(obj.get("text"), str):
+        return obj["text"]
+    if pred is not None:
+        raise PunctkitError(f"{loc}: 'pred_text' must be a string, got {json.dumps(pred)[:40]}")
+    if "pred_text" in obj:
+        raise PunctkitError(f"{loc}: 'pred_text' is null and there is no 'text' string; give the words in "
+                            f"'pred_text'")
+    raise PunctkitError(f"{loc}: no 'pred_text' or 'text' string")
 
 
 def nemo_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path,
