@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from punctkit.files import PunctkitError, atomic_write, require_file
+from punctkit.files import PunctkitError, atomic_write, parse_yaml, read_yaml_mapping
 
 DEFAULTS: dict[str, Any] = {
     "frontend": {"kind": "word", "min_count": 1},
@@ -77,53 +77,63 @@ def _merge(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 
 
 def override(conf: dict[str, Any], item: str) -> None:
-    """Apply one `section.key=value` override in place (value parsed as YAML)."""
+    """Apply one `section.key=value` override in place: the value is any YAML value (`parse_yaml`),
+    the section one `conf` has; a value that is not YAML is a one-line error naming the key."""
     key, eq, value = item.partition("=")
-    if not eq or not key:
-        raise PunctkitError(f"--set expects section.key=value, got '{item}'")
     parts = key.split(".")
+    if not eq or not all(parts):
+        raise PunctkitError(f"--set expects section.key=value, got '{item}'")
+    if parts[0] not in conf:
+        raise PunctkitError(f"--set {key}: unknown config section '{parts[0]}' (known: {', '.join(map(str, conf))})")
     d = conf
     for p in parts[:-1]:
         d = d.setdefault(p, {})
         if not isinstance(d, dict):
             raise PunctkitError(f"--set {key}: '{p}' is not a section")
-    d[parts[-1]] = yaml.safe_load(value)
+    d[parts[-1]] = parse_yaml(value, f"--set {key}")
 
 
 def load_config(path: str | Path | dict[str, Any], overrides: Iterable[str] = ()) -> dict[str, Any]:
-    """Read a config file (or take a dict), fill defaults, apply overrides."""
+    """Read a config file (or take a dict), fill defaults, apply overrides; one-line errors for
+    a file that is not YAML (`read_yaml_mapping`), unknown sections or train/embeddings options,
+    a section that is not a mapping, a model without a type, an unknown precision."""
     if isinstance(path, dict):
         raw, path = path, "config"
     else:
-        p = require_file(path, "config")
-        try:
-            raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as e:
-            raise PunctkitError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
-        if not isinstance(raw, dict):
-            raise PunctkitError(f"{p}: expected a mapping with frontend/model/train sections")
+        raw = read_yaml_mapping(path, "config", "a mapping with frontend/model/train sections")
     unknown = [k for k in raw if k not in DEFAULTS and k != "resolved"]
     if unknown:
-        raise PunctkitError(f"{path}: unknown config section(s) {', '.join(unknown)} "
+        raise PunctkitError(f"{path}: unknown config section(s) {', '.join(map(str, unknown))} "
                             f"(known: {', '.join(DEFAULTS)})")
     conf = _merge(DEFAULTS, raw)
     for item in overrides:
         override(conf, item)
+    conf = _merge(DEFAULTS, conf)  # a section a `--set` replaced (`train={lr: 0.1}`) gets the defaults it lacks
     for k, v in conf.items():
         if k != "resolved" and not isinstance(v, dict):
             raise PunctkitError(f"{path}: the {k} section must be a mapping (key: value lines), got {v!r}")
     bad = [k for k in conf["train"] if k not in DEFAULTS["train"]]
     if bad:
-        raise PunctkitError(f"{path}: unknown train option(s) {', '.join(bad)}")
+        raise PunctkitError(f"{path}: unknown train option(s) {', '.join(map(str, bad))}")
     bad = [k for k in conf["embeddings"] if k not in EMBEDDING_KEYS]
     if bad:
-        raise PunctkitError(f"{path}: unknown embeddings option(s) {', '.join(bad)} (known: {', '.join(EMBEDDING_KEYS)})")
-    if not conf["model"].get("type"):
-        raise PunctkitError(f"{path}: the model section needs a 'type'")
+        raise PunctkitError(f"{path}: unknown embeddings option(s) {', '.join(map(str, bad))} "
+                            f"(known: {', '.join(EMBEDDING_KEYS)})")
+    check_model_section(conf["model"], str(path))
     if conf["train"]["precision"] not in PRECISIONS:
         raise PunctkitError(f"{path}: train.precision '{conf['train']['precision']}' is not one of "
                             f"{', '.join(PRECISIONS)}")
     return conf
+
+
+def check_model_section(model: dict[Any, Any], where: str) -> None:
+    """A one-line error starting with `where` unless the model section has a `type` (a model's name)
+    and its options are named by text (what the model registry checks them against)."""
+    if not model.get("type") or not isinstance(model["type"], str):
+        raise PunctkitError(f"{where}: the model section needs a 'type' (a model's name), got {model.get('type')!r}")
+    bad = [k for k in model if not isinstance(k, str)]
+    if bad:
+        raise PunctkitError(f"{where}: model option names must be text, got {', '.join(map(repr, bad))}")
 
 
 def save_config(conf: dict[str, Any], path: str | Path) -> None:

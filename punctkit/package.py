@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -47,8 +48,9 @@ import yaml
 
 from punctkit import __version__
 from punctkit.archive import FRONTEND_LIMIT, TOTAL_LIMIT, WEIGHTS_LIMIT, MiB, file_type, size_problem, unsafe_name
-from punctkit.decode.options import OPTIONS_FILE, read_options
-from punctkit.files import PunctkitError, atomic_write, require_file
+from punctkit.config import check_model_section
+from punctkit.decode.options import OPTIONS_FILE, SEARCH_KEYS, read_options, resolve
+from punctkit.files import PunctkitError, atomic_write, parse_yaml, require_file
 from punctkit.score import read_score
 from punctkit.text.frontend import CONF_FILE, Frontend, load_frontend
 from punctkit.text.plm import TOKENIZER_DIR, TOKENIZER_FILES
@@ -449,26 +451,51 @@ def read_member(path: Path, z: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     return bytes(data)
 
 
-def _manifest(path: Path, raw: bytes) -> dict[str, Any]:
-    """The checked punctkit.json."""
+def _json(path: Path, name: str, raw: bytes) -> Any:
+    """A JSON member's data; not JSON (nested past the parser's depth included) is a one-line error."""
     try:
-        manifest = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise _bad(path, f"corrupt packed model ({MANIFEST} is not JSON)") from None
+        return json.loads(raw)
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, an int of 5000 digits
+        raise _bad(path, f"corrupt packed model ({name} is not JSON)") from None
+
+
+def _manifest(path: Path, raw: bytes) -> dict[str, Any]:
+    """The checked punctkit.json: this format and version, its card (if any) a mapping."""
+    manifest = _json(path, MANIFEST, raw)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         raise _bad(path, "not a packed punctkit model (unknown format)")
     version = manifest.get("format_version")
     if version != FORMAT_VERSION:
-        raise _bad(path, f"packed model format version {version}, this punctkit "
+        raise _bad(path, f"packed model format version {repr(version)[:40]}, this punctkit "
                          f"({__version__}) reads version {FORMAT_VERSION}: pack it again")
+    if not isinstance(manifest.get("card", {}), dict):
+        raise _bad(path, f"corrupt packed model ({MANIFEST}: its card is not a mapping)")
     return manifest
 
 
 def _yaml(path: Path, name: str, raw: bytes) -> Any:
+    """A YAML member's plain data (`parse_yaml`); one-line errors name the package and the member."""
     try:
-        return yaml.safe_load(raw.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise _bad(path, f"corrupt packed model ({name}: {type(e).__name__})") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _bad(path, f"corrupt packed model ({name}: byte 0x{raw[e.start]:02x} at offset {e.start} "
+                         f"is not UTF-8)") from None
+    return parse_yaml(text, f"{path} ({name})")
+
+
+TOKENIZER_CONFIG = f"{FRONTEND}{TOKENIZER_DIR}/tokenizer_config.json"
+
+
+def local_files_only(data: bytes) -> bytes:
+    """A tokenizer_config.json without its top-level `*_file` entries (`vocab_file`, `tokenizer_file`:
+    paths that older transformers read instead of the files beside it); other bytes as they are."""
+    try:
+        conf = json.loads(data)
+    except (ValueError, RecursionError):
+        return data  # not JSON: the tokenizer refuses it in one line
+    if not isinstance(conf, dict) or not any(k.endswith("_file") for k in conf):
+        return data
+    return json.dumps({k: v for k, v in conf.items() if not k.endswith("_file")}).encode()
 
 
 def _frontend(path: Path, members: dict[str, bytes], fe_conf: Any, prefix: str = "") -> Frontend:
@@ -495,8 +522,10 @@ def _frontend(path: Path, members: dict[str, bytes], fe_conf: Any, prefix: str =
                 target = tmp.joinpath(*name.split("/"))
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with open(target, "xb") as f:
-                    f.write(data)
+                    f.write(local_files_only(data) if name == TOKENIZER_CONFIG else data)
         return load_frontend(tmp / FRONTEND.rstrip("/"))
+    except PunctkitError as e:  # named by member, not by the temporary directory that held it
+        raise _bad(path, str(e).replace(f"{tmp}{os.sep}", prefix)) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -535,11 +564,67 @@ def _model(p: Path, manifest: dict[str, Any], members: dict[str, bytes], prefix:
         raise _bad(p, f"incomplete packed model (missing {', '.join(missing)})")
     fe_name = FRONTEND + CONF_FILE
     frontend = _frontend(p, members, _yaml(p, prefix + fe_name, members[fe_name]), prefix)
-    conf = _yaml(p, prefix + "config.yaml", members["config.yaml"])
-    if not isinstance(conf, dict) or "resolved" not in conf or "model" not in conf:
-        raise _bad(p, f"corrupt packed model ({prefix}config.yaml has no model/resolved sections)")
+    conf = _config(p, members, prefix, frontend)
     return Package(p, manifest, conf, frontend, members["model.pt"], members.get("model.onnx"),
                    frontend_digest(members))
+
+
+def _config(p: Path, members: dict[str, Any], prefix: str, frontend: Frontend) -> dict[str, Any]:
+    """One model's config.yaml, checked as far as a package is built from it: a `model` section with
+    its type (`check_model_section`) and its encoder from the package (`_own_encoder`), a `resolved`
+    one with the inventory and `env` (`_env_fits` the frontend), a `decode` mapping ({} when absent)
+    whose window, step, batch size and beam decoding can use."""
+    name = prefix + "config.yaml"
+    conf = _yaml(p, name, members["config.yaml"])
+    if not isinstance(conf, dict) or not isinstance(conf.get("resolved"), dict) or \
+            not isinstance(conf.get("model"), dict):
+        raise _bad(p, f"corrupt packed model ({name} has no model/resolved sections)")
+    check_model_section(conf["model"], f"{p}: {name}")
+    for what, ok in (("resolved inventory", isinstance(conf["resolved"].get("inventory"), str)),
+                     ("resolved env", _env_fits(conf["resolved"].get("env"), frontend)),
+                     ("decode section", isinstance(conf.setdefault("decode", {}), dict))):
+        if not ok:
+            raise _bad(p, f"corrupt packed model ({name}: its {what} is not what punctkit pack writes)")
+    try:
+        resolve(trained={k: v for k, v in conf["decode"].items() if k in SEARCH_KEYS})
+    except PunctkitError as e:
+        raise _bad(p, f"corrupt packed model ({name}: {e})") from None
+    conf["model"] = _own_encoder(p, members, prefix, conf["model"])
+    return conf
+
+
+def _whole(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _env_fits(env: Any, frontend: Frontend) -> bool:
+    """Whether `resolved.env` holds what training recorded for building the model: the frontend's
+    vocabulary size, the number of labels, the padding id, a feature dimension or null, an
+    embedding table's [rows, dim] (within the weights' limit) or null, each named by text."""
+    if not isinstance(env, dict) or not all(isinstance(k, str) for k in env):
+        return False
+    shape, feat_dim = env.get("embeddings_shape"), env.get("feat_dim")
+    return (env.get("vocab_size") == frontend.vocab_size and _whole(env.get("n_labels"), 1)
+            and _whole(env.get("pad_id"), 0) and (feat_dim is None or _whole(feat_dim, 1))
+            and (shape is None or isinstance(shape, list) and len(shape) == 2 and all(_whole(n, 1) for n in shape)
+                 and shape[0] * shape[1] * 4 <= WEIGHTS_LIMIT))
+
+
+def _own_encoder(p: Path, members: dict[str, Any], prefix: str, model: dict[str, Any]) -> dict[str, Any]:
+    """The model section with its pre-trained encoder from the package, never from a directory the
+    config names: `plm: {config: ...}` (what pack writes) as it is; another `plm` (a path, `auto`) is
+    replaced by the package's own frontend/plm/config.json, and is a one-line error without one."""
+    spec = model.get("plm")
+    if spec is None or isinstance(spec, dict) and isinstance(spec.get("config"), dict):
+        return model
+    own = f"{FRONTEND}{TOKENIZER_DIR}/config.json"
+    if own not in members:
+        raise _bad(p, f"{prefix}config.yaml: model plm {repr(spec)[:80]} names an encoder outside the package, "
+                      f"which holds no {prefix}{own} to build it from (pack it again)")
+    plm = _json(p, prefix + own, members[own])
+    if not isinstance(plm, dict):
+        raise _bad(p, f"corrupt packed model ({prefix}{own} is not a mapping)")
+    return dict(model, plm={"config": plm})
 
 
 def frontend_digest(members: dict[str, Any]) -> str:

@@ -27,13 +27,15 @@ from punctkit.data.datadir import check_data_dir_output
 from punctkit.data.formats import AsrUtterance, Utterance, detect_for, get_format, names, split_text, write
 from punctkit.data.formats.base import OutputOptions, Punctuated
 from punctkit.data.formats.registry import punctuate_outputs
-from punctkit.data.labels import O, LabelSet, case_of, default_substitution, get_inventory
+from punctkit.data.labels import O, LabelSet, case_of, default_substitution, get_inventory, mark_of
 from punctkit.data.tokenize import Casing, Renderer, show_tokens
 from punctkit.data.streams import IGNORE, Stream
+from punctkit.decode.model_words import ModelWords
 from punctkit.decode.windows import Predict, decode_windows_rows
 from punctkit.files import PunctkitError, atomic_write, check_not_input
 from punctkit.decode.options import SEARCH_KEYS, DecodeOptions, resolve
 from punctkit.package import EnsemblePackage, Package, read_package
+from punctkit.pretrained import default_model
 from punctkit.package import pack as pack_files
 from punctkit.text.frontend import Frontend
 
@@ -188,15 +190,16 @@ class Punctuator(Labeller):
     tagger: Any = None            # the OnnxTagger (onnx backend; punctkit/ensemble.py runs members side by side)
 
     @classmethod
-    def load(cls, path: str | Path, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
+    def load(cls, path: str | Path | None = None, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
              beam: int | None = None, chunk_words: int = 10000, step: int | None = None,
              quantize: bool = False, backend: str = "auto") -> "Punctuator":
         """Load a packed model (`punctkit pack`); `threads`: CPU threads (0: the library's default);
         `step` replaces the packed decoding step (words between windows: larger is faster, up to the window);
         `quantize` runs the model with int8 weights (`quantize_int8`, CPU, torch);
         `backend`: torch, onnx (a package packed with --onnx; no torch import) or auto (onnx when possible).
-        An ensemble package (`punctkit pack --ensemble`) is loaded by punctkit.ensemble.load_model."""
-        pkg = read_package(path)
+        An ensemble package (`punctkit pack --ensemble`) is loaded by punctkit.ensemble.load_model.
+        `path` None: the model installed with punctkit (punctkit.pretrained)."""
+        pkg = read_package(default_model() if path is None else path)
         if isinstance(pkg, EnsemblePackage):
             raise PunctkitError(f"{pkg.path}: an ensemble package of {len(pkg.members)} models: load it with "
                                 f"punctkit.ensemble.load_model (punctuate -m and serve do)")
@@ -249,10 +252,12 @@ class Punctuator(Labeller):
         return [ids for ids, _ in self._decode_rows(streams)]
 
     def _decode_rows(self, streams: list[list[str]]) -> list[tuple[list[int], np.ndarray]]:
-        """Best label ids of each word of each stream and their distributions (decode/windows.py)."""
-        ss = [Stream(f"s{k}", [f"s{k}"], [0], words, [IGNORE] * len(words)) for k, words in enumerate(streams)]
-        return [(h[0][0], rows) for h, rows in decode_windows_rows(ss, self.frontend, self.window, self.step,
-                                                                   self.predict)]
+        """Best label ids of each word of each stream and their distributions (decode/windows.py).
+        A model trained on IWSLT's tokens reads `don't` as `do n't` (`ModelWords`), one label back."""
+        split = [ModelWords(words, self.frontend.split_contractions) for words in streams]
+        ss = [Stream(f"s{k}", [f"s{k}"], [0], m.words, [IGNORE] * len(m.words)) for k, m in enumerate(split)]
+        decoded = decode_windows_rows(ss, self.frontend, self.window, self.step, self.predict)
+        return [m.collapse(h[0][0], rows, self.inventory) for m, (h, rows) in zip(split, decoded)]
 
     def _labels(self, ids: list[int], fixed: Fixed | None) -> list[str]:
         return fixed_labels(self.inventory, ids, fixed)

@@ -47,7 +47,7 @@ from aiohttp import WSMsgType, web
 from punctkit.data.formats import AsrUtterance, Format, Utterance, detect_for, get_format, names, write
 from punctkit.data.formats.base import OutputOptions
 from punctkit.data.labels import O, default_substitution
-from punctkit.data.tokenize import ends_sentence, show_tokens
+from punctkit.data.tokenize import Casing, Renderer, show_tokens
 from punctkit.decode.lookahead import parse_lookahead
 from punctkit.ensemble import load_model
 from punctkit.files import PunctkitError, check_not_input, decode_lines, parse_json
@@ -57,8 +57,8 @@ if TYPE_CHECKING:
     from punctkit.stream import LineProtocol
 
 REQUEST = "request"  # how errors name the body
-PARAMS = ("format", "input_format", "keep_input_marks", "capitalize")
-STREAM_PARAMS = ("lookahead", "input_format", "flush_on_final", "capitalize")
+PARAMS = ("format", "input_format", "keep_input_marks", "capitalize", "recase")
+STREAM_PARAMS = ("lookahead", "input_format", "flush_on_final", "capitalize", "recase")
 EOF_MESSAGE = {"eof": True}  # a /stream client's last message: the words still held come back, then close
 TIMED_JSON = "timed-json"  # the default output for words with times, when the registry has it
 JSON_TYPES = ("application/json", "application/x-ndjson", "application/jsonl", "application/x-jsonlines")
@@ -191,18 +191,19 @@ def label_batch(punct: Punctuator, jobs: list[Inputs]) -> list[list[list[str]]]:
 
 
 def shown_units(parsed: Parsed, labels: list[list[str]], keep: bool,
-                capitalize: bool) -> list[tuple[AsrUtterance, list[str], list[str]]]:
+                casing: Casing) -> list[tuple[AsrUtterance, list[str], list[str]]]:
     """Each utterance with its labels and its words as shown, as `punctuate` gives them
-    (plain-text lines: one stream cut back into lines, sentences crossing lines)."""
+    (plain-text lines: one stream cut back into lines, sentences and the input's case running on)."""
     if not parsed.reader.one_stream:
-        return [(u, lab, show_tokens(u.written, lab, capitalize, kept=u.marks if keep else None))
+        return [(u, lab, show_tokens(u.written, lab, casing, kept=u.marks if keep else None))
                 for u, lab in zip(parsed.units, labels)]
-    flat, k, start, out = labels[0] if labels else [], 0, True, []
+    flat, k, out = labels[0] if labels else [], 0, []
+    renderer = Renderer(casing)
     for u in parsed.units:
         mine = flat[k:k + len(u.words)]
         k += len(u.words)
-        out.append((u, mine, show_tokens(u.written, mine, capitalize, start, u.marks if keep else None)))
-        start = ends_sentence(mine, start)
+        kept = u.marks if keep else [None] * len(mine)
+        out.append((u, mine, [renderer.show(w, lab, m) for w, lab, m in zip(u.written, mine, kept)]))
     return out
 
 
@@ -234,7 +235,7 @@ def output_format(name: str | None, parsed: Parsed) -> Format:
 
 
 def render(punct: Punctuator, parsed: Parsed, labels: list[list[str]], fmt: Format, keep: bool,
-           capitalize: bool, workdir: Path) -> str:
+           capitalize: Casing, workdir: Path) -> str:
     """The response body: the emit writer's lines, or a corpus format written by its writer."""
     units = shown_units(parsed, labels, keep, capitalize)
     opts = OutputOptions(punct.inventory, parsed.reader.one_stream)
@@ -352,7 +353,8 @@ class Service:
         unknown = sorted(set(q) - set(PARAMS))
         if unknown:
             raise PunctkitError(f"unknown parameter '{unknown[0]}' (known: {', '.join(PARAMS)})")
-        keep, capitalize = flag(q, "keep_input_marks", False), flag(q, "capitalize", True)
+        keep = flag(q, "keep_input_marks", False)
+        capitalize = self.punct.casing(flag(q, "capitalize", True), flag(q, "recase", False))
         if q.get("input_format"):
             get_format(q["input_format"], "units", "input format")
         if q.get("format"):
@@ -374,7 +376,7 @@ class Service:
         line (plain words, or JSON `{"text": ..., "final": true|false}`); each plain message or final is
         answered by one message with the words it committed (empty when none), partials by none;
         `{"eof": true}` is answered by the words still held, then the server closes. Query: lookahead,
-        input_format (text|jsonl), flush_on_final, capitalize. A message that cannot be read is answered
+        input_format (text|jsonl), flush_on_final, capitalize, recase. A message that cannot be read is answered
         by the words still held (when there are any), then a JSON message `{"error": ...}`; the next
         message starts a new context. Even a bug is told in a JSON message (never an HTTP answer written
         into the websocket), and then the server closes."""
@@ -384,7 +386,8 @@ class Service:
         unknown = sorted(set(q) - set(STREAM_PARAMS))
         if unknown:
             raise PunctkitError(f"unknown parameter '{unknown[0]}' (known: {', '.join(STREAM_PARAMS)})")
-        state = PunctStream(self.punct, parse_lookahead(q.get("lookahead")), flag(q, "capitalize", True))
+        casing = self.punct.casing(flag(q, "capitalize", True), flag(q, "recase", False))
+        state = PunctStream(self.punct, parse_lookahead(q.get("lookahead")), casing)
         proto = LineProtocol(state, q.get("input_format"), flag(q, "flush_on_final", False), "message")
         ws = web.WebSocketResponse(max_msg_size=self.opts.max_body)
         await ws.prepare(request)

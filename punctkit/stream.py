@@ -18,29 +18,25 @@ import json
 from typing import Any, Iterable, Iterator, Sequence
 
 from punctkit.data.formats import split_text
-from punctkit.data.labels import O, SENTENCE_END, default_substitution, mark_of
-from punctkit.data.tokenize import Written, show_tokens
+from punctkit.data.labels import default_substitution, mark_of
+from punctkit.data.tokenize import Casing, Renderer, Written
 from punctkit.decode.lookahead import Span, delay, label_windows, word_window
+from punctkit.decode.model_words import ModelWords
 from punctkit.files import PunctkitError, parse_json
 
 Committed = tuple[str, str, str]  # (the word the model read, its label, the word as shown)
 STREAM_FORMATS = ("text", "jsonl")
 
 
-def sentence_start_after(w: Written, label: str, start: bool) -> bool:
-    """Whether the word after `w` (labelled `label`) starts a sentence, as `show_tokens` decides it."""
-    mk = mark_of(label)
-    if mk != O:
-        return mk in SENTENCE_END
-    return start and not any(c.isalnum() for c in w.core)
-
-
 class PunctStream:
     """One talk's words fed in order; `feed` and `finish` return the words they commit."""
 
-    def __init__(self, punct: Any, lookahead: int | None = None, capitalize: bool = True) -> None:
+    def __init__(self, punct: Any, lookahead: int | None = None, capitalize: "bool | Casing" = True) -> None:
         """`punct`: a loaded `punctkit.Punctuator` (its window, step, frontend, inventory and predict), or an
-        Ensemble whose members run side by side (punctkit/ensemble.py), streamed as that one tagger."""
+        Ensemble whose members run side by side (punctkit/ensemble.py), streamed as that one tagger.
+        `capitalize`: a `Casing` (`punct.casing(...)`), or a bool for `punct.casing(capitalize)`; whether
+        the input carries case is judged on the words seen so far."""
+        casing = punct.casing(capitalize)
         if not hasattr(punct, "window"):  # an Ensemble: only members over shared windows stream as one
             punct = getattr(punct, "side_by_side", None)
             if punct is None:
@@ -58,7 +54,7 @@ class PunctStream:
                                 f"delay: {built_in}): stream it with --lookahead {built_in} or more")
         self.punct = punct
         self.lookahead = lookahead
-        self.capitalize = capitalize
+        self.casing = casing
         self.rules = default_substitution(punct.inventory)
         self.arrived = 0     # words fed since the start (over all contexts)
         self.committed = 0   # words committed since the start
@@ -66,11 +62,11 @@ class PunctStream:
 
     def _reset(self) -> None:
         self.words: list[str] = []        # the context's words the model reads, from index `base` on
-        self.written: list[Written] = []
+        self.written: list[Written | None] = []  # each input word at its first model word (None: a piece after)
         self.base = 0
         self.n = 0                        # words of this context so far
         self.done = 0                     # words of this context committed
-        self.start = True                 # whether the next committed word starts a sentence
+        self.render = Renderer(self.casing)  # sentence state and the input's case, run on
         self.cache: dict[Span, list[int]] = {}
 
     @property
@@ -82,9 +78,11 @@ class PunctStream:
         """Add words (a text, split on whitespace, or its tokens); returns the words this commits."""
         tokens = words.split() if isinstance(words, str) else list(words)
         p = split_text(" ".join(tokens), self.punct.inventory, self.rules)
-        self.words += p.words
-        self.written += p.written
-        self.n += len(p.words)
+        m = ModelWords(p.words, self.punct.frontend.split_contractions)  # `don't` -> `do n't` for IWSLT's models
+        self.words += m.words
+        for k, w in enumerate(p.written):
+            self.written += [w] + [None] * ((m.starts[k + 1] - m.starts[k] - 1) if m.starts else 0)
+        self.n += len(m.words)
         self.arrived += len(p.words)
         return self._commit(self.n - delay(self.punct.window, self.lookahead))
 
@@ -103,17 +101,22 @@ class PunctStream:
 
     def _commit(self, upto: int, ended: bool = False) -> list[Committed]:
         """Label words done..upto-1 (decided: with `ended`, n is the stream's length) and show them."""
+        while self.done < upto < self.n and self.written[upto - self.base] is None:
+            upto -= 1  # an input word is committed with all its model words
         if upto <= self.done:
             return []
-        p = self.punct
+        p, inv = self.punct, self.punct.inventory
         wanted = [(i, word_window(i, self.n, p.window, p.step, self.lookahead)) for i in range(self.done, upto)]
         ids = label_windows(self.words, self.base, wanted, p.frontend, p.predict, self.cache)
         out: list[Committed] = []
-        for i in range(self.done, upto):
-            w, label = self.written[i - self.base], p.inventory.labels[ids[i]]
-            shown = show_tokens([w], [label], self.capitalize, self.start)[0]
-            self.start = sentence_start_after(w, label, self.start)
-            out.append((self.words[i - self.base], label, shown))
+        heads = [i for i in range(self.done, upto) if self.written[i - self.base] is not None] + [upto]
+        for i, j in zip(heads, heads[1:]):  # model words i..j-1 are one input word
+            w, label = self.written[i - self.base], inv.labels[ids[i]]
+            if j - i > 1:  # the mark of its last piece, the case of its first
+                label = inv.relabel(label, mark_of(inv.labels[ids[j - 1]])) if inv.case_aware \
+                    else inv.labels[ids[j - 1]]
+            assert w is not None
+            out.append(("".join(self.words[i - self.base:j - self.base]), label, self.render.show(w, label)))
         self.done = upto
         self.committed += len(out)
         self._trim()

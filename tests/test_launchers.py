@@ -172,3 +172,37 @@ def test_launcher_keeps_shell_meaning_only_of_operators_and_redirections():
     assert shell_join(kept) == " ".join(kept)
     for literal in ["a b", "$HOME", "*", "~/x", "(", ")", ">$out", "> out", "`id`", "<<", "x|y", "JOB;"]:
         assert shell_join([literal]) != literal
+
+
+@pytest.mark.parametrize("script", ["run.sh", "slurm.sh", "queue.sh"])
+@pytest.mark.parametrize("rng, why", [
+    ("JOB=1:99999999999999999999", "'JOB=1:99999999999999999999': job numbers go up to 1000000"),
+    ("JOB=1:" + "9" * 5000, "job numbers go up to 1000000"),  # more digits than Python converts to an int
+    ("JOB=99999999999999999999", "job numbers go up to 1000000"),
+    ("JOB=1:10001", "'JOB=1:10001' has 10001 jobs: at most 10000 run in one launch"),
+    ("JOB=\u0661:\u0663", "bad job range"),  # Arabic-Indic digits: int() reads them, a job range does not
+    ("JOB=1\n:2", "bad job range 'JOB=1\\n:2'"),
+])
+def test_job_ranges_too_large_or_odd_are_one_line_on_every_backend(tmp_path, script, rng, why):
+    """Refused before any job, log or scheduler file: exit 2, one line, the range shown (at most 60 characters)."""
+    r = launch(tmp_path, rng, "log/x.JOB.log", "touch", "ran.JOB", script=ROOT / "utils" / script)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith(f"{script}: error: ") and why in r.stderr and len(r.stderr) < 250
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_largest_ranges_still_run():
+    """The limits bite just above: 10000 jobs, job number 1000000 (parsed only, nothing runs)."""
+    parse_range = load_launcher().parse_range
+    assert parse_range("JOB=1:10000") == ("JOB", 1, 10000)
+    assert parse_range("JOB=990001:1000000") == ("JOB", 990001, 1000000)
+    assert parse_range("JOB=0003:05") == ("JOB", 3, 5)
+
+
+@pytest.mark.parametrize("width", ["\u00b2", "1" + "0" * 6, "9" * 5000, "-1"])
+def test_odd_max_jobs_run_is_one_line(tmp_path, width):
+    """A superscript two is a digit to str.isdigit but not to int(); too many digits are not converted."""
+    r = launch(tmp_path, "--max-jobs-run", width, "JOB=1:2", "log/x.JOB.log", "touch", "ran.JOB")
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "--max-jobs-run expects a positive number up to 999999" in r.stderr and len(r.stderr) < 250
+    assert not list(tmp_path.iterdir())

@@ -7,6 +7,7 @@ punctuate as they did; `pack` writes only what `read_package` accepts.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -205,6 +206,63 @@ def test_a_plm_package_without_its_tokenizer_does_not_reach_outside(tmp_path):
                 out.writestr(i, z.read(i))
     with pytest.raises(PunctkitError, match=r"bare\.pkt: incomplete packed model \(no frontend/plm/ tokenizer files\)"):
         read_package(tmp_path / "bare.pkt")
+
+
+# packages naming paths outside themselves (make_bad_packages.py: outside_paths_and_yaml); none exists,
+# so reading one would fail: they load from their own members and punctuate as the package they came from
+OUTSIDE_LOADS = {"plm_path_outside.pkt": "plm", "tokenizer_file_outside.pkt": "plm", "embeddings_outside.pkt": "word"}
+# file: what its one-line error says (after the package's name)
+REFUSED = {
+    "plm_path_outside_no_config.pkt": ": config.yaml: model plm '/nonexistent/punctkit-outside/bert' names an "
+                                      "encoder outside the package, which holds no frontend/plm/config.json",
+    "yaml_python_tag.pkt": " (config.yaml): not valid YAML at line 1, column 8 (could not determine a constructor "
+                           "for the tag 'tag:yaml.org,2002:python/object/apply:os.system')",
+    "yaml_deep.pkt": " (frontend/frontend.yaml): not valid YAML at line 1, column 106 (nested more than 100 levels deep)",
+    "json_deep.pkt": ": corrupt packed model (punctkit.json is not JSON)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUTSIDE_LOADS))
+def test_paths_a_package_names_are_never_read(name, sandbox):
+    """A model `plm:` path, a frontend `path:`, a tokenizer's `vocab_file`/`tokenizer_file`, embedding and
+    warm-start paths: the package's members are used instead, and nothing is written."""
+    from punctkit import Punctuator
+
+    kind = OUTSIDE_LOADS[name]
+    if kind == "plm":
+        pytest.importorskip("transformers", reason="the plm extra is not installed")
+    before = files_under(sandbox)
+    text = (LEGACY / "input.txt").read_text().strip()
+    got = Punctuator.load(BAD / name, backend="torch", threads=1).punctuate(text)
+    assert got == (LEGACY / f"{kind}.expected.txt").read_text().rstrip("\n")
+    assert files_under(sandbox) == before
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_outside_encoders_and_unreadable_yaml_or_json_are_one_line(name, sandbox):
+    """An encoder path with no config of its own to use instead, a `!!python` tag (which runs nothing),
+    YAML nested 5000 deep and JSON nested 100000 deep are refused in one line naming the member."""
+    from punctkit import Punctuator
+
+    if name.startswith("plm"):
+        pytest.importorskip("transformers", reason="the plm extra is not installed")
+    before = files_under(sandbox)
+    with pytest.raises(PunctkitError) as e:
+        Punctuator.load(BAD / name, backend="torch", threads=1)
+    assert "\n" not in str(e.value) and str(e.value).startswith(f"{BAD / name}{REFUSED[name]}"), str(e.value)
+    assert files_under(sandbox) == before and not (sandbox / "cwd" / "punctkit-pwned").exists()
+
+
+def test_a_tokenizer_config_loses_the_file_paths_older_transformers_would_read():
+    """transformers 4 lets `vocab_file`/`tokenizer_file` in tokenizer_config.json win over the files beside it."""
+    from punctkit.package import local_files_only
+
+    conf = {"tokenizer_class": "BertTokenizer", "vocab_file": "/etc/passwd", "tokenizer_file": "../t.json",
+            "do_lower_case": True}
+    assert json.loads(local_files_only(json.dumps(conf).encode())) == {"tokenizer_class": "BertTokenizer",
+                                                                       "do_lower_case": True}
+    for same in (json.dumps({"do_lower_case": True}).encode(), b"[1]", b"not json", b"[" * 100000):
+        assert local_files_only(same) == same
 
 
 def _info(name: str, size: int, compressed: int | None = None) -> zipfile.ZipInfo:

@@ -145,7 +145,8 @@ def test_plain_text_equals_punctuate(server, packed, punct, tmp_path):
         punctuate_file(punct, tmp_path / "m.txt", tmp_path / "m.out", keep_input_marks=keep, capitalize=not keep)
         answers.append(post(server.url + "/punctuate" + query, marked.encode())[2])
         assert answers[-1] == (tmp_path / "m.out").read_text()
-    assert answers[0] != answers[1] and answers[0].startswith("so, if")
+    # kept marks, and capitalize=false: every word as it came
+    assert answers[0] != answers[1] and answers[0].startswith("So, if we keep these marks: what happens? i 'm")
 
 
 def test_large_body_read_off_the_event_loop_equals_punctuate(server, packed, punct, tmp_path):

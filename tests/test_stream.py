@@ -297,11 +297,26 @@ TOKENS = st.sampled_from(["so", "i", "think", "we", "should", "go", "now", "what
 LINES = st.lists(st.lists(TOKENS, max_size=12).map(" ".join), max_size=8)
 
 
-def _n_words(punct, text: str) -> int:
+def _split_words(punct, text: str) -> list[str]:
     from punctkit.data.formats import split_text
     from punctkit.data.labels import default_substitution
 
-    return len(split_text(text, punct.inventory, default_substitution(punct.inventory)).words)
+    return split_text(text, punct.inventory, default_substitution(punct.inventory)).words
+
+
+def _n_words(punct, text: str) -> int:
+    return len(_split_words(punct, text))
+
+
+def _committed(punct, lines: list[str], d: int) -> int:
+    """Input words a stream has committed after `lines`, holding back `d` of the words the model reads
+    (a model trained on IWSLT's tokens reads `don't` as two; an input word goes out whole)."""
+    from punctkit.decode.model_words import ModelWords
+
+    words = [w for t in lines for w in _split_words(punct, t)]
+    m = ModelWords(words, punct.frontend.split_contractions)
+    ends = m.starts[1:] if m.starts else range(1, len(words) + 1)
+    return sum(1 for e in ends if e <= max(0, len(m.words) - d))
 
 
 @settings(max_examples=25, deadline=None)
@@ -314,10 +329,9 @@ def test_stream_lines_plain_keep_every_word_once(punct, lines, L):
     out = list(stream_lines(punct.stream(L), [t + "\n" for t in lines], "text"))
     held = len(out) - len(lines)
     assert held in (0, 1) and (held == 0 or out[-1])
+    d = delay(punct.window, L)
     assert [len(o.split()) for o in out[: len(lines)]] == [
-        max(0, sum(map(lambda t: _n_words(punct, t), lines[: k + 1])) - delay(punct.window, L))
-        - max(0, sum(map(lambda t: _n_words(punct, t), lines[:k])) - delay(punct.window, L))
-        for k in range(len(lines))]
+        _committed(punct, lines[: k + 1], d) - _committed(punct, lines[:k], d) for k in range(len(lines))]
     assert sum(len(o.split()) for o in out) == sum(_n_words(punct, t) for t in lines)
     if L is None:
         assert " ".join(out).split() == punct.punctuate("\n".join(lines)).split()

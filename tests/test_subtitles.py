@@ -151,7 +151,7 @@ def test_timed_json_keeps_every_word_and_time(tmp_path):
     assert [w["word"] for w in words] == ["so", "what", "do", "you", "think", "i", "mean", "we", "could", "go"]
     assert [(w["start"], w["end"]) for w in words] == [(r["start_s"], r["end_s"]) for u in (U1, U2) for r in u.records]
     assert [w["mark"] for w in words] == [x for x in L1 + L2]
-    assert [w["case"] for w in words[:2]] == ["U", "L"]
+    assert [w["case"] for w in words[:2]] == ["C", "L"]
     assert words[0]["p"] == 0.7 and words[0]["probs"] == {"O": 0.1, "COMMA": 0.7, "PERIOD": 0.1, "QUESTION": 0.1}
     assert "p" not in words[5] and "probs" not in words[5]
 

@@ -24,9 +24,11 @@ meaning (`shell_join`), so `$cmd log a \| b \> out` runs a pipeline; every other
 argument reaches the command as one word, unchanged (spaces, quotes, `$`, `*`,
 `~`, parentheses and a redirection whose target has other characters included).
 
-A job range is `VAR=FIRST:LAST` (or `VAR=N`) with 1 <= FIRST <= LAST; any other
+A job range is `VAR=FIRST:LAST` (or `VAR=N`) with 1 <= FIRST <= LAST <= MAX_JOB_NUMBER,
+FIRST and LAST written in the digits 0-9, and at most MAX_JOBS jobs; any other
 `VAR=VALUE` without a dot or slash where the range goes (`JOB=a:b`, `JOB=0:2`,
-`JOB=3:1`) is an error, as is a log path whose directory cannot be created.
+`JOB=3:1`, `JOB=1:99999999999999999999`) is an error on every backend, as is a log
+path whose directory cannot be created. Errors are one line (line breaks escaped).
 
 Every job writes its log: a header (command, host, start time), the command's
 output, and a footer (end time, elapsed seconds, exit status). If any job fails
@@ -127,17 +129,39 @@ def shell_join(args: list[str]) -> str:
 RANGE_LIKE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^/.]*")
 
 
+MAX_JOBS = 10_000             # jobs in one range (one job array), on every backend
+MAX_JOB_NUMBER = 1_000_000    # the largest job number
+
+
+def shown(text: str) -> str:
+    """`text` as an error quotes it: at most 60 characters."""
+    return text if len(text) <= 60 else text[:50] + "..."
+
+
+def job_number(digits: str) -> int:
+    """The number `digits` (0-9) write, or MAX_JOB_NUMBER + 1 for any larger one (thousands of
+    digits are never converted: Python refuses to)."""
+    n = digits.lstrip("0") or "0"
+    return int(n) if len(n) <= len(str(MAX_JOB_NUMBER)) else MAX_JOB_NUMBER + 1
+
+
 def parse_range(arg: str) -> tuple[str, int, int]:
-    """`JOB=1:4` -> ("JOB", 1, 4); `JOB=3` -> ("JOB", 3, 3). Jobs are numbered from 1."""
-    m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)=(\d+)(?::(\d+))?", arg)
+    """`JOB=1:4` -> ("JOB", 1, 4); `JOB=3` -> ("JOB", 3, 3). Jobs are numbered from 1 to at most
+    MAX_JOB_NUMBER, at most MAX_JOBS of them in one range; anything else is a LaunchError."""
+    m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)=([0-9]+)(?::([0-9]+))?", arg)
+    arg = shown(arg)
     if not m:
         raise LaunchError(f"bad job range '{arg}' (expected VAR=FIRST:LAST, e.g. JOB=1:4, or VAR=N)")
-    first = int(m.group(2))
-    last = int(m.group(3)) if m.group(3) else first
+    first, last = job_number(m.group(2)), job_number(m.group(3) or m.group(2))
     if first < 1:
         raise LaunchError(f"bad job range '{arg}': jobs are numbered from 1")
+    if last > MAX_JOB_NUMBER:
+        raise LaunchError(f"bad job range '{arg}': job numbers go up to {MAX_JOB_NUMBER}")
     if last < first:
         raise LaunchError(f"empty job range '{arg}' (LAST is below FIRST)")
+    if last - first + 1 > MAX_JOBS:
+        raise LaunchError(f"job range '{arg}' has {last - first + 1} jobs: at most {MAX_JOBS} run in one "
+                          f"launch (split the work into fewer, larger jobs)")
     return m.group(1), first, last
 
 
@@ -158,8 +182,8 @@ def parse_args(argv: list[str]) -> Request:
         req.var, req.first, req.last = parse_range(argv[i])
         i += 1
     width = req.options.get("max-jobs-run")
-    if width is not None and not (width.isdigit() and int(width) > 0):
-        raise LaunchError(f"--max-jobs-run expects a positive number, got '{width}'")
+    if width is not None and not (re.fullmatch(r"0*[1-9][0-9]{0,5}", width)):
+        raise LaunchError(f"--max-jobs-run expects a positive number up to 999999, got '{shown(width)}'")
     if len(argv) - i < 2:
         raise LaunchError("usage: [--opt value]... [JOB=1:N] LOG COMMAND [ARG]...")
     req.log = argv[i]
@@ -416,6 +440,14 @@ def run_task(argv: list[str]) -> int:
     return run_job(req.command_of(job), req.log_of(job), label)
 
 
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines splits at
+
+
+def one_line(text: str) -> str:
+    """`text` with every line break shown escaped (`\\n`), so that an error is one line."""
+    return "".join(ascii(c)[1:-1] if c in LINE_BREAKS else c for c in text)
+
+
 def main(argv: list[str]) -> int:
     """Entry point: `launch.py BACKEND ...` or `launch.py run-job ...`."""
     try:
@@ -426,12 +458,12 @@ def main(argv: list[str]) -> int:
         return launch(argv[0], argv[1:])
     except LaunchError as e:
         prog = PROG.get(argv[0], "launch.py") if argv else "launch.py"
-        print(f"{prog}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     except OSError as e:  # e.g. a log that cannot be written once jobs run: one line, not a traceback
         prog = PROG.get(argv[0], "launch.py") if argv else "launch.py"
         where = f"{e.filename}: " if e.filename is not None else ""
-        print(f"{prog}: error: {where}{e.strerror or e}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(f'{where}{e.strerror or e}')}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C (the jobs got it too and log their own end): one line
         prog = PROG.get(argv[0], "launch.py") if argv else "launch.py"

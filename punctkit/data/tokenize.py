@@ -2,7 +2,9 @@
 
 Training data (`tokens`, `segment`): marks are separated from words, but
 word-internal punctuation stays: `don't`, `u.s.`, `3.5`, `1,000`, `e-mail`, `dr.`.
-IWSLT-style split contractions (`do n't`, `i 'm`) are words too. Quotes,
+IWSLT-style split contractions (`do n't`, `i 'm`) are words too, and
+`split_contraction` makes them from whole words as IWSLT's files have them
+(`segment(..., split_contractions=True)`, `prepare --split-contractions`). Quotes,
 brackets and other symbols are dropped.
 
 `punctkit punctuate` (`read_passage`, `show_tokens`) never changes a word: see
@@ -12,8 +14,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from sys import intern
+from typing import Iterable
 
-from punctkit.data.labels import O, MARK_TEXT, SENTENCE_END, LabelSet, Substitution, case_of, mark_of
+from punctkit.data.labels import (
+    CASE_STYLES, CASES, O, MARK_TEXT, SENTENCE_END, CaseLexicon, LabelSet, Substitution, apply_case, capitalise,
+    case_class, case_of, mark_of,
+)
 
 
 def model_lowercase(inventory: LabelSet) -> bool:
@@ -39,6 +46,10 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _INITIALS = re.compile(r"^(?:\w\.)+\w$")  # u.s -> u.s.
+# The contractions IWSLT's files split off their word (PTB style, as in dev2012 and test2011:
+# `do n't`, `ca n't`, `wo n't`, `it 's`, `i 'm`, `they 're`, `i 'll`); `'ve` and `'d` stay on it
+# there (`we've`, `i'd`, `he'd`), and so they do here.
+SPLIT_CONTRACTIONS = ("n't", "'s", "'re", "'m", "'ll")
 
 
 @dataclass
@@ -71,6 +82,35 @@ def tokens(text: str) -> list[tuple[str, str]]:
     return _absorb_abbreviation_periods(out)
 
 
+def split_contraction(word: str) -> list[str]:
+    """`word` as IWSLT's tokens, its case kept: a final contraction of SPLIT_CONTRACTIONS split off
+    (`don't` -> `do n't`, `can't` -> `ca n't`, `won't` -> `wo n't`, `TV's` -> `TV 's`,
+    `McDonald's` -> `McDonald 's`); any other word whole (`we've`, `o'clock`, `n't`, `'s`)."""
+    low = word.lower().replace("’", "'")
+    for c in SPLIT_CONTRACTIONS:
+        if low.endswith(c) and len(low) > len(c):
+            return [word[:-len(c)], word[-len(c):]]
+    return [word]
+
+
+def iwslt_tokens(words: Iterable[str]) -> bool:
+    """Whether text's words are IWSLT's tokens: its contractions split off (`n't`, `'s`, `'m`, ... as
+    words of their own) at least as often as left whole (`don't`)."""
+    split = whole = 0
+    for w in words:
+        if w.lower().replace("’", "'") in SPLIT_CONTRACTIONS:
+            split += 1
+        elif len(split_contraction(w)) > 1:
+            whole += 1
+    return split > 0 and split >= whole
+
+
+def split_tokens(toks: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """`tokens`' output with each word's contraction split off (`split_contraction`)."""
+    return [(kind, piece) for kind, tok in toks
+            for piece in (split_contraction(tok) if kind == "w" else (tok,))]
+
+
 def _normalise_mark(tok: str) -> str:
     if tok.startswith("..") or tok == "…":
         return "..."
@@ -96,8 +136,18 @@ def _absorb_abbreviation_periods(toks: list[tuple[str, str]]) -> list[tuple[str,
     return out
 
 
-def segment(text: str, inventory: LabelSet, rules: Substitution, lowercase: bool = False) -> Segmented:
-    """Words and the label of each (first kept mark after a word wins; case from the word)."""
+def segment(text: str, inventory: LabelSet, rules: Substitution, lowercase: bool = False,
+            split_contractions: bool = False) -> Segmented:
+    """Words and the label of each (first kept mark after a word wins; case from the word);
+    `split_contractions`: IWSLT's tokens (`do n't`: `split_contraction`)."""
+    toks = tokens(text)
+    return label_tokens(split_tokens(toks) if split_contractions else toks, inventory, rules, lowercase)
+
+
+def label_tokens(toks: Iterable[tuple[str, str]], inventory: LabelSet, rules: Substitution,
+                 lowercase: bool = False) -> Segmented:
+    """`segment` of tokens (`tokens`' kinds): each word labelled with the first kept mark after it
+    and its case; tokens of several lines make one stream (a line's first marks end the line before)."""
     seg = Segmented([], [])
     pending: list[str] = []  # raw marks seen since the last word
 
@@ -110,7 +160,7 @@ def segment(text: str, inventory: LabelSet, rules: Substitution, lowercase: bool
             seg.dropped_marks += len(pending)
         pending.clear()
 
-    for kind, tok in tokens(text):
+    for kind, tok in toks:
         if kind == "w":
             close()
             seg.words.append(tok)
@@ -120,7 +170,7 @@ def segment(text: str, inventory: LabelSet, rules: Substitution, lowercase: bool
         else:
             seg.dropped_symbols += 1
     close()
-    labels = [inventory.label_for(w, mk) for w, mk in zip(seg.words, seg.marks)]
+    labels = [intern(inventory.label_for(w, mk)) for w, mk in zip(seg.words, seg.marks)]
     words = [w.lower() for w in seg.words] if lowercase or model_lowercase(inventory) else seg.words
     return Segmented(words, labels, seg.dropped_marks, seg.dropped_symbols)
 
@@ -335,37 +385,127 @@ def _shown_mark(w: Written, mark: str, keep: bool) -> str:
     return text
 
 
-def show_tokens(written_words: list[Written], labels: list[str], capitalize: bool = True,
-                sentence_start: bool = True, kept: list[str] | None = None) -> list[str]:
-    """Each word as written, with the label's mark in place of its input marks.
+@dataclass(frozen=True)
+class Casing:
+    """How punctuate cases the words it shows.
 
-    Case changes only for recasable words (`Written.recasable`), as in `display_words`:
-    lower-cased, then capitalised by a case-aware label's U, else (with `capitalize`) at a
-    sentence start and for the pronoun `I`. `kept`: the input marks given to the model as
-    fixed (--keep-input-marks); a word whose kept mark was its own is shown with its own text.
+    - `inventory`: the model's label inventory, whose case classes say what a label does to its
+      word (`LabelSet.case_style`: lower, capital, upper, or the `lexicon`'s Mixed form); None or an
+      inventory without case: sentence starts and the pronoun `I` are capitalised by rule.
+    - the input's own case: where a unit's letters carry case (`carries_case`: some upper, some
+      lower), each word keeps its case inside sentences; a sentence start (by the predicted marks)
+      is capitalised; a word capitalised (C) only because it began the input's sentence takes the
+      model's case when the new marks put it inside a sentence. With the input marks kept
+      (--keep-input-marks) the input's case stays too.
+    - `recase`: the model's case everywhere, also where the input carries case.
+    - `capitalize=False`: every word as it came (marks only).
+    """
+
+    inventory: LabelSet | None = None
+    lexicon: CaseLexicon | None = None
+    capitalize: bool = True
+    recase: bool = False
+
+    def model_case(self, core: str, case: str | None, start: bool) -> str:
+        """`core` (lower-cased) in the case the model's label (or the rule) gives it."""
+        style = self.inventory.case_style(case) if self.inventory is not None else None
+        if style is None and case is not None and self.inventory is None:
+            style = CASE_STYLES[CASES].get(case)  # a label of Faber's case4/case6 without its inventory
+        if style is not None:
+            return apply_case(core, style, self.lexicon)
+        low = core.replace("’", "'")
+        if start or low == "i" or low[:2] == "i'":
+            return capitalise(core)
+        return core
+
+
+def carries_case(written_words: list[Written]) -> bool:
+    """Whether the letters of these words carry case: some upper-case and some lower-case letters
+    in their recasable words (all lower or all upper says nothing about names and acronyms; URLs,
+    numbers and symbols say nothing at all)."""
+    upper = lower = False
+    for w in written_words:
+        if w.recasable:
+            upper = upper or any(c.isupper() for c in w.core)
+            lower = lower or any(c.islower() for c in w.core)
+            if upper and lower:
+                return True
+    return False
+
+
+class Renderer:
+    """Shows words one after another (`show`), keeping the sentence state across calls: whether
+    the next word starts a sentence by the predicted marks (`start`) and by the input's own marks
+    (`input_start`), and, for streams, whether the input seen so far carries case."""
+
+    def __init__(self, casing: Casing | bool = True, sentence_start: bool = True,
+                 input_cased: bool | None = None) -> None:
+        self.casing = casing if isinstance(casing, Casing) else Casing(capitalize=casing)
+        self.start = sentence_start
+        self.input_start = sentence_start
+        self.input_cased = input_cased  # None: judged on the words seen so far
+        self._upper = self._lower = False
+
+    def _cased(self, w: Written) -> bool:
+        if self.input_cased is not None:
+            return self.input_cased
+        if w.recasable:
+            self._upper = self._upper or any(c.isupper() for c in w.core)
+            self._lower = self._lower or any(c.islower() for c in w.core)
+        return self._upper and self._lower
+
+    def case(self, w: Written, label: str, keep: bool) -> str:
+        """The core of `w` in the case it is shown in (only recasable words change)."""
+        c = self.casing
+        cased = self._cased(w)
+        if not c.capitalize or not w.recasable:
+            return w.core
+        if cased and not c.recase:
+            was = case_class(w.core)
+            if keep:
+                return w.core  # the input's marks and case stay
+            if self.start:  # a sentence start by the predicted marks
+                return capitalise(w.core) if was == "L" else w.core
+            if not (was == "C" and self.input_start):
+                return w.core  # inside a sentence: the input's own case
+            # capitalised only because it began the input's sentence: the model's case
+        shown = c.model_case(w.core.lower(), case_of(label), self.start)
+        return shown if shown.casefold() == w.core.casefold() else w.core  # `ı` -> `I` would be another word
+
+    def show(self, w: Written, label: str, kept: str | None = None) -> str:
+        """One word as written, with the label's mark in place of its input marks and its case;
+        `kept`: the input mark given to the model as fixed (its own text is shown when it won)."""
+        mk = mark_of(label)
+        keep = kept is not None and kept != O and kept == mk
+        core = self.case(w, label, kept is not None)
+        out = w.lead + core + w.close[:w.at] + _shown_mark(w, mk, keep) + w.close[w.at:]
+        if mk != O:
+            self.start = mk in SENTENCE_END
+        elif any(c.isalnum() for c in w.core):  # a lone quote or emoji does not begin the sentence
+            self.start = False
+        if w.marks:
+            self.input_start = any(c in ".?!…" for c in w.marks)
+        elif any(c.isalnum() for c in w.core):
+            self.input_start = False
+        return out
+
+
+def show_tokens(written_words: list[Written], labels: list[str], capitalize: Casing | bool = True,
+                sentence_start: bool = True, kept: list[str] | None = None,
+                input_cased: bool | None = None) -> list[str]:
+    """Each word as written, with the label's mark in place of its input marks and the case that
+    `capitalize` (a `Casing`, or True/False for rule-based capitals) gives it (`Renderer`).
+
+    `kept`: the input marks given to the model as fixed (--keep-input-marks): a word whose kept mark
+    won is shown with its own mark text, and the input's case stays. `input_cased`: whether the unit's
+    letters carry case (None: judged from these words, `carries_case`).
     """
     if len(written_words) != len(labels):  # a word without its label would vanish from the output
         raise ValueError(f"{len(written_words)} words, {len(labels)} labels")
-    out: list[str] = []
-    start = sentence_start
-    for k, (w, lab) in enumerate(zip(written_words, labels)):
-        mk, case = mark_of(lab), case_of(lab)
-        core = w.core
-        if w.recasable:
-            core = core.lower()
-            low = core.replace("’", "'")
-            if case == "U" or (case is None and capitalize and (start or low == "i" or low[:2] == "i'")):
-                core = _capitalise(core)
-            if core.casefold() != w.core.casefold():  # `ı` -> `I` would be another word
-                core = w.core
-        keep = kept is not None and kept[k] != O and kept[k] == mk
-        mark = _shown_mark(w, mk, keep)
-        out.append(w.lead + core + w.close[:w.at] + mark + w.close[w.at:])
-        if mk != O:
-            start = mk in SENTENCE_END
-        elif any(c.isalnum() for c in w.core):  # a lone quote or emoji does not begin the sentence
-            start = False
-    return out
+    cased = carries_case(written_words) if input_cased is None else input_cased
+    r = Renderer(capitalize, sentence_start, cased)
+    return [r.show(w, lab, kept[k] if kept is not None else None) for k, (w, lab) in
+            enumerate(zip(written_words, labels))]
 
 
 def punctuated_text(written_words: list[Written], labels: list[str], capitalize: bool = True,

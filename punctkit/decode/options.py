@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from punctkit.files import PunctkitError, atomic_write
+from punctkit.files import PunctkitError, atomic_write, read_yaml_mapping
 
 OPTIONS_FILE = "decode_options.yaml"  # written next to a decoding output (pack's card reads it)
 FIXED_BY_TRAINING = ("window",)
@@ -47,17 +47,13 @@ NAMES = tuple(f.name for f in fields(DecodeOptions))
 
 
 def read_decode_config(path: str | Path | None) -> dict[str, Any]:
-    """A decode YAML (`beam: 6`, `step: 25`, ...; see NAMES); {} when `path` is None."""
+    """A decode YAML (`beam: 6`, `step: 25`, ...; see NAMES); {} when `path` is None. Read by
+    `read_yaml_mapping`; keys other than NAMES are a one-line error (values: `resolve` checks them)."""
     if path is None:
         return {}
     p = Path(path)
-    if not p.is_file():
-        raise PunctkitError(f"decode config not found: {p}")
-    try:
-        conf = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        raise PunctkitError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
-    bad = [k for k in conf if k not in NAMES] if isinstance(conf, dict) else ["(not a mapping)"]
+    conf = read_yaml_mapping(p, "decode config", f"a mapping of decode options ({', '.join(NAMES)})")
+    bad = [k for k in conf if k not in NAMES]
     if bad:
         raise PunctkitError(f"{p}: unknown decode option(s) {', '.join(map(str, bad))} (known: {', '.join(NAMES)})")
     return conf
@@ -74,7 +70,7 @@ def resolve(command_line: Mapping[str, Any] | None = None, trained: Mapping[str,
     trained, config = dict(trained or {}), dict(config or {})
     unknown = [k for k in (*cli, *trained) if k not in NAMES]
     if unknown:
-        raise PunctkitError(f"unknown decode option(s) {', '.join(unknown)} (known: {', '.join(NAMES)})")
+        raise PunctkitError(f"unknown decode option(s) {', '.join(map(str, unknown))} (known: {', '.join(NAMES)})")
     say = log or (lambda _msg: None)
     for k in FIXED_BY_TRAINING:
         if k not in trained:
@@ -100,6 +96,10 @@ def check(opts: DecodeOptions, given: tuple[str, ...] = ()) -> None:
     if opts.step > opts.window:
         name = "--step" if "step" in given else "decode step"
         raise PunctkitError(f"{name} {opts.step}: must be between 1 and the window ({opts.window} words)")
+    if not isinstance(opts.format, str):
+        raise PunctkitError(f"decode option format: expected a format's name, got {opts.format!r}")
+    if opts.checkpoint is not None and not isinstance(opts.checkpoint, str):
+        raise PunctkitError(f"decode option checkpoint: expected a file name or null, got {opts.checkpoint!r}")
 
 
 def options_lines(opts: DecodeOptions) -> list[str]:
@@ -114,11 +114,12 @@ def write_options(opts: DecodeOptions, path: str | Path) -> None:
 
 
 def read_options(path: str | Path) -> DecodeOptions:
-    """Options recorded by `write_options` (one-line error when unreadable)."""
+    """Options recorded by `write_options`, checked as `resolve` checks them (one-line errors)."""
     p = Path(path)
+    data = read_yaml_mapping(p, "decode options", "the options punctkit decode writes (window: ..., step: ...)")
+    opts = DecodeOptions(**{k: v for k, v in data.items() if k in NAMES})
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        return DecodeOptions(**{k: v for k, v in data.items() if k in NAMES})
-    except (OSError, yaml.YAMLError, AttributeError, TypeError) as e:
-        raise PunctkitError(f"{p}: not a decode_options.yaml written by punctkit decode "
-                            f"({type(e).__name__})") from None
+        check(opts)
+    except PunctkitError as e:
+        raise PunctkitError(f"{p}: {e}") from None
+    return opts

@@ -13,7 +13,9 @@ config. Every kind implements the same small interface:
 - `save(dir)` / `load_frontend(dir)`: a self-contained directory with
   `frontend.yaml` (kind + options) and the kind's own files.
 - `lowercase: true` (any kind): the model reads every word lower-cased (true-case training data keep
-  each word's exact form; stage 3 sets it for them). `case_lexicon`: the exact forms of the training
+  each word's exact form; stage 3 sets it for them). `split_contractions: true`: the model was trained
+  on IWSLT's tokens (`do n't`, `i 'm`: stage 3 sets it when the training text has them), so readers
+  of users' text split `don't` for it (punctkit.data.tokenize.split_contraction) and show it whole. `case_lexicon`: the exact forms of the training
   text's Mixed-case words (`CaseLexicon`, saved as `case_lexicon.txt`), for showing true case.
 
 A new kind subclasses `Frontend`, implements `pieces`, `piece_strs`,
@@ -62,14 +64,18 @@ class Frontend:
     pad_id: int = 0
     unk_id: int = 1
 
-    def __init__(self, label_on: str = "last", lowercase: bool = False, **options: Any):
+    def __init__(self, label_on: str = "last", lowercase: bool = False, split_contractions: bool = False,
+                 **options: Any):
         if label_on not in ("last", "first"):
             raise PunctkitError(f"frontend label_on must be 'last' or 'first', not '{label_on}'")
-        if not isinstance(lowercase, bool):
-            raise PunctkitError(f"frontend lowercase must be true or false, not {lowercase!r}")
+        for name, value in (("lowercase", lowercase), ("split_contractions", split_contractions)):
+            if not isinstance(value, bool):
+                raise PunctkitError(f"frontend {name} must be true or false, not {value!r}")
         self.label_on = label_on
         self.lowercase = lowercase
-        self.options = dict(options, label_on=label_on, **({"lowercase": True} if lowercase else {}))
+        self.split_contractions = split_contractions
+        flags = {k: True for k, v in (("lowercase", lowercase), ("split_contractions", split_contractions)) if v}
+        self.options = dict(options, label_on=label_on, **flags)
         self.case_lexicon: CaseLexicon | None = None
         self._cache: dict[str, list[int]] = {}
 

@@ -106,11 +106,12 @@ def transformers_module(what: str) -> Any:
 
 
 def load_pretrained(d: str | os.PathLike, what: str = "the PLM", **config: Any) -> Any:
-    """The pre-trained encoder (transformers AutoModel) in directory `d`, loaded offline;
-    `config` overrides entries of its config.json (e.g. attention_probs_dropout_prob)."""
+    """The pre-trained encoder (transformers AutoModel) in directory `d`, loaded offline and without
+    code from outside transformers (`auto_map`); `config` overrides entries of its config.json
+    (e.g. attention_probs_dropout_prob)."""
     auto_model = transformers_module(what).AutoModel
     try:
-        return auto_model.from_pretrained(str(d), local_files_only=True, **config)
+        return auto_model.from_pretrained(str(d), local_files_only=True, trust_remote_code=False, **config)
     except Exception as e:  # OSError (no weights), ValueError, safetensors errors ...
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise PunctkitError(f"{d}: cannot load the pre-trained weights ({first})") from None
@@ -123,7 +124,8 @@ def input_embeddings(d: str | os.PathLike) -> Any:
 
 
 def load_tokenizer(d: str | os.PathLike) -> Any:
-    """The Hugging Face tokenizer in directory `d`, loaded offline."""
+    """The Hugging Face tokenizer in directory `d`, loaded offline and without code from outside
+    transformers (`auto_map`)."""
     d = Path(d)
     if not d.is_dir():
         raise PunctkitError(f"{d}: tokenizer directory not found")
@@ -131,7 +133,7 @@ def load_tokenizer(d: str | os.PathLike) -> Any:
         raise PunctkitError(f"{d}: no tokenizer files (none of {', '.join(TOKENIZER_FILES)})")
     auto_tokenizer = transformers_module("the PLM frontend").AutoTokenizer
     try:
-        return auto_tokenizer.from_pretrained(str(d), local_files_only=True)
+        return auto_tokenizer.from_pretrained(str(d), local_files_only=True, trust_remote_code=False)
     except Exception as e:  # transformers raises OSError/ValueError/... with multi-line text
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise PunctkitError(f"{d}: cannot load the tokenizer ({first})") from None
@@ -150,6 +152,8 @@ def _specials(tok: Any) -> tuple[list[int], list[int]]:
 @register_frontend("plm")
 class PlmFrontend(Frontend):
     """Word-pieces of a pre-trained LM's tokenizer, with its special tokens around each window."""
+
+    CHECKED = {"path": str, "max_len": 1, "max_word_pieces": 1}
 
     def __init__(self, tokenizer: Any, path: str = "auto", label_on: str = "first", max_len: int = 256,
                  max_word_pieces: int = 16, **options: Any):

@@ -40,6 +40,7 @@ import torch
 
 from punctkit.data.datadir import read_data_dir
 from punctkit.data.labels import CaseLexicon, LabelSet, O, mark_of
+from punctkit.data.tokenize import iwslt_tokens
 from punctkit.data.streams import (IGNORE, Extra, Stream, TimeDelay, WindowDataset, bucket_batches, make_streams,
                                    shard, train_windows)
 from punctkit.batch import audio_extra, collate, wants_audio
@@ -515,7 +516,11 @@ def build_frontend(conf: dict[str, Any], dd: Any, out: Path, overwrite: bool = F
     fconf = dict(conf["frontend"] or {})
     if dd.inventory.true_case:
         fconf["lowercase"] = True
-    fe = train_frontend(fconf, _sentences(dd), out, overwrite=overwrite)
+    sentences = _sentences(dd)
+    if "split_contractions" not in fconf and iwslt_tokens(w for s in sentences for w in s):
+        fconf["split_contractions"] = True
+        log("the training text has IWSLT's split contractions (do n't, i 'm): readers split users' words so")
+    fe = train_frontend(fconf, sentences, out, overwrite=overwrite)
     if dd.inventory.true_case:
         fe.case_lexicon = CaseLexicon.build(w for u in dd.utterances for w in u.words)
         fe.save(out, overwrite=True)

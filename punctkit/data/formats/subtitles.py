@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from punctkit.data.formats.base import OutputOptions, Punctuated, chosen_prob, given_words, label_probs
-from punctkit.data.labels import O, SENTENCE_END, mark_of
+from punctkit.data.labels import O, SENTENCE_END, case_class, mark_of
 from punctkit.files import PunctkitError, where
 
 
@@ -179,9 +179,9 @@ def vtt_lines(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions)
 
 
 def word_case(shown: str) -> str | None:
-    """`U` when the shown word's first letter is upper-case, `L` when lower-case, None without letters."""
-    first = next((c for c in shown if c.isalpha()), None)
-    return None if first is None else "U" if first.isupper() else "L"
+    """The true-case class of the shown word (punctkit.data.labels.case_class: L lower, C Capitalized,
+    U UPPER, M Mixed), from its letters; None without letters."""
+    return case_class(shown) if any(c.isalpha() for c in shown) else None
 
 
 def json_words(units: Iterable[Punctuated], opts: OutputOptions) -> Iterator[tuple[dict[str, Any], bool]]:

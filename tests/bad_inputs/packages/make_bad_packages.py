@@ -5,15 +5,22 @@ or its zip header altered; each must be refused with a one-line error naming tha
 before anything is written. The checkpoint carries a pickle whose `__reduce__` runs
 `touch punctkit-pwned` (in the current directory) when loaded without weights_only.
 Run from the repository root: `python tests/bad_inputs/packages/make_bad_packages.py`.
+
+`outside_paths_and_yaml` writes the packages whose config, frontend description or tokenizer
+config name paths outside the package (`plm.pkt` and `word.pkt` with those members changed:
+they load from their own members, or are refused where a path would be read), and those whose
+YAML or JSON no reader may take (a `!!python` tag, nesting thousands deep).
 """
 from __future__ import annotations
 
 import io
+import json
 import os
 import stat
 import struct
 import zipfile
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 GOOD = HERE.parents[1] / "data" / "legacy" / "word.pkt"
@@ -27,8 +34,8 @@ class Pwn:
         return (os.system, (f"touch {MARKER}",))
 
 
-def members() -> list[tuple[zipfile.ZipInfo, bytes]]:
-    with zipfile.ZipFile(GOOD) as z:
+def members(good: Path = GOOD) -> list[tuple[zipfile.ZipInfo, bytes]]:
+    with zipfile.ZipFile(good) as z:
         return [(i, z.read(i)) for i in z.infolist()]
 
 
@@ -73,6 +80,45 @@ def external_data_graph() -> bytes:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
+def changed(good: Path, new: dict[str, bytes | None]) -> list[tuple[zipfile.ZipInfo | str, bytes]]:
+    """The members of `good` with those named in `new` replaced (as new members: the zip's compression),
+    or left out where None."""
+    return [(i.filename, new[i.filename]) if i.filename in new else (i, d) for i, d in members(good)
+            if new.get(i.filename, d) is not None]
+
+
+def yaml_member(good: Path, name: str, change: Callable[[dict], None]) -> bytes:
+    """Member `name` (YAML) of `good`, read, changed by `change` and written again."""
+    import yaml
+
+    with zipfile.ZipFile(good) as z:
+        data = yaml.safe_load(z.read(name))
+    change(data)
+    return yaml.safe_dump(data, sort_keys=False).encode()
+
+
+def outside_paths_and_yaml() -> None:
+    plm = GOOD.parent / "plm.pkt"
+    outside_plm = yaml_member(plm, "config.yaml", lambda c: c["model"].update(plm="/nonexistent/punctkit-outside/bert"))
+    outside_fe = yaml_member(plm, "frontend/frontend.yaml", lambda c: c.update(path="../../punctkit-outside/bert"))
+    write("plm_path_outside.pkt", changed(plm, {"config.yaml": outside_plm, "frontend/frontend.yaml": outside_fe}))
+    write("plm_path_outside_no_config.pkt", changed(plm, {"config.yaml": outside_plm, "frontend/plm/config.json": None}))
+    with zipfile.ZipFile(plm) as z:
+        tok = json.loads(z.read("frontend/plm/tokenizer_config.json"))
+    tok.update(vocab_file="/nonexistent/punctkit-outside/vocab.txt", tokenizer_file="../../outside/tokenizer.json")
+    write("tokenizer_file_outside.pkt", changed(plm, {"frontend/plm/tokenizer_config.json": json.dumps(tok).encode()}))
+
+    def outside_vectors(c: dict) -> None:
+        c["embeddings"] = {"word": "/nonexistent/punctkit-outside/glove.txt", "speech": "../../s2v.txt"}
+        c["train"]["init"] = "/nonexistent/punctkit-outside/exp"
+    write("embeddings_outside.pkt", changed(GOOD, {"config.yaml": yaml_member(GOOD, "config.yaml", outside_vectors)}))
+    tag = f'model: !!python/object/apply:os.system ["touch {MARKER}"]\n'.encode()
+    write("yaml_python_tag.pkt", changed(GOOD, {"config.yaml": tag}))
+    stored = zipfile.ZIP_STORED  # a compression ratio under the limit
+    write("yaml_deep.pkt", changed(GOOD, {"frontend/frontend.yaml": b"kind: " + b"[" * 5000 + b"]" * 5000}), stored)
+    write("json_deep.pkt", changed(GOOD, {"punctkit.json": b"[" * 100000 + b"]" * 100000}), stored)
+
+
 def main() -> None:
     good = members()
     write("traversal.pkt", good + [("frontend/../../punctkit-escaped.txt", b"escaped\n")])
@@ -111,6 +157,7 @@ def main() -> None:
 
     with open(HERE / "code_checkpoint_raw.pt", "wb") as f:  # a plain pickle (protocol 4), not torch's zip
         pickle.dump({"model": {}, "note": Pwn()}, f, protocol=4)
+    outside_paths_and_yaml()
 
 
 if __name__ == "__main__":

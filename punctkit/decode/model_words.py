@@ -1,0 +1,53 @@
+"""The words a model reads for users' words: a model trained on IWSLT's tokens (`do n't`, `i 'm`:
+its frontend's `split_contractions`) reads `don't` as `do n't`; its labels come back one per input
+word (the mark of the last piece, the case of the first), so the words pass through whole."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from punctkit.data.labels import LabelSet, case_of, mark_of
+from punctkit.data.tokenize import split_contraction
+
+
+class ModelWords:
+    """The words a model reads for some input words: each as it is, or, for a model trained on
+    IWSLT's tokens (`split`), with its contraction split off (`don't` -> `do n't`,
+    punctkit.data.tokenize.split_contraction), and the way back to one label per input word."""
+
+    def __init__(self, words: list[str], split: bool) -> None:
+        self.words = words
+        self.starts: list[int] | None = None  # per input word, its first model word (and the end)
+        if split:
+            pieces = [split_contraction(w) for w in words]
+            if any(len(p) > 1 for p in pieces):
+                self.words = [x for p in pieces for x in p]
+                self.starts = list(itertools.accumulate((len(p) for p in pieces), initial=0))
+
+    def collapse(self, ids: list[int], rows: np.ndarray, inventory: LabelSet) -> tuple[list[int], np.ndarray]:
+        """One label id and distribution per input word: the mark of its last piece, the case of its
+        first (the distribution: the first piece's case classes times the last piece's marks)."""
+        if self.starts is None:
+            return ids, rows
+        out_ids, out_rows = [], []
+        for a, b in itertools.pairwise(self.starts):
+            first, last = a, b - 1
+            if first == last or not inventory.case_aware:
+                out_ids.append(ids[last])
+                out_rows.append(rows[last])
+                continue
+            label = inventory.relabel(inventory.labels[ids[first]], mark_of(inventory.labels[ids[last]]))
+            out_ids.append(inventory.index(label))
+            out_rows.append(case_times_mark(rows[first], rows[last], inventory))
+        return out_ids, np.stack(out_rows) if out_rows else rows[:0]
+
+
+def case_times_mark(case_row: np.ndarray, mark_row: np.ndarray, inventory: LabelSet) -> np.ndarray:
+    """The distribution over a case-aware inventory's labels with the case classes of `case_row` and
+    the marks of `mark_row` (each marginalised), independent."""
+    cases = [case_of(lab) for lab in inventory.labels]
+    marks = [mark_of(lab) for lab in inventory.labels]
+    p_case = {c: float(sum(p for p, x in zip(case_row, cases) if x == c)) for c in inventory.cases}
+    p_mark = {m: float(sum(p for p, x in zip(mark_row, marks) if x == m)) for m in set(marks)}
+    return np.array([p_case[c] * p_mark[m] for c, m in zip(cases, marks)], dtype=case_row.dtype)
