@@ -1,0 +1,261 @@
+"""True case: the case classes (L, C, U, M), the case lexicon, a true-case model trained, packed and
+run, the recognizer's case kept in every input format, and IWSLT's split contractions read whole."""
+from __future__ import annotations
+
+import html
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from punct_util import PK, cli, tiny_conf, train_tiny
+from punctkit.data.formats import split_text
+from punctkit.data.labels import (
+    CaseLexicon, apply_case, case_class, default_substitution, get_inventory,
+)
+from punctkit.data.tokenize import Casing, carries_case, show_tokens
+from punctkit.files import PunctkitError
+
+TED = ROOT.parent / "shared" / "data" / "ted" / "talks"
+INV4 = get_inventory("4class")
+TC = get_inventory("truecase4")
+
+
+# ------------------------------------------------------------------ classes and lexicon
+
+@pytest.mark.parametrize("word,cls", [
+    ("the", "L"), ("n't", "L"), ("3.5", "L"), ("The", "C"), ("I", "C"), ("A", "C"), ("Émile", "C"),
+    ("NASA", "U"), ("U.S.", "U"), ("TV", "U"), ("iPhone", "M"), ("McDonald", "M"), ("YouTube", "M"),
+    ("IPhone", "M"),
+])
+def test_case_class(word, cls):
+    assert case_class(word) == cls
+
+
+def test_truecase_labels_carry_class_and_mark():
+    assert TC.labels[:4] == ("L_O", "C_O", "U_O", "M_O") and len(TC.labels) == 16
+    assert TC.label_for("NASA", "COMMA") == "U_COMMA" and TC.relabel("M_O", "PERIOD") == "M_PERIOD"
+    assert [TC.case_style(c) for c in "LCUM"] == ["lower", "capital", "upper", "mixed"]
+    assert get_inventory("case4").case_style("U") == "capital"  # Faber's U is a capital, not UPPER
+
+
+def test_lexicon_keeps_the_most_frequent_mixed_form_and_falls_back_to_capitalized():
+    lex = CaseLexicon.build(["iPhone", "IPhone", "iPhone", "NASA", "McDonald", "the"])
+    assert lex.forms == {"iphone": "iPhone", "mcdonald": "McDonald"}  # UPPER and lower words are no Mixed form
+    assert apply_case("iphone", "mixed", lex) == "iPhone" and apply_case("youtube", "mixed", lex) == "Youtube"
+    assert CaseLexicon.parse(lex.lines()).forms == lex.forms
+
+
+@pytest.mark.parametrize("line", ["iphone iPhone", "iphone\tSamsung", "\tx", "Iphone\tiPhone"])
+def test_bad_lexicon_line_is_one_line_error(line):
+    with pytest.raises(PunctkitError, match=r"^lex:1: expected 'word<TAB>Form'"):
+        CaseLexicon.parse([line], "lex")
+
+
+def test_true_case_text_keeps_exact_forms_and_case4_lowers(tmp_path):
+    from punctkit.data.formats import read
+
+    (tmp_path / "a.txt").write_text("The NASA team met in New York, with an iPhone.\n")
+    utts, _ = read(tmp_path / "a.txt", "text", TC)
+    assert utts[0].words[:2] == ["The", "NASA"] and utts[0].labels[:2] == ["C_O", "U_O"]
+    assert utts[0].labels[-1] == "M_PERIOD" and utts[0].labels[-4] == "C_COMMA"
+    utts4, _ = read(tmp_path / "a.txt", "text", get_inventory("case4"))
+    assert utts4[0].words[1] == "nasa" and utts4[0].labels[1] == "U_O"
+
+
+# ------------------------------------------------------------------ showing case (no model)
+
+def shown(text: str, labels: list[str], casing: Casing | bool = True) -> str:
+    p = split_text(text, INV4, default_substitution(INV4))
+    return " ".join(show_tokens(p.written, labels, casing))
+
+
+SENT = "the NASA team met in New York with an iPhone"
+
+
+def test_cased_input_keeps_its_case_inside_sentences():
+    """The issue's example: `the NASA team met in New York with an iPhone` keeps NASA, New York, iPhone."""
+    assert shown(SENT, ["O"] * 9 + ["PERIOD"]) == "The NASA team met in New York with an iPhone."
+    # lower-case input says nothing of case: the model's (here the rule's) case
+    assert shown(SENT.lower(), ["O"] * 9 + ["PERIOD"]) == "The nasa team met in new york with an iphone."
+    # --recase: the model's case everywhere; --no-capitalize: every word as it came
+    assert shown(SENT, ["O"] * 9 + ["PERIOD"], Casing(recase=True)) == "The nasa team met in new york with an iphone."
+    assert shown(SENT, ["O"] * 9 + ["PERIOD"], Casing(capitalize=False)) == SENT + "."
+
+
+def test_sentence_start_capitals_follow_the_predicted_marks():
+    text = "So we met. Then NASA came"
+    # a new sentence start is capitalised; `Then`, capitalised only because it began the input's
+    # sentence, takes the model's case once the new marks put it inside a sentence; NASA stays
+    assert shown(text, ["COMMA", "O", "PERIOD", "O", "O", "PERIOD"]) == "So, we met. Then NASA came."
+    assert shown(text, ["O", "O", "O", "O", "O", "PERIOD"]) == "So we met then NASA came."
+    assert shown(text, ["O", "PERIOD", "O", "O", "O", "PERIOD"]) == "So we. Met then NASA came."
+    # a name at the input's sentence start stays for a true-case model that says C
+    tc = Casing(TC)
+    p = split_text("So we met. John came", INV4, default_substitution(INV4))
+    assert show_tokens(p.written, ["C_O", "L_O", "L_O", "C_O", "L_PERIOD"], tc) == \
+        ["So", "we", "met", "John", "came."]
+
+
+def test_kept_input_marks_keep_the_input_case():
+    p = split_text("so we met. Then NASA came", INV4, default_substitution(INV4))
+    out = show_tokens(p.written, ["O", "O", "PERIOD", "O", "O", "PERIOD"], True, kept=p.marks)
+    assert out == ["so", "we", "met.", "Then", "NASA", "came."]
+
+
+def test_true_case_labels_show_each_class():
+    lex = CaseLexicon({"iphone": "iPhone"})
+    p = split_text(SENT.lower() + " on youtube", INV4, default_substitution(INV4))
+    labels = ["C_O", "U_O", "L_O", "L_O", "L_O", "C_O", "C_O", "L_O", "L_O", "M_O", "L_O", "M_PERIOD"]
+    assert " ".join(show_tokens(p.written, labels, Casing(TC, lex))) == \
+        "The NASA team met in New York with an iPhone on Youtube."
+
+
+def test_what_carries_case():
+    def written(t: str):
+        return split_text(t, INV4, default_substitution(INV4)).written
+    assert carries_case(written("So what"))
+    assert not carries_case(written("so what")) and not carries_case(written("SO WHAT"))
+    assert not carries_case(written("so https://Example.com/A"))  # a URL says nothing of case
+
+
+# ------------------------------------------------------------------ a true-case model end to end
+
+@pytest.fixture(scope="module")
+def tc_pkg(tmp_path_factory) -> Path:
+    """A tiny true-case model: 1 epoch on about 12,000 words of TED talks, packed with ONNX."""
+    if not TED.is_dir():
+        pytest.skip(f"TED talks not found at {TED}")
+    from punctkit.data.prepare import prepare
+    from punctkit.fit import train
+
+    d = tmp_path_factory.mktemp("tc")
+    text = [html.unescape(line) for f in sorted(TED.iterdir())[:12] for line in
+            f.read_text(encoding="utf-8").splitlines() if not line.startswith(("Translator:", "Reviewer:"))]
+    (d / "ted.txt").write_text("\n".join(re.sub(r"\([A-Z][a-z]+\)", "", t) for t in text) + "\n")
+    prepare([d / "ted.txt"], d / "train", inventory="truecase4", block_len=100)
+    conf = tiny_conf({"type": "drnn_lwma", "n_layers": 1, "n_heads": 1, "d_model": 32}, epochs=1)
+    train(conf, d / "train", d / "train", d / "exp", quiet=True)
+    cli("pack", d / "exp", "-o", d / "tc.pkt", "--onnx")
+    return d / "tc.pkt"
+
+
+def test_stage3_gives_true_case_data_a_lowercasing_frontend_and_lexicon(tc_pkg):
+    from punctkit.text.frontend import load_frontend
+
+    fe = load_frontend(tc_pkg.parent / "exp" / "frontend")
+    assert fe.lowercase and fe.word_ids("NASA") == fe.word_ids("nasa")
+    assert fe.case_lexicon is not None and len(fe.case_lexicon) > 0
+    assert all(case_class(form) == "M" for form in fe.case_lexicon.forms.values())
+    vocab = (tc_pkg.parent / "exp" / "frontend" / "vocab.txt").read_text(encoding="utf-8")
+    assert vocab == vocab.lower()
+
+
+def test_decode_writes_words_in_the_case_their_labels_show(tc_pkg, tmp_path):
+    from punctkit.data.datadir import read_data_dir
+    from punctkit.decode.decoder import decode_dir
+
+    exp = tc_pkg.parent / "exp"
+    decode_dir(exp, tc_pkg.parent / "train", tmp_path / "hyp")
+    hyp = read_data_dir(tmp_path / "hyp")
+    ref = read_data_dir(tc_pkg.parent / "train")
+    for h, r in zip(hyp.utterances, ref.utterances):
+        assert [w.casefold() for w in h.words] == [w.casefold() for w in r.words]
+        for w, lab in zip(h.words, h.labels):
+            assert case_class(w) == lab[0] or not any(c.isalpha() for c in w) or lab[0] == "M"
+
+
+FORMAT_INPUTS = {
+    "text": lambda ws: " ".join(ws) + "\n",
+    "kaldi_text": lambda ws: "utt1 " + " ".join(ws) + "\n",
+    "ctm": lambda ws: "".join(f"utt1 A {i * 0.5:.2f} 0.40 {w} 0.9\n" for i, w in enumerate(ws)),
+    "jsonl": lambda ws: json.dumps({"id": "utt1", "text": " ".join(ws)}) + "\n",
+    "nemo": lambda ws: json.dumps({"audio_filepath": "a.wav", "pred_text": " ".join(ws)}) + "\n",
+    "vosk": lambda ws: json.dumps({"result": [{"word": w, "start": i * 0.5, "end": i * 0.5 + 0.4, "conf": 1.0}
+                                              for i, w in enumerate(ws)], "text": " ".join(ws)}),
+    "whisper": lambda ws: json.dumps({"text": " " + " ".join(ws), "segments": [
+        {"start": 0.0, "end": 9.0, "text": " " + " ".join(ws),
+         "words": [{"word": " " + w, "start": i * 0.5, "end": i * 0.5 + 0.4} for i, w in enumerate(ws)]}]}),
+}
+CASED = "and so the NASA team met in New York with an iPhone and then I went to see McDonald".split()
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMAT_INPUTS))
+def test_every_input_format_keeps_the_recognizers_case_and_its_words(tc_pkg, tmp_path, fmt):
+    """A true-case model over cased recognizer output in every format: the words come back (case aside,
+    only marks change), and inside sentences each keeps the case the recognizer gave it."""
+    src = tmp_path / f"in.{fmt}"
+    src.write_text(FORMAT_INPUTS[fmt](CASED), encoding="utf-8")
+    out = cli("punctuate", "-m", tc_pkg, src, "--input-format", fmt, "--format", "twocol", "--threads", "1").stdout
+    words = [ln.split("\t")[0] for ln in out.splitlines() if ln.strip()]
+    assert [w.casefold() for w in words] == [w.casefold() for w in CASED]
+    readable = cli("punctuate", "-m", tc_pkg, src, "--input-format", fmt, "--threads", "1").stdout
+    shown_words = [re.sub(r"[,.?]+$", "", t) for t in readable.split() if not t.startswith(("utt1", "{"))]
+    if fmt in ("jsonl", "nemo", "vosk", "whisper"):
+        return  # their JSON output is checked word by word above
+    for w, s in zip(CASED, shown_words):
+        if w != w.lower() and w != "I":  # NASA, New, York, iPhone, McDonald keep their case
+            assert s == w, (fmt, readable)
+    recased = cli("punctuate", "-m", tc_pkg, src, "--input-format", fmt, "--threads", "1", "--recase").stdout
+    assert [t.casefold() for t in recased.split()] == [t.casefold() for t in readable.split()]
+    flat = cli("punctuate", "-m", tc_pkg, src, "--input-format", fmt, "--threads", "1", "--no-capitalize").stdout
+    assert [re.sub(r"[,.?]+$", "", t) for t in flat.split() if not t.startswith("utt1")] == CASED
+
+
+def test_lowercase_input_takes_the_models_true_case(tc_pkg):
+    """Lower-case input: every word shown in the class the model gives it, Mixed from the lexicon."""
+    from punctkit import Punctuator
+
+    punct = Punctuator.load(tc_pkg, threads=1)
+    words = " ".join(CASED).lower().split()
+    labels = punct.label_words(words)
+    out = punct.punctuate(" ".join(words)).split()
+    lex = punct.frontend.case_lexicon
+    for w, lab, s in zip(words, labels, out):
+        style = punct.inventory.case_style(lab[0])
+        assert re.sub(r"[,.?]+$", "", s) == apply_case(w, style, lex)
+
+
+# ------------------------------------------------------------------ IWSLT's split contractions
+
+@pytest.fixture(scope="module")
+def iwslt_pkg(tmp_path_factory) -> Path:
+    """A tiny 4-class model on IWSLT words (contractions split: `do n't`), packed."""
+    d = tmp_path_factory.mktemp("iw")
+    cli("pack", train_tiny(d, tiny_conf({"type": "drnn_lwma", "n_layers": 1, "n_heads": 1, "d_model": 32},
+                                        epochs=1)), "-o", d / "iw.pkt")
+    return d / "iw.pkt"
+
+
+WHISPER_STYLE = "Well, I'm not sure. I don't think TV's NASA won't do it, can't say. It's McDonald's."
+
+
+def test_split_contractions_detected_at_stage3(iwslt_pkg):
+    from punctkit.text.frontend import load_frontend
+
+    assert load_frontend(iwslt_pkg.parent / "exp" / "frontend").split_contractions
+
+
+def test_users_contractions_are_split_for_the_model_and_shown_whole(iwslt_pkg):
+    """Whisper-style `I'm`, `don't`, `won't`, `can't`, `TV's`: the model reads `i 'm`, `do n't`, ...
+    (as in its training text); the output shows each word as written, never `I 'm`."""
+    from punctkit import Punctuator
+    from punctkit.decode.model_words import ModelWords
+
+    punct = Punctuator.load(iwslt_pkg, threads=1)
+    words = split_text(WHISPER_STYLE, INV4, default_substitution(INV4)).words
+    m = ModelWords(words, punct.frontend.split_contractions)
+    assert m.words[1:3] == ["i", "'m"] and "n't" in m.words and "ca" in m.words and "wo" in m.words
+    for out in (punct.punctuate(WHISPER_STYLE),
+                subprocess.run(PK + ["punctuate", "-m", str(iwslt_pkg), "--threads", "1", "--stream",
+                                     "--lookahead", "2"], input=WHISPER_STYLE, capture_output=True, text=True,
+                               check=True).stdout):
+        toks = out.split()
+        assert [re.sub(r"[,.?]+$", "", t).casefold() for t in toks] == \
+            [re.sub(r"[,.?]+$", "", t).casefold() for t in WHISPER_STYLE.split()]
+        assert "'m" not in toks and "n't" not in toks and "I'm" in [t.strip(",.?") for t in toks]
+    # one label per input word, twocol too
+    assert len(punct.label_words(words)) == len(words)
