@@ -48,6 +48,7 @@ import yaml
 
 from punctkit import __version__
 from punctkit.archive import FRONTEND_LIMIT, TOTAL_LIMIT, WEIGHTS_LIMIT, MiB, file_type, size_problem, unsafe_name
+from punctkit.data.labels import CaseLexicon
 from punctkit.config import check_model_section
 from punctkit.decode.options import OPTIONS_FILE, SEARCH_KEYS, read_options, resolve
 from punctkit.files import PunctkitError, atomic_write, parse_yaml, require_file
@@ -69,11 +70,12 @@ CHUNK = 4 * MiB
 # The files each frontend kind writes into its directory (punctkit/text/frontend.py, plm.py).
 PLM_FILES = ("config.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
              "merges.txt") + TOKENIZER_FILES
+# Any kind may hold the case lexicon of true-case models (punctkit.data.labels.CaseLexicon).
 FRONTEND_FILES: dict[str, tuple[str, ...]] = {
-    "word": ("vocab.txt",),
-    "subword_nmt": ("bpe.codes", "vocab.txt"),
-    "sentencepiece": ("spm.model",),
-    "plm": tuple(f"{TOKENIZER_DIR}/{n}" for n in PLM_FILES),
+    "word": ("vocab.txt", CaseLexicon.FILE),
+    "subword_nmt": ("bpe.codes", "vocab.txt", CaseLexicon.FILE),
+    "sentencepiece": ("spm.model", CaseLexicon.FILE),
+    "plm": tuple(f"{TOKENIZER_DIR}/{n}" for n in PLM_FILES) + (CaseLexicon.FILE,),
 }
 DIRS = (FRONTEND, f"{FRONTEND}{TOKENIZER_DIR}/")  # directory entries a re-zipped package may have
 KNOWN = set(LIMITS) | {FRONTEND + n for files in FRONTEND_FILES.values() for n in files}  # of any kind
