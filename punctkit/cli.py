@@ -24,8 +24,10 @@ from punctkit.data.formats import FORMATS, names
 from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import INVENTORIES
 from punctkit.files import PunctkitError
+from punctkit.pretrained import default_model
 
 if TYPE_CHECKING:
+    from punctkit.data.tokenize import Casing
     from punctkit.punctuator import Punctuator
 
 app = typer.Typer(
@@ -124,10 +126,10 @@ def convert(
 
 @app.command()
 def prepare(
-    inputs: List[Path] = typer.Argument(..., help="punctuated text files (any format)"),
+    inputs: Optional[List[Path]] = typer.Argument(None, help="punctuated text files (any format)"),
     out: Path = typer.Option(..., "--out", "-o", help="data directory to write"),
     fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*FORMATS), help=f"{CORPUS} (detected when omitted)"),
-    inventory: str = typer.Option("4class", callback=_one_of(*INVENTORY_NAMES), help="4class | 6class | case4 | case6"),
+    inventory: str = typer.Option("4class", callback=_one_of(*INVENTORY_NAMES), help=" | ".join(INVENTORY_NAMES)),
     rules: Optional[Path] = typer.Option(None, help="YAML substitution rules (default: Faber 2020 table)"),
     lowercase: bool = typer.Option(False, help="lower-case every word"),
     rechunk: Optional[str] = typer.Option(None, callback=_chunk_spec_opt,
@@ -139,12 +141,28 @@ def prepare(
     lines: Optional[str] = typer.Option(None, callback=_lines_opt, help="only lines FIRST:LAST of each input"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
     encoding: Optional[str] = ENCODING,
+    file_list: Optional[Path] = typer.Option(None, "--file-list", help="the inputs as 'id path' lines (instead "
+                                             "of arguments); each input's utterance ids start with its id"),
+    one_stream: bool = typer.Option(False, "--one-stream", help="each plain-text input is one word stream "
+                                    "(its lines are parts of it), not a document a line"),
+    decode_html: bool = typer.Option(False, "--decode-html", help="decode HTML entities (I&#39;m, &quot;, &amp;)"),
+    drop_notes: bool = typer.Option(False, "--drop-notes", help="remove bracketed stage and sound notes "
+                                    "whose text starts with a capital: (Laughter), [Music]"),
+    drop_lines: Optional[str] = typer.Option(None, "--drop-lines", metavar="REGEX",
+                                             help="drop the lines that match REGEX at their start, "
+                                                  "e.g. '(Translator|Reviewer):'"),
+    split_contractions: bool = typer.Option(False, "--split-contractions", help="split contractions as "
+                                            "IWSLT's files do: don't -> do n't, it's -> it 's (not 've, 'd)"),
 ) -> None:
     """Punctuated text -> data directory (text, labels, utt2spk), with a repair report."""
+    from punctkit.data.formats.text import TextOptions, line_pattern
     from punctkit.data.prepare import prepare as do_prepare
 
-    report = do_prepare(inputs, out, fmt, inventory, rules, lowercase, rechunk, block_len, seed,
-                        strict, name, lines, overwrite=overwrite, encoding=encoding)
+    opts = TextOptions(decode_html, drop_notes, None if drop_lines is None else line_pattern(drop_lines),
+                       split_contractions, one_stream)
+    report = do_prepare(inputs or [], out, fmt, inventory, rules, lowercase, rechunk, block_len, seed,
+                        strict, name, lines, overwrite=overwrite, encoding=encoding, text_opts=opts,
+                        file_list=file_list)
     typer.echo("\n".join([f"prepare: {out}"] + report.lines()))
 
 
@@ -562,6 +580,8 @@ def pack(
                                           "onnxruntime, without torch (pip install 'punctkit[onnx]')"),
     int8: bool = typer.Option(False, help="with --onnx: int8 weights in the ONNX graph (faster on CPU; "
                                           "labels may differ slightly)"),
+    onnx_only: bool = typer.Option(False, "--onnx-only", help="the ONNX graph without torch's weights: a smaller "
+                                   "file that only onnxruntime runs (one model)"),
     ensemble: bool = typer.Option(False, "--ensemble", help="pack the EXP_DIRS as one ensemble (implied by "
                                                             "several EXP_DIRS): their label probabilities averaged"),
     weights: Optional[str] = typer.Option(None, "--weights", help="ensemble weights, one per EXP_DIR "
@@ -572,9 +592,9 @@ def pack(
     from punctkit.ensemble import pack_ensemble
 
     if ensemble or len(exp_dirs) > 1:
-        if train_data:
-            raise PunctkitError("--train-data names one model's data: an ensemble's cards take each member's "
-                                "from its train.log")
+        if train_data or onnx_only:
+            raise PunctkitError("--train-data and --onnx-only are for one model: an ensemble's cards take each "
+                                "member's data from its train.log, and its members keep their torch weights")
         card = pack_ensemble(exp_dirs, out, weights, checkpoint=checkpoint, card_results=card_results or [],
                              onnx=onnx, int8=int8)["card"]
         shown = ", ".join(f"{m['exp']} {w:.2f}" for m, w in zip(card["members"], card["weights"]))
@@ -582,15 +602,17 @@ def pack(
         return
     if weights:
         raise PunctkitError("--weights is for an ensemble: give several EXP_DIRS (or --ensemble)")
-    card = do_pack(exp_dirs[0], out, checkpoint, card_results or [], train_data, onnx, int8)["card"]
+    card = do_pack(exp_dirs[0], out, checkpoint, card_results or [], train_data, onnx, int8,
+                   onnx_only=onnx_only)["card"]
     typer.echo(f"pack: {exp_dirs[0]} ({card['model']}, {card['inventory']}, {card['checkpoint']}) -> {out}", err=True)
 
 
 @app.command()
 def punctuate(
     src: str = typer.Argument("-", help="input file, or - for standard input"),
-    model: List[Path] = typer.Option(..., "--model", "-m", help="packed model (punctkit pack); repeat for an "
-                                                                "ensemble (label probabilities averaged)"),
+    model: Optional[List[Path]] = typer.Option(None, "--model", "-m", help="packed model (punctkit pack); repeat "
+                                               "for an ensemble (label probabilities averaged); default: the "
+                                               "model installed with punctkit (true case, TED)"),
     weights: Optional[str] = typer.Option(None, "--weights", help="ensemble weights, one per -m (e.g. 0.6,0.4; "
                                                                   "default equal, or an ensemble package's)"),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="output file (default: standard output)"),
@@ -603,7 +625,10 @@ def punctuate(
     max_line_chars: int = typer.Option(42, min=1, help="srt/vtt: characters a line (a longer word stands alone)"),
     max_cue_lines: int = typer.Option(2, min=1, help="srt/vtt: lines a cue"),
     keep_input_marks: bool = typer.Option(False, help="keep the marks the input has; predict only the other slots"),
-    capitalize: bool = typer.Option(True, "--capitalize/--no-capitalize", help="capitalise sentence starts and 'I' (models without case labels)"),
+    capitalize: bool = typer.Option(True, "--capitalize/--no-capitalize", help="set case (--no-capitalize: every "
+                                    "word as it came, marks only)"),
+    recase: bool = typer.Option(False, "--recase", help="the model's case everywhere, also where the input "
+                                "carries case (default: a cased input keeps its case inside sentences)"),
     threads: int = typer.Option(0, min=0, help="CPU threads (0: the backend's default)"),
     batch_size: Optional[int] = typer.Option(None, min=1, help="windows per batch (default: max(config's, 64))"),
     beam: Optional[int] = typer.Option(None, min=1, help="beam size for encoder-decoders (default: the config's)"),
@@ -635,6 +660,7 @@ def punctuate(
                             "--format and -o")
     opts = dict(ngpu=ngpu, threads=threads, batch_size=batch_size, beam=beam, chunk_words=chunk_words, step=step,
                 quantize=quantize, backend=backend)
+    model = model or [default_model()]
     if len(model) > 1 or weights:
         from punctkit.ensemble import Ensemble
 
@@ -643,10 +669,11 @@ def punctuate(
         from punctkit.ensemble import load_model
 
         punct = load_model(model[0], **opts)
+    casing = punct.casing(capitalize, recase)
     if stream:
-        _punctuate_stream(punct, src, input_format, encoding, lookahead, flush_on_final, capitalize)
+        _punctuate_stream(punct, src, input_format, encoding, lookahead, flush_on_final, casing)
         return
-    stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, capitalize,
+    stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, casing,
                            overwrite=overwrite, encoding=encoding, probs=probs, max_cue_seconds=max_cue_seconds,
                            max_line_chars=max_line_chars, max_cue_lines=max_cue_lines)
     typer.echo(f"punctuate: {stats.summary()}", err=True)
@@ -654,7 +681,8 @@ def punctuate(
 
 @app.command()
 def serve(
-    model: Path = typer.Option(..., "--model", "-m", help="packed model (punctkit pack; --onnx: served without torch)"),
+    model: Optional[Path] = typer.Option(None, "--model", "-m", help="packed model (punctkit pack; --onnx: served "
+                                         "without torch); default: the model installed with punctkit"),
     host: str = typer.Option("127.0.0.1", help="address to listen on (0.0.0.0: every interface)"),
     port: int = typer.Option(8080, min=0, max=65535, help="port (0: a free one, named in the log)"),
     max_body: str = typer.Option("1MB", "--max-body", help="largest request body (413 beyond), e.g. 1MB, 256KB"),
@@ -676,10 +704,10 @@ def serve(
             raise
         raise PunctkitError("punctkit serve needs aiohttp: pip install 'punctkit[serve]'") from None
     opts = ServeOptions(host, port, parse_size(max_body), batch_wait_ms, parse_rate(rate_limit), log)
-    run(model, opts, threads, backend)
+    run(model or default_model(), opts, threads, backend)
 
 def _punctuate_stream(punct: "Punctuator", src: str, input_format: Optional[str], encoding: Optional[str],
-                      lookahead: Optional[str], flush_on_final: bool, capitalize: bool) -> None:
+                      lookahead: Optional[str], flush_on_final: bool, capitalize: "Casing") -> None:
     """`punctuate --stream`: input lines as they come (decoded as every input is: files.decode_lines),
     each output line flushed when written."""
     from punctkit.decode.lookahead import parse_lookahead

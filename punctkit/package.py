@@ -13,7 +13,8 @@ A packed model (`model.pkt`) is a zip archive that needs nothing else to run:
 - `model.pt`: the state dict of the chosen checkpoint (tensors only: loaded with
   `weights_only=True`);
 - `model.onnx` (optional, `punctkit pack --onnx`): the same tagger as an ONNX
-  graph, run by onnxruntime without importing torch (punctkit/onnx.py).
+  graph, run by onnxruntime without importing torch (punctkit/onnx.py). A package
+  packed with `--onnx-only` has it instead of `model.pt` (smaller; onnxruntime only).
 
 An ensemble package (`punctkit pack --ensemble EXP1 EXP2 ...`) holds one such model
 per member under `models/K/` (K = 0, 1, ...: `models/0/config.yaml`, `models/0/model.pt`,
@@ -64,7 +65,8 @@ FRONTEND = "frontend/"
 META_LIMIT = 4 * MiB           # punctkit.json, config.yaml, frontend/frontend.yaml
 LIMITS = {MANIFEST: META_LIMIT, "config.yaml": META_LIMIT, FRONTEND + CONF_FILE: META_LIMIT,
           "model.pt": WEIGHTS_LIMIT, "model.onnx": WEIGHTS_LIMIT}
-REQUIRED = (MANIFEST, "config.yaml", "model.pt", FRONTEND + CONF_FILE)
+REQUIRED = (MANIFEST, "config.yaml", FRONTEND + CONF_FILE)  # and model.pt or model.onnx (or both)
+WEIGHTS = ("model.pt", "model.onnx")
 CHUNK = 4 * MiB
 
 # The files each frontend kind writes into its directory (punctkit/text/frontend.py, plm.py).
@@ -200,13 +202,15 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
 
 def model_files(exp_dir: str | Path, checkpoint: str | None = None, card_results: Iterable[str | Path] = (),
                 train_data: str | None = None, onnx: bool = False, int8: bool = False,
-                quote: bool = True) -> tuple[dict[str, Any], list[tuple[str, bytes, int]]]:
+                quote: bool = True, onnx_only: bool = False) -> tuple[dict[str, Any], list[tuple[str, bytes, int]]]:
     """The manifest and the (name, bytes, compression) members of one trained model's package.
 
     `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch;
-    `int8` stores that graph with int8 weights. `quote`: the package decodes with the
-    settings behind the quoted `card_results` (else they are only listed on the card).
+    `int8` stores that graph with int8 weights; `onnx_only`: the graph without model.pt.
+    `quote`: the package decodes with the settings behind the quoted `card_results`
+    (else they are only listed on the card).
     """
+    onnx = onnx or onnx_only
     if int8 and not onnx:
         raise PunctkitError("--int8 is the ONNX graph's weight type: add --onnx")
     import torch
@@ -234,7 +238,7 @@ def model_files(exp_dir: str | Path, checkpoint: str | None = None, card_results
         graph = export_onnx(model, frontend.vocab_size, frontend.pad_id)
         if int8:
             graph = quantize_graph(graph)
-        manifest["card"]["onnx"] = "int8" if int8 else "float32"
+        manifest["card"]["onnx"] = ("int8" if int8 else "float32") + (" only (no torch weights)" if onnx_only else "")
     weights = io.BytesIO()
     torch.save(model.state_dict(), weights)
     allowed = set(allowed_members(frontend.kind))
@@ -244,7 +248,8 @@ def model_files(exp_dir: str | Path, checkpoint: str | None = None, card_results
         name = FRONTEND + p.relative_to(fe_dir).as_posix()
         if p.is_file() and name in allowed:  # what read_package accepts (no editor backups, ...)
             files.append((name, p.read_bytes(), zipfile.ZIP_DEFLATED))
-    files.append(("model.pt", weights.getvalue(), zipfile.ZIP_STORED))
+    if not onnx_only:
+        files.append(("model.pt", weights.getvalue(), zipfile.ZIP_STORED))
     if graph is not None:
         files.append(("model.onnx", graph, zipfile.ZIP_STORED))
     return manifest, files
@@ -284,16 +289,17 @@ def _write_zip(out: str | Path, files: list[tuple[str, bytes, int]], backends: I
 def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
          card_results: Iterable[str | Path] = (), train_data: str | None = None,
          onnx: bool = False, int8: bool = False,
-         verify: Callable[..., Any] | None = None) -> dict[str, Any]:
+         verify: Callable[..., Any] | None = None, onnx_only: bool = False) -> dict[str, Any]:
     """Write the model of a trained model dir into one file; returns its manifest.
 
     `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch;
-    `int8` stores that graph with int8 weights (faster on CPU; labels may differ slightly).
+    `int8` stores that graph with int8 weights (faster on CPU; labels may differ slightly);
+    `onnx_only`: the graph alone, without model.pt (a smaller file that onnxruntime runs).
     `verify(path, backend=...)` loads the file back (with each backend it holds) before it
     replaces `out` (punctkit.punctuator.pack passes `Punctuator.load`).
     """
-    manifest, files = model_files(exp_dir, checkpoint, card_results, train_data, onnx, int8)
-    _write_zip(out, files, ("torch", "onnx") if onnx else ("torch",), verify)
+    manifest, files = model_files(exp_dir, checkpoint, card_results, train_data, onnx, int8, onnx_only=onnx_only)
+    _write_zip(out, files, ("onnx",) if onnx_only else ("torch", "onnx") if onnx else ("torch",), verify)
     return manifest
 
 
@@ -367,13 +373,16 @@ class Package:
     manifest: dict[str, Any]
     conf: dict[str, Any]
     frontend: Frontend
-    weights_member: bytes | DeferredMember  # model.pt (torch state dict), read on first use
+    weights_member: bytes | DeferredMember | None  # model.pt (torch state dict), read on first use; None: ONNX only
     onnx: bytes | None = None    # model.onnx, when packed with --onnx
     frontend_digest: str = ""    # sha256 over the frontend's files: equal digests tokenize alike
 
     @property
     def weights(self) -> bytes:
         """model.pt's bytes (the torch backend's weights)."""
+        if self.weights_member is None:
+            raise _bad(self.path, "holds the ONNX graph only (packed with --onnx-only): run it with "
+                                  "onnxruntime (--backend onnx or auto; pip install onnxruntime)")
         if isinstance(self.weights_member, DeferredMember):
             self.weights_member = self.weights_member.read()
         return self.weights_member
@@ -562,12 +571,14 @@ def read_package(path: str | Path) -> Package | EnsemblePackage:
 def _model(p: Path, manifest: dict[str, Any], members: dict[str, bytes], prefix: str = "") -> Package:
     """One model from its members (names inside the model; `prefix`: its place in an ensemble)."""
     missing = [prefix + n for n in REQUIRED if n not in members]
+    if not any(n in members for n in WEIGHTS):
+        missing.append(prefix + " or ".join(WEIGHTS))
     if missing:
         raise _bad(p, f"incomplete packed model (missing {', '.join(missing)})")
     fe_name = FRONTEND + CONF_FILE
     frontend = _frontend(p, members, _yaml(p, prefix + fe_name, members[fe_name]), prefix)
     conf = _config(p, members, prefix, frontend)
-    return Package(p, manifest, conf, frontend, members["model.pt"], members.get("model.onnx"),
+    return Package(p, manifest, conf, frontend, members.get("model.pt"), members.get("model.onnx"),
                    frontend_digest(members))
 
 

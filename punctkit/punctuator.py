@@ -126,6 +126,9 @@ def pick_backend(pkg: Package, backend: str, ngpu: int, quantize: bool) -> str:
 
         if importlib.util.find_spec("onnxruntime") is not None:
             return "onnx"
+    if pkg.weights_member is None:
+        raise _bad(pkg.path, "holds the ONNX graph only (packed with --onnx-only): it runs with onnxruntime "
+                             "on the CPU (--backend onnx or auto, without --ngpu/--quantize; pip install onnxruntime)")
     return "torch"
 
 

@@ -137,3 +137,25 @@ def test_int8_graph_is_quantized_and_labels_like_float(packed, tmp_path):
     assert same >= 0.95 * sum(len(x) for x in fp)
     r = cli("pack", packed / "exp", "-o", tmp_path / "bad.pkt", "--int8", ok=False)
     assert r.returncode == 1 and "add --onnx" in r.stderr and not (tmp_path / "bad.pkt").exists()
+
+
+def test_onnx_only_package_has_no_torch_weights_and_labels_as_onnx(packed, tmp_path):
+    """`pack --onnx-only`: model.onnx without model.pt (smaller); it punctuates as the --onnx package
+    does, without torch; the torch backend is a one-line error, and so is a package with no weights."""
+    cli("pack", packed / "exp", "-o", tmp_path / "only.pkt", "--onnx-only")
+    with zipfile.ZipFile(tmp_path / "only.pkt") as z:
+        names = z.namelist()
+    assert "model.onnx" in names and "model.pt" not in names
+    assert (tmp_path / "only.pkt").stat().st_size < (packed / "m.pkt").stat().st_size
+    for pkg, out in ((tmp_path / "only.pkt", "hyp.only"), (packed / "m.pkt", "hyp.both")):
+        cli("punctuate", "-m", pkg, packed / "words.txt", "--format", "twocol", "--threads", 1, "--backend", "onnx",
+            "-o", tmp_path / out)
+    assert (tmp_path / "hyp.only").read_text() == (tmp_path / "hyp.both").read_text()
+    r = cli("punctuate", "-m", tmp_path / "only.pkt", "--backend", "torch", packed / "words.txt", ok=False)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "ONNX graph only" in r.stderr
+    with zipfile.ZipFile(tmp_path / "only.pkt") as src, zipfile.ZipFile(tmp_path / "none.pkt", "w") as dst:
+        for n in src.namelist():
+            if n != "model.onnx":
+                dst.writestr(n, src.read(n))
+    r = cli("punctuate", "-m", tmp_path / "none.pkt", packed / "words.txt", ok=False)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "missing model.pt or model.onnx" in r.stderr
