@@ -92,3 +92,144 @@ def test_utterance_ids_are_one_word(tmp_path):
     prepare([src], tmp_path / "my data")  # the default prefix, the directory's name, joined by _
     text = read_table(tmp_path / "my data" / "text")
     assert text and all(k.startswith("my_data-") and len(k.split()) == 1 for k in text), list(text)
+
+
+# ---------------------------------------------------------------- published text (TED): repairs, streams, lists
+
+TALK = """
+Translator: Joseph Geni
+Reviewer: Morton Bast
+I&#39;ve noticed something, and it&#39;s &quot;odd&quot;
+(Laughter)
+-- you don&#39;t see it (along with me) [Music]
+at Ben &amp; Jerry&#39;s. (Applause)
+"""
+
+
+def published(tmp_path, name="Ben_Jerry's_talk.md", text=TALK):
+    src = tmp_path / name
+    src.write_text(text)
+    return src
+
+
+def all_repairs():
+    from punctkit.data.formats.text import TextOptions, line_pattern
+    return TextOptions(html=True, notes=True, drop_lines=line_pattern("(Translator|Reviewer):"),
+                       split_contractions=True, one_stream=True)
+
+
+def test_published_text_repairs_each_counted_with_file_and_line(tmp_path):
+    src = published(tmp_path)
+    rep = prepare([src], tmp_path / "d", fmt="text", inventory="truecase4", text_opts=all_repairs(), strict=True)
+    dd = read_data_dir(tmp_path / "d")
+    assert len(dd.utterances) == 1 and dd.utterances[0].uttid == "d"  # one stream: the file
+    words, labels = dd.utterances[0].words, dd.utterances[0].labels
+    assert words == ["I've", "noticed", "something", "and", "it", "'s", "odd", "you", "do", "n't", "see", "it",
+                     "along", "with", "me", "at", "Ben", "Jerry", "'s"]
+    # the line starting `--` gives its mark to the line before; `do` before `n't` is O
+    assert labels[6] == "L_COMMA" and labels[8:10] == ["L_O", "L_O"] and labels[-1] == "L_PERIOD"
+    log = (tmp_path / "d" / "prepare.log").read_text()
+    assert rep.repairs == {"line dropped (--drop-lines)": 2, "HTML entity decoded (--decode-html)": 7,
+                           "stage or sound note removed (--drop-notes)": 3,
+                           "contraction split (--split-contractions)": 3}
+    for kind, example in (("line dropped (--drop-lines): 2", f"{src}:2: Translator: Joseph Geni"),
+                          ("HTML entity decoded (--decode-html): 7", f"{src}:4: &#39; -> '"),
+                          ("stage or sound note removed (--drop-notes): 3", f"{src}:5: (Laughter)"),
+                          ("contraction split (--split-contractions): 3", f"{src}:6: don't -> do n't")):
+        assert f"  {kind}\n" in log and f"e.g. {example}\n" in log, (kind, log)
+    assert "options: --decode-html --drop-notes --split-contractions --one-stream --drop-lines" in log
+
+
+def test_without_the_options_published_text_reads_as_before(tmp_path):
+    src = published(tmp_path)
+    prepare([src], tmp_path / "d", fmt="text", inventory="truecase4")
+    words = [w for u in read_data_dir(tmp_path / "d").utterances for w in u.words]
+    assert "Translator" in words and "Laughter" in words and words[words.index("don"):][:3] == ["don", "39", "t"]
+
+
+def test_stream_blocks_take_ids_from_a_file_list(tmp_path):
+    a = published(tmp_path, "a.md", "One two, three.\nFour five\n-- six seven? Eight\n")
+    b = published(tmp_path, "b'c.md", "Nine ten.\n")
+    lst = tmp_path / "talks.scp"
+    lst.write_text(f"talkA {a}\ntalkB {b}\n")
+    from punctkit.data.formats.text import TextOptions
+    prepare([], tmp_path / "d", fmt="text", block_len=3, file_list=lst, text_opts=TextOptions(one_stream=True))
+    dd = read_data_dir(tmp_path / "d")
+    assert [(u.uttid, u.words) for u in dd.utterances] == [
+        ("talkA-000001", ["One", "two", "three"]), ("talkA-000002", ["Four", "five", "six"]),
+        ("talkA-000003", ["seven", "Eight"]), ("talkB-000001", ["Nine", "ten"])]
+    assert dd.utterances[1].labels == ["O", "COMMA", "O"]  # `five` takes the `--` starting the next line
+    assert dd.utt2spk == {"talkA-000001": "talkA", "talkA-000002": "talkA", "talkA-000003": "talkA",
+                          "talkB-000001": "talkB"}
+    assert "--file-list" in (tmp_path / "d" / "prepare.log").read_text().splitlines()[0]
+
+
+@pytest.mark.parametrize("lines, message", [
+    ("talkA {a}\ntalkA {a}\n", r"talks.scp:2: id 'talkA' is listed twice"),
+    ("talkA {a}\ntalkB {a}.missing\n", r"talks.scp:2: no such file: .*a.md.missing"),
+    ("justone\n", r"talks.scp:1: expected 'id path'"),
+    ("\n", r"talks.scp: lists no input"),
+])
+def test_file_list_errors_name_the_line(tmp_path, lines, message):
+    a = published(tmp_path, "a.md", "One two.\n")
+    lst = tmp_path / "talks.scp"
+    lst.write_text(lines.format(a=a))
+    with pytest.raises(PunctkitError, match=message):
+        prepare([], tmp_path / "d", file_list=lst)
+    with pytest.raises(PunctkitError, match="either as arguments or as --file-list"):
+        prepare([a], tmp_path / "d", file_list=lst)
+    assert not (tmp_path / "d").exists()
+
+
+def test_text_repairs_refuse_labelled_inputs_and_bad_patterns(tmp_path):
+    from punctkit.data.formats.text import TextOptions, line_pattern
+    src = tmp_path / "dev"
+    src.write_text("a\tO\nb\tPERIOD\n")
+    with pytest.raises(PunctkitError, match=r"dev: read as twocol, but --decode-html apply to plain text"):
+        prepare([src], tmp_path / "d", text_opts=TextOptions(html=True))
+    with pytest.raises(PunctkitError, match=r"^--drop-lines '\(Translator': not a regular expression"):
+        line_pattern("(Translator")
+
+
+def test_a_file_of_notes_only_is_reported_not_dropped_silently(tmp_path):
+    from punctkit.data.formats.text import TextOptions
+    empty = published(tmp_path, "e.md", "(Applause)\n(Music)\n")
+    full = published(tmp_path, "f.md", "Hello there.\n")
+    rep = prepare([empty, full], tmp_path / "d", fmt="text", text_opts=TextOptions(notes=True, one_stream=True))
+    assert rep.repairs["input without any word skipped"] == 1
+    assert f"e.g. {empty}\n" in (tmp_path / "d" / "prepare.log").read_text()
+
+
+def test_marks_only_labels_read_into_a_true_case_inventory(tmp_path):
+    src = tmp_path / "dev"
+    src.write_text("so\tCOMMA\nnasa\tO\nIBM\tO\nsaid\tQUESTION\n")
+    prepare([src], tmp_path / "d", inventory="truecase4")
+    u = read_data_dir(tmp_path / "d").utterances[0]
+    assert (u.words, u.labels) == (["so", "nasa", "IBM", "said"], ["L_COMMA", "L_O", "U_O", "L_QUESTION"])
+    rows = {r[0]: r[1] for r in stats(read_data_dir(tmp_path / "d").utterances, INVENTORIES["truecase4"])}
+    assert (rows["case L (lower)"], rows["case U (upper)"], rows["case C (capital)"]) == (3, 1, 0)
+    src.write_text("wow\tEXCLAMATION\n")
+    with pytest.raises(PunctkitError, match="dev: its labels hold EXCLAMATION, which inventory truecase4 lacks"):
+        prepare([src], tmp_path / "e", inventory="truecase4")
+
+
+def test_cli_prepare_reads_a_file_list_with_the_repair_options(tmp_path):
+    import subprocess
+    import sys
+
+    talk = published(tmp_path)
+    lst = tmp_path / "talks.scp"
+    lst.write_text(f"Ben_Jerrys {talk}\n")
+    base = [sys.executable, "-m", "punctkit.cli", "prepare", "--file-list", str(lst), "--from", "text",
+            "--inventory", "truecase4", "--one-stream", "--block-len", "4", "--decode-html", "--drop-notes",
+            "--split-contractions"]
+    r = subprocess.run(base + ["-o", str(tmp_path / "d"), "--drop-lines", "(Translator|Reviewer):"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "contraction split (--split-contractions): 3" in r.stdout
+    text = read_table(tmp_path / "d" / "text")
+    assert list(text)[:2] == ["Ben_Jerrys-000001", "Ben_Jerrys-000002"]
+    assert text["Ben_Jerrys-000001"] == "I've noticed something and"
+    bad = subprocess.run(base + ["-o", str(tmp_path / "e"), "--drop-lines", "(Translator"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "not a regular expression" in bad.stderr

@@ -66,3 +66,66 @@ def test_case_aware_labels_and_lowercasing():
 def test_lowercase_option():
     pairs, _ = seg("Hello World.", lowercase=True)
     assert pairs == [("hello", "O"), ("world", "PERIOD")]
+
+
+# ---------------------------------------------------------------- IWSLT's split contractions
+
+def test_split_contraction_whisper_style_words():
+    from punctkit.data.tokenize import split_contraction
+
+    cases = {"I'm": ["I", "'m"], "don't": ["do", "n't"], "can't": ["ca", "n't"], "won't": ["wo", "n't"],
+             "TV's": ["TV", "'s"], "McDonald's": ["McDonald", "'s"], "they're": ["they", "'re"],
+             "I'll": ["I", "'ll"], "DON'T": ["DO", "N'T"], "it’s": ["it", "’s"],
+             # IWSLT keeps these whole (dev2012: `we've`, `i'd`), and so do we
+             "we've": ["we've"], "he'd": ["he'd"], "o'clock": ["o'clock"], "n't": ["n't"], "'s": ["'s"],
+             "rock'n'roll": ["rock'n'roll"], "students": ["students"]}
+    for word, pieces in cases.items():
+        assert split_contraction(word) == pieces, word
+
+
+def test_split_pieces_each_get_a_label_mark_on_the_last():
+    inv = INVENTORIES["truecase4"]
+    s = segment("I'm sure we don't, and TV's McDonald's can't? We've", inv, default_substitution(inv),
+                split_contractions=True)
+    assert list(zip(s.words, s.marks)) == [
+        ("I", "C_O"), ("'m", "L_O"), ("sure", "L_O"), ("we", "L_O"), ("do", "L_O"), ("n't", "L_COMMA"),
+        ("and", "L_O"), ("TV", "U_O"), ("'s", "L_O"), ("McDonald", "M_O"), ("'s", "L_O"), ("ca", "L_O"),
+        ("n't", "L_QUESTION"), ("We've", "C_O")]
+    # without the option the words stay whole, as before
+    assert seg("we don't.")[0] == [("we", "O"), ("don't", "PERIOD")]
+
+
+def plain_runs(words, labels):
+    """Maximal runs of IWSLT tokens that detokenize and tokenize as themselves: letters, digits and
+    inner `'.,:/-` (or a split contraction); no mojibake, no lone symbols (`--`), no `st`+PERIOD."""
+    import re
+
+    from punctkit.data.tokenize import ABBREVIATIONS, SPLIT_CONTRACTIONS
+    plain = re.compile(r"[a-z0-9]+(?:['.,:/-][a-z0-9]+)*")
+    runs = [[]]
+    for w, lab in zip(words, labels):
+        ok = (w in SPLIT_CONTRACTIONS or plain.fullmatch(w)) and not (w + "." in ABBREVIATIONS and lab == "PERIOD")
+        if ok and lab:
+            runs[-1].append((w, lab))
+        elif runs[-1]:
+            runs.append([])
+    return [r for r in runs if len(r) > 1]
+
+
+def test_iwslt_files_retokenized_give_their_tokens(iwslt):
+    """dev2012 and test2011 joined into readable text (`do n't` -> `don't`) and tokenized again with
+    split contractions give their own tokens and labels back: all of test2011, a sample of dev2012."""
+    from punctkit.data.tokenize import detokenize
+
+    for name, step in (("test2011", 1), ("dev2012", 10)):
+        rows = [ln.split("\t") for ln in (iwslt / name).read_text(encoding="utf-8").splitlines() if ln]
+        runs = plain_runs([r[0] for r in rows], [r[1].strip() if len(r) > 1 else "" for r in rows])[::step]
+        assert sum(len(r) for r in runs) > 10_000, name  # most of the file is such runs
+        contractions = 0
+        for run in runs:
+            words, labels = [w for w, _ in run], [lab for _, lab in run]
+            text = detokenize(words, labels, capitalize=False)
+            again = segment(text, INV4, RULES4, split_contractions=True)
+            assert (again.words, again.marks) == (words, labels), text
+            contractions += sum(w in ("n't", "'s", "'m", "'re", "'ll") for w in words)
+        assert contractions > 300, name  # the runs hold many split contractions

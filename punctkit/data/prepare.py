@@ -5,12 +5,19 @@ import random
 import re
 from collections import Counter
 from pathlib import Path
+from sys import intern
 
 from punctkit.data.datadir import read_data_dir, write_data_dir
-from punctkit.data.formats import Report, Utterance, flatten, read
-from punctkit.data.labels import O, SENTENCE_END, LabelSet, default_substitution, get_inventory, load_substitution, mark_of
+from punctkit.data.formats import Report, Utterance, detect_format, flatten, get_format, read
+from punctkit.data.formats.text import PLAIN, TextOptions, read_text
+from punctkit.data.labels import (
+    O, SENTENCE_END, LabelSet, Substitution, default_substitution, get_inventory, load_substitution, mark_of,
+)
 from punctkit.data.utterance import is_one_word
-from punctkit.files import PunctkitError
+from punctkit.files import PunctkitError, iter_lines, where
+from punctkit.progress import progress
+
+SHOW_PROGRESS = 20  # inputs from which prepare shows a progress bar
 
 
 def parse_chunk_spec(spec: str) -> list[tuple[int, int]]:
@@ -70,55 +77,137 @@ def blocks(utts: list[Utterance], block_len: int, prefix: str) -> list[Utterance
     return out
 
 
+def read_file_list(path: Path) -> list[tuple[str, Path]]:
+    """(id, path) of a file list's `id path` lines (paths as given, relative to the current
+    directory, as in Kaldi's scp files); a bad line, a repeated id or a missing file is an error
+    naming the list's line."""
+    out: list[tuple[str, Path]] = []
+    seen: set[str] = set()
+    for i, line in iter_lines(path):
+        fields = line.split(None, 1)
+        if not fields:
+            continue
+        if len(fields) != 2:
+            raise PunctkitError(f"{where(path, i)}: expected 'id path' (an id of one word, then the input's path)")
+        uid, name = fields[0], Path(fields[1].strip())
+        if uid in seen:
+            raise PunctkitError(f"{where(path, i)}: id '{uid}' is listed twice; give every input its own id")
+        if not name.is_file():
+            raise PunctkitError(f"{where(path, i)}: no such file: {name}")
+        seen.add(uid)
+        out.append((uid, name))
+    if not out:
+        raise PunctkitError(f"{path}: lists no input ('id path' lines)")
+    return out
+
+
+def read_input(path: Path, fmt: str | None, inv: LabelSet, subst: Substitution, lowercase: bool, report: Report,
+               lines: tuple[int, int] | None, encoding: str | None, opts: TextOptions) -> list[Utterance]:
+    """One input's utterances in inventory `inv`. Repairs and one stream a file (`opts`) need plain
+    or Kaldi text; a labelled input whose labels are marks only (IWSLT's files) read into a
+    case-aware `inv` gets each word's case class from its letters (`with_case`)."""
+    name = fmt or detect_format(path, encoding)
+    if opts != PLAIN:
+        if name not in ("text", "kaldi_text"):
+            raise PunctkitError(f"{path}: read as {name}, but {' '.join(options_used(opts))} apply to plain "
+                                f"text (and Kaldi text) only; give --from text if it is one")
+        return read_text(path, inv, subst, report, lowercase, name == "kaldi_text", lines, encoding, opts)
+    if inv.case_aware and get_format(name, "reader").labels:
+        utts, found = read(path, name, None, subst, lowercase, report, lines, encoding)
+        if not found.case_aware:
+            return with_case(utts, inv, path)
+    return read(path, name, inv, subst, lowercase, report, lines, encoding)[0]
+
+
+def with_case(utts: list[Utterance], inv: LabelSet, path: Path) -> list[Utterance]:
+    """Utterances labelled in a case-less inventory (marks only), relabelled in the case-aware `inv`:
+    each word's mark kept, its case class read from its letters (`LabelSet.label_for`)."""
+    lacking = sorted({lab for u in utts for lab in u.labels} - {O, *inv.marks})
+    if lacking:
+        raise PunctkitError(f"{path}: its labels hold {', '.join(lacking)}, which inventory {inv.name} "
+                            f"lacks; choose an inventory with those marks")
+    for u in utts:
+        u.labels = [intern(inv.label_for(w, lab)) for w, lab in zip(u.words, u.labels)]
+    return utts
+
+
+def options_used(opts: TextOptions) -> list[str]:
+    """The prepare options that `opts` stands for, as a command line writes them."""
+    flags = [("--decode-html", opts.html), ("--drop-notes", opts.notes),
+             ("--split-contractions", opts.split_contractions), ("--one-stream", opts.one_stream)]
+    out = [f for f, on in flags if on]
+    if opts.drop_lines is not None:
+        out.append(f"--drop-lines {opts.drop_lines.pattern!r}")
+    return out
+
+
 def prepare(inputs: list[Path], out: Path, fmt: str | None = None, inventory: str = "4class",
             rules: Path | None = None, lowercase: bool = False, rechunk_spec: str | None = None,
             block_len: int | None = None, seed: int = 1, strict: bool = False,
             name: str | None = None, lines: tuple[int, int] | None = None, overwrite: bool = False,
-            encoding: str | None = None) -> Report:
+            encoding: str | None = None, text_opts: TextOptions = PLAIN,
+            file_list: Path | None = None) -> Report:
     """Build the data directory `out` from punctuated text files; returns the repair report.
 
     Streams (`block_len`): each input is one document cut into consecutive blocks
     that ignore sentence ends; `utt2spk` maps the blocks to their document so
-    models can window across them. Rechunked data: each chunk is its own unit.
+    models can window across them (plain text is a document a line unless
+    `text_opts.one_stream`). Rechunked data: each chunk is its own unit.
+    `file_list` (instead of `inputs`): `id path` lines; each input's document id is its id.
     `out` is written by `write_data_dir` (see there for `overwrite`); no input may be
     one of its files.
     """
     check_block_len(block_len)
     if rechunk_spec is not None:
         parse_chunk_spec(rechunk_spec)  # a bad spec fails before any input is read
+    if bool(inputs) == (file_list is not None):
+        raise PunctkitError("give the inputs either as arguments or as --file-list, not both" if inputs
+                            else "no input: give text files, or --file-list LIST")
     inv: LabelSet = get_inventory(inventory)
     subst = load_substitution(rules, inv) if rules else default_substitution(inv)
     report = Report(strict=strict)
     if name is not None and not is_one_word(name):
         raise PunctkitError(f"--name {name!r}: the utterance id prefix must be one word, without white space")
     name = name or "_".join(Path(out).name.split()) or "data"  # ids are one word
+    sources = read_file_list(file_list) if file_list is not None else [
+        (name if len(inputs) == 1 else f"{name}-{k + 1:03d}", Path(p)) for k, p in enumerate(inputs)]
     utts: list[Utterance] = []
     utt2spk: dict[str, str] = {}
-    for k, path in enumerate(inputs):
-        got, _ = read(path, fmt, inv, subst, lowercase, report, lines, encoding)
-        doc = name if len(inputs) == 1 else f"{name}-{k + 1:03d}"
+    for doc, path in progress(sources, show=len(sources) >= SHOW_PROGRESS, desc="prepare", unit="file"):
+        got = read_input(path, fmt, inv, subst, lowercase, report, lines, encoding, text_opts)
         if block_len is not None:
             got = blocks(got, block_len, doc)
             utt2spk.update({u.uttid: doc for u in got})
         else:
             for u in got:
-                u.uttid = f"{doc}-{u.uttid}"
+                u.uttid = doc if text_opts.one_stream else f"{doc}-{u.uttid}"
                 utt2spk[u.uttid] = u.uttid
         utts += got
     if rechunk_spec is not None:
         utts = rechunk(utts, rechunk_spec, seed, name)
         utt2spk = {u.uttid: u.uttid for u in utts}
+    given = [p for _, p in sources]
     if not utts:
-        raise PunctkitError(f"no words found in {', '.join(map(str, inputs))}")
-    log = [f"# punctkit prepare {' '.join(map(str, inputs))} -> {out}",
+        raise PunctkitError(f"no words found in {describe_inputs(given, file_list)}")
+    log = [f"# punctkit prepare {describe_inputs(given, file_list)} -> {out}",
+           *([f"options: {' '.join(options_used(text_opts))}"] if text_opts != PLAIN else []),
            f"utterances: {len(utts)}  words: {sum(len(u.words) for u in utts)}"] + report.lines()
+    extra_inputs = [*([rules] if rules else []), *([file_list] if file_list else [])]
     write_data_dir(out, utts, inv, utt2spk, extra={"prepare.log": log}, overwrite=overwrite,
-                   inputs=[*inputs, *([rules] if rules else [])])
+                   inputs=[*given, *extra_inputs])
     return report
 
 
+def describe_inputs(paths: list[Path], file_list: Path | None) -> str:
+    """The inputs as the log and messages name them: the paths, or the file list and its size."""
+    if file_list is not None:
+        return f"--file-list {file_list} ({len(paths)} files)"
+    return " ".join(map(str, paths))
+
+
 def stats(utts: list[Utterance], inventory: LabelSet) -> list[tuple[str, int, float]]:
-    """Rows (class, count, % of words) per mark, with words and sentences first."""
+    """Rows (class, count, % of words) per mark, with words and sentences first; case-aware
+    inventories add their case classes (true case: L, C, U, M; case4/case6: capitalised)."""
     _, labels = flatten(utts)
     marks = Counter(mark_of(lab) for lab in labels)
     n = max(len(labels), 1)
@@ -126,7 +215,10 @@ def stats(utts: list[Utterance], inventory: LabelSet) -> list[tuple[str, int, fl
             ("sentences", sum(marks[m] for m in SENTENCE_END), 100.0 * sum(marks[m] for m in SENTENCE_END) / n)]
     for m in (O,) + inventory.marks:
         rows.append((m, marks[m], 100.0 * marks[m] / n))
-    if inventory.case_aware:
+    if inventory.true_case:
+        cases = Counter(lab[0] for lab in labels)
+        rows += [(f"case {c} ({inventory.case_style(c)})", cases[c], 100.0 * cases[c] / n) for c in inventory.cases]
+    elif inventory.case_aware:
         up = sum(1 for lab in labels if lab.startswith("U_"))
         rows.append(("capitalised", up, 100.0 * up / n))
     return rows
@@ -139,6 +231,6 @@ def stats_table(path: Path, encoding: str | None = None) -> str:
         utts, inv = dd.utterances, dd.inventory
     else:
         utts, inv = read(path, encoding=encoding)
-    lines = [f"{'class':<12} {'count':>9} {'%':>7}"]
-    lines += [f"{c:<12} {n:>9} {p:>7.2f}" for c, n, p in stats(utts, inv)]
+    lines = [f"{'class':<16} {'count':>9} {'%':>7}"]
+    lines += [f"{c:<16} {n:>9} {p:>7.2f}" for c, n, p in stats(utts, inv)]
     return "\n".join(lines)

@@ -77,8 +77,9 @@ def chosen_prob(row: Any, inventory: LabelSet, label: str) -> float:
 class Report:
     """Counts of repairs and rejections, with the first few locations of each kind.
 
-    `strict` turns every repair into an error naming file and line; notes
-    (marks dropped by the substitution rules) never fail.
+    `strict` turns every repair into an error naming file and line, except the repairs the
+    user asked for (`asked`: prepare's --decode-html, --drop-notes, ...); notes (marks
+    dropped by the substitution rules) never fail.
     """
 
     strict: bool = False
@@ -86,9 +87,9 @@ class Report:
     notes: Counter = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)
 
-    def repair(self, kind: str, loc: str, detail: str = "") -> None:
-        """Record one repair; in strict mode, raise instead."""
-        if self.strict:
+    def repair(self, kind: str, loc: str, detail: str = "", asked: bool = False) -> None:
+        """Record one repair; in strict mode, raise instead, unless an option `asked` for it."""
+        if self.strict and not asked:
             raise PunctkitError(f"{loc}: {kind}{': ' + detail if detail else ''} (strict mode)")
         self.repairs[kind] += 1
         ex = self.examples.setdefault(kind, [])

@@ -2,19 +2,22 @@
 utterance id first, `utt1 So, if we ...`).
 
 Each is read two ways from the same lines: as a corpus (`read_text`: IWSLT-style words and
-their marks, via punctkit.data.tokenize.segment, for convert/prepare/score) and for punctuate
+their marks, via punctkit.data.tokenize, for convert/prepare/score; `TextOptions`: the repairs of
+published text that prepare applies when asked, and one stream per file) and for punctuate
 (`text_units`, `kaldi_text_units`: whitespace tokens passed through as written, streaming).
 `kaldi_text_lines` is the one Kaldi-text line reader under both.
 """
 from __future__ import annotations
 
+import html
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from punctkit.data.formats.base import AsrUtterance, Report, Utterance, input_lines, source_name, split_text
 from punctkit.data.labels import LabelSet, Substitution
-from punctkit.data.tokenize import join_marked, read_passage, segment
+from punctkit.data.tokenize import join_marked, label_tokens, read_passage, split_contraction, tokens
 from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError, where
 
@@ -53,25 +56,131 @@ def kaldi_text_lines(src: str | Path, encoding: str | None = None,
         yield i, uttid, rest[0] if rest else ""
 
 
+# HTML entities (`&#39;`, `&#x27;`, `&quot;`, `&amp;`); one that names nothing (`&foo;`) stays as written.
+ENTITY = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
+# A bracketed span on one line; it is a stage or sound note when its text starts with a capital
+# letter (`(Laughter)`, `(Applause)`, `[Music]`, `(Audience: Yes.)`); brackets around other text
+# (`(along with a lot of other stuff)`, `(1968)`) hold speech, whose words are kept.
+BRACKETED = re.compile(r"\(([^()]*)\)|\[([^\[\]]*)\]")
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """How prepare reads published text (plain or Kaldi text); each repair is counted in the
+    report with file:line examples, and none fails --strict (the user asked for it).
+
+    - `html`: HTML entities decoded (`I&#39;m` -> `I'm`, `&quot;`, `&amp;`);
+    - `notes`: bracketed stage and sound notes removed (`(Laughter)`, `[Music]`: BRACKETED);
+    - `drop_lines`: lines that match this pattern at their start dropped (`Translator: ...`),
+      matched against the line as read;
+    - `split_contractions`: IWSLT's tokens (`don't` -> `do n't`: tokenize.split_contraction);
+    - `one_stream`: the lines of a plain-text file are one word stream, one utterance (a
+      sentence goes on across lines; the marks that start a line end the line before).
+    """
+
+    html: bool = False
+    notes: bool = False
+    drop_lines: re.Pattern[str] | None = None
+    split_contractions: bool = False
+    one_stream: bool = False
+
+    @property
+    def repairs(self) -> bool:
+        """Whether any line repair is asked for (html, notes, drop_lines)."""
+        return self.html or self.notes or self.drop_lines is not None
+
+
+PLAIN = TextOptions()
+
+
+def line_pattern(regex: str, option: str = "--drop-lines") -> re.Pattern[str]:
+    """`regex` compiled, or a one-line error naming `option`."""
+    try:
+        return re.compile(regex)
+    except re.error as e:
+        raise PunctkitError(f"{option} {regex!r}: not a regular expression ({e})") from None
+
+
+def repair_line(line: str, opts: TextOptions, report: Report, loc: str) -> str | None:
+    """`line` after the repairs `opts` asks for, each counted at `loc`; None when it is dropped."""
+    if opts.drop_lines is not None and opts.drop_lines.match(line):
+        report.repair("line dropped (--drop-lines)", loc, line.strip()[:40], asked=True)
+        return None
+    if opts.html and "&" in line:
+        line = ENTITY.sub(lambda m: _entity(m, report, loc), line)
+    if opts.notes and ("(" in line or "[" in line):
+        line = BRACKETED.sub(lambda m: _note(m, report, loc), line)
+    return line
+
+
+def _entity(m: re.Match[str], report: Report, loc: str) -> str:
+    text = html.unescape(m.group())
+    if text != m.group():
+        report.repair("HTML entity decoded (--decode-html)", loc, f"{m.group()} -> {text}", asked=True)
+    return text
+
+
+def _note(m: re.Match[str], report: Report, loc: str) -> str:
+    inside = (m.group(1) if m.group(1) is not None else m.group(2)).strip()
+    if not inside[:1].isupper():
+        return m.group()
+    report.repair("stage or sound note removed (--drop-notes)", loc, m.group()[:40], asked=True)
+    return " "
+
+
+def line_tokens(line: str, opts: TextOptions, report: Report, loc: str) -> list[tuple[str, str]]:
+    """`tokenize.tokens` of one line; with `split_contractions`, each split counted at `loc`."""
+    toks = tokens(line)
+    if not opts.split_contractions:
+        return toks
+    out: list[tuple[str, str]] = []
+    for kind, tok in toks:
+        pieces = split_contraction(tok) if kind == "w" else [tok]
+        if len(pieces) > 1:
+            report.repair("contraction split (--split-contractions)", loc, f"{tok} -> {' '.join(pieces)}",
+                          asked=True)
+        out += [(kind, piece) for piece in pieces]
+    return out
+
+
 def read_text(path: str | Path, inventory: LabelSet, rules: Substitution, report: Report,
               lowercase: bool = False, with_ids: bool = False,
-              lines: tuple[int, int] | None = None, encoding: str | None = None) -> list[Utterance]:
-    """Read punctuated text as a corpus, one utterance a line (`with_ids`: Kaldi `text`, id first)."""
+              lines: tuple[int, int] | None = None, encoding: str | None = None,
+              opts: TextOptions = PLAIN) -> list[Utterance]:
+    """Read punctuated text as a corpus, one utterance a line (`with_ids`: Kaldi `text`, id first;
+    `opts.one_stream`: one utterance a file, named after it), repaired as `opts` asks."""
     p = Path(path)
     if with_ids:
+        if opts.one_stream:
+            raise PunctkitError(f"{p}: Kaldi text has an utterance a line; one stream a file is for plain text")
         rows: Iterator[tuple[int, str, str]] = kaldi_text_lines(p, encoding, lines)
     else:
         rows = ((i, f"{p.name}-{i:06d}", line) for i, line in input_lines(p, encoding, lines))
+    units: Iterable[tuple[int, str, str, list[tuple[str, str]]]] = _repaired(rows, p, opts, report)
+    if opts.one_stream:
+        units = [(0, p.name, "", [t for *_, toks in units for t in toks])]
     utts = []
-    for i, uttid, line in rows:
-        seg = segment(line, inventory, rules, lowercase)
+    for i, uttid, line, toks in units:
+        seg = label_tokens(toks, inventory, rules, lowercase)
         report.note("marks dropped (rules, or not the first after a word)", seg.dropped_marks)
         report.note("quotes, brackets and other symbols dropped", seg.dropped_symbols)
         if seg.words:
             utts.append(Utterance(uttid, seg.words, seg.marks))
+        elif opts.one_stream:
+            report.repair("input without any word skipped", str(p))
         elif line.strip():
             report.repair("line without any word skipped", where(p, i), line.strip()[:40])
     return utts
+
+
+def _repaired(rows: Iterator[tuple[int, str, str]], p: Path, opts: TextOptions,
+              report: Report) -> Iterator[tuple[int, str, str, list[tuple[str, str]]]]:
+    """(line number, utterance id, line, its tokens) of the lines `opts` keeps, each repaired."""
+    for i, uttid, line in rows:
+        loc = where(p, i)
+        fixed = repair_line(line, opts, report, loc) if opts.repairs else line
+        if fixed is not None:
+            yield i, uttid, fixed, line_tokens(fixed, opts, report, loc)
 
 
 def text_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,

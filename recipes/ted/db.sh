@@ -1,0 +1,11 @@
+# Where the corpora are (ESPnet convention): the TED talks (training text, TED) and IWSLT
+# (dev2012 for valid, test2011 and its cased XML source for test). The shared reference copies
+# are used when present; otherwise IWSLT is the iwslt recipe's download (stage 0 fetches it).
+_shared="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/../shared/data"
+if [ -d "$_shared/ted" ]; then TED="$(cd "$_shared/ted" && pwd)"; else TED=""; fi
+if [ -d "$_shared/iwslt" ]; then
+  IWSLT="$(cd "$_shared/iwslt" && pwd)"
+else
+  IWSLT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../iwslt/downloads/iwslt"
+fi
+unset _shared

@@ -1,0 +1,1 @@
+../TEMPLATE/punct.sh
