@@ -193,3 +193,19 @@ def test_combine_leaves_out_cmvn_global_in_some_per_speaker_in_others(audio_dir,
     warnings = combine_data_dirs(tmp_path / "mixed", parts)
     assert warnings == ["'cmvn.scp' left out: global in some inputs, keyed by speaker in others"]
     assert not (tmp_path / "mixed" / "cmvn.scp").exists()
+
+
+def test_case_unknown_goes_with_its_utterances(iwslt, tmp_path):
+    """A cased reference's `case_unknown` (sparse: only utterances with such words) is split per
+    utterance and combined back whole."""
+    ref = tmp_path / "ref"
+    prepare([iwslt / "test2011"], ref, inventory="truecase4", block_len=100)
+    ids = sorted(read_table(ref / "text"))
+    (ref / "case_unknown").write_text(f"{ids[1]} 0 5\n{ids[-1]} 3\n")
+    parts = split_data_dir(ref, 3)
+    held = [(p / "case_unknown").read_text() if (p / "case_unknown").exists() else "" for p in parts]
+    assert "".join(held) == (ref / "case_unknown").read_text() and held[1] == ""
+    for p, text in zip(parts, held):
+        assert all(line.split()[0] in read_table(p / "text") for line in text.splitlines())
+    combine_data_dirs(tmp_path / "back", parts)
+    same_tree(ref, tmp_path / "back")

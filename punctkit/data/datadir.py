@@ -20,11 +20,11 @@ from punctkit.data.utterance import Utterance, is_one_word
 from punctkit.files import OutputDir, PunctkitError, check_output_dir, iter_lines, output_dir, where
 
 # Files keyed by utterance id (split/combine keep them consistent).
-UTT_FILES = ("text", "labels", "probs", "utt2spk", "segments", "feats.scp", "utt2num_frames", "ctm", "utt2dur")
+UTT_FILES = ("text", "labels", "probs", "utt2spk", "segments", "feats.scp", "utt2num_frames", "ctm", "utt2dur", "case_unknown")
 
 # Every entry punctkit (or a Kaldi stage before it) writes into a data directory: a
 # directory holding only these may be written again (a recipe rerun over its data/).
-DATA_DIR_FILES = ("text", "labels", "probs", "utt2*", "spk2*", "reco2*", "inventory", "nbest", "segments", "wav.scp",
+DATA_DIR_FILES = ("text", "labels", "probs", "utt2*", "spk2*", "reco2*", "inventory", "nbest", "case_unknown", "segments", "wav.scp",
                   "feats.scp", "feats.info", "cmvn.scp", "cmvn.ark", "ctm", "frame_shift", "*.log",
                   "score.txt", "score.json", "recognize.json", "decode_options.yaml", "split[0-9]*/", "log/", "feats/",
                   "data/")
