@@ -582,6 +582,8 @@ def pack(
                                           "labels may differ slightly)"),
     onnx_only: bool = typer.Option(False, "--onnx-only", help="the ONNX graph without torch's weights: a smaller "
                                    "file that only onnxruntime runs (one model)"),
+    card_note: Optional[List[str]] = typer.Option(None, "--card-note", help="KEY=TEXT: one more entry on the "
+                                                  "card (e.g. licence=..., rebuild=...; repeatable; one model)"),
     ensemble: bool = typer.Option(False, "--ensemble", help="pack the EXP_DIRS as one ensemble (implied by "
                                                             "several EXP_DIRS): their label probabilities averaged"),
     weights: Optional[str] = typer.Option(None, "--weights", help="ensemble weights, one per EXP_DIR "
@@ -592,9 +594,9 @@ def pack(
     from punctkit.ensemble import pack_ensemble
 
     if ensemble or len(exp_dirs) > 1:
-        if train_data or onnx_only:
-            raise PunctkitError("--train-data and --onnx-only are for one model: an ensemble's cards take each "
-                                "member's data from its train.log, and its members keep their torch weights")
+        if train_data or onnx_only or card_note:
+            raise PunctkitError("--train-data, --onnx-only and --card-note are for one model: an ensemble's cards "
+                                "take each member's data from its train.log, and its members keep their torch weights")
         card = pack_ensemble(exp_dirs, out, weights, checkpoint=checkpoint, card_results=card_results or [],
                              onnx=onnx, int8=int8)["card"]
         shown = ", ".join(f"{m['exp']} {w:.2f}" for m, w in zip(card["members"], card["weights"]))
@@ -602,8 +604,14 @@ def pack(
         return
     if weights:
         raise PunctkitError("--weights is for an ensemble: give several EXP_DIRS (or --ensemble)")
+    notes = {}
+    for note in card_note or []:
+        key, eq, text = note.partition("=")
+        if not eq or not key.strip() or not text.strip():
+            raise PunctkitError(f"--card-note {note!r}: give KEY=TEXT")
+        notes[key.strip()] = text.strip()
     card = do_pack(exp_dirs[0], out, checkpoint, card_results or [], train_data, onnx, int8,
-                   onnx_only=onnx_only)["card"]
+                   onnx_only=onnx_only, notes=notes)["card"]
     typer.echo(f"pack: {exp_dirs[0]} ({card['model']}, {card['inventory']}, {card['checkpoint']}) -> {out}", err=True)
 
 

@@ -176,8 +176,9 @@ def quoted_decoding(card_results: list[Path]) -> dict[str, Any] | None:
 
 
 def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: list[Path],
-              train_data: str | None) -> dict[str, Any]:
-    """The short description stored with a packed model."""
+              train_data: str | None, notes: dict[str, str] | None = None) -> dict[str, Any]:
+    """The short description stored with a packed model; `notes`: more entries (`pack --card-note
+    KEY=TEXT`: the command that rebuilds it, the training data's licence, ...), never over a built-in one."""
     card: dict[str, Any] = {
         "name": exp.resolve().name,
         "model": conf["model"].get("type"),
@@ -197,12 +198,17 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
         except (json.JSONDecodeError, TypeError, KeyError):
             pass
     card["results"] = {p.parent.name: _results(p) for p in card_results}
+    for key, text in (notes or {}).items():
+        if key in card:
+            raise PunctkitError(f"--card-note {key}: the card's own entry; name the note otherwise")
+        card[key] = text
     return card
 
 
 def model_files(exp_dir: str | Path, checkpoint: str | None = None, card_results: Iterable[str | Path] = (),
                 train_data: str | None = None, onnx: bool = False, int8: bool = False,
-                quote: bool = True, onnx_only: bool = False) -> tuple[dict[str, Any], list[tuple[str, bytes, int]]]:
+                quote: bool = True, onnx_only: bool = False,
+                notes: dict[str, str] | None = None) -> tuple[dict[str, Any], list[tuple[str, bytes, int]]]:
     """The manifest and the (name, bytes, compression) members of one trained model's package.
 
     `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch;
@@ -229,7 +235,7 @@ def model_files(exp_dir: str | Path, checkpoint: str | None = None, card_results
     manifest = {
         "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "punctkit_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "card": make_card(exp, conf, ckpt, results, train_data),
+        "card": make_card(exp, conf, ckpt, results, train_data, notes),
     }
     graph = None
     if onnx:
@@ -289,16 +295,19 @@ def _write_zip(out: str | Path, files: list[tuple[str, bytes, int]], backends: I
 def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
          card_results: Iterable[str | Path] = (), train_data: str | None = None,
          onnx: bool = False, int8: bool = False,
-         verify: Callable[..., Any] | None = None, onnx_only: bool = False) -> dict[str, Any]:
+         verify: Callable[..., Any] | None = None, onnx_only: bool = False,
+         notes: dict[str, str] | None = None) -> dict[str, Any]:
     """Write the model of a trained model dir into one file; returns its manifest.
 
     `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch;
     `int8` stores that graph with int8 weights (faster on CPU; labels may differ slightly);
-    `onnx_only`: the graph alone, without model.pt (a smaller file that onnxruntime runs).
+    `onnx_only`: the graph alone, without model.pt (a smaller file that onnxruntime runs);
+    `notes`: more entries for the card (`make_card`).
     `verify(path, backend=...)` loads the file back (with each backend it holds) before it
     replaces `out` (punctkit.punctuator.pack passes `Punctuator.load`).
     """
-    manifest, files = model_files(exp_dir, checkpoint, card_results, train_data, onnx, int8, onnx_only=onnx_only)
+    manifest, files = model_files(exp_dir, checkpoint, card_results, train_data, onnx, int8, onnx_only=onnx_only,
+                                  notes=notes)
     _write_zip(out, files, ("onnx",) if onnx_only else ("torch", "onnx") if onnx else ("torch",), verify)
     return manifest
 

@@ -259,3 +259,17 @@ def test_users_contractions_are_split_for_the_model_and_shown_whole(iwslt_pkg):
         assert "'m" not in toks and "n't" not in toks and "I'm" in [t.strip(",.?") for t in toks]
     # one label per input word, twocol too
     assert len(punct.label_words(words)) == len(words)
+
+
+def test_card_notes_name_the_rebuild_command_and_the_licence(tc_pkg, tmp_path):
+    exp = tc_pkg.parent / "exp"
+    cli("pack", exp, "-o", tmp_path / "n.pkt", "--onnx-only", "--card-note", "licence=CC BY-NC-ND 4.0",
+        "--card-note", "rebuild=cd recipes/ted && ./run.sh")
+    from punctkit import Punctuator
+
+    card = Punctuator.load(tmp_path / "n.pkt").card
+    assert card["licence"] == "CC BY-NC-ND 4.0" and card["rebuild"].startswith("cd recipes/ted")
+    for bad in ("inventory=x", "nothing"):
+        r = cli("pack", exp, "-o", tmp_path / "m.pkt", "--card-note", bad, ok=False)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1 and "--card-note" in r.stderr
+    assert not (tmp_path / "m.pkt").exists()

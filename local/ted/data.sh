@@ -3,6 +3,7 @@
 #   train_1m train_2m train_all  TED talks: nested training subsets by talk (local/lists/*.txt)
 #   valid_case                   TED talks held out by talk (local/lists/valid_case.txt): case choices
 #   valid                        dev2012's last 10% of lines, as recipes/iwslt: punctuation choices
+#   train_iwslt                  dev2012's first 90% (IWSLT-CPU's 266k training words, lower case)
 #   test_ref                     test2011 (IWSLT's lower-case words and marks)
 #   test_cased                   test2011's words and marks in the case of the published text
 #                                (local/cased_reference.py; case_unknown lists the words without one)
@@ -44,6 +45,9 @@ n=$(wc -l < "$IWSLT/dev2012")
 ntrain=$((n * 9 / 10))
 echo "valid: dev2012 lines $((ntrain + 1))-$n (its last 10%, as recipes/iwslt)"
 punctkit prepare "$IWSLT/dev2012" --lines "$(lines $((ntrain + 1)) "$n")" -o "$data/valid" \
+  --inventory "$inventory" --block-len "$block_len"
+echo "train_iwslt: dev2012 lines 1-$ntrain (IWSLT-CPU's training set, lower case: the learning curve's first point)"
+punctkit prepare "$IWSLT/dev2012" --lines "$(lines 1 "$ntrain")" -o "$data/train_iwslt" \
   --inventory "$inventory" --block-len "$block_len"
 echo "test_ref: test2011; test_cased: its words in the case of $IWSLT/IWSLT12.TED.MT.tst2011.en-fr.en.xml"
 punctkit prepare "$IWSLT/test2011" --lines "$(lines 1 "$(wc -l < "$IWSLT/test2011")")" -o "$data/test_ref" \
