@@ -34,6 +34,11 @@ Every job writes its log: a header (command, host, start time), the command's
 output, and a footer (end time, elapsed seconds, exit status). If any job fails
 the launcher exits 1 and names the log(s) to read.
 
+Ctrl-C (a SIGINT to the launcher's process group, which holds the local jobs)
+ends the local backend in one line, exit status 130: every running job gets
+the interrupt, a job that was starting as it came gets it from the launcher,
+and no job starts after it (its log says `# not started: interrupted`).
+
 This file uses the standard library only, so that any python3 on a compute node
 can run it; scheduler jobs call it back as `launch.py run-job ...`.
 """
@@ -42,7 +47,9 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import select
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -201,17 +208,67 @@ def _now() -> str:
     return f"{_dt.datetime.fromtimestamp(t).isoformat(sep=' ', timespec='milliseconds')} (epoch {t:.6f})"
 
 
-def run_job(command: str, log: Path, label: str) -> int:
-    """Run one job's command with bash, writing header, output and footer to `log`."""
+class Interrupts:
+    """Ctrl-C while jobs run in threads (the local backend), from `__enter__` (main thread) on.
+
+    A Ctrl-C reaches the jobs running in the launcher's process group, but not one whose
+    process is created after the signal was sent, even by a millisecond: under load a job
+    thread can sit for that long between its log header and its process. So Python's C-level
+    signal handler writes to a pipe the moment the signal arrives (`signal.set_wakeup_fd`),
+    and `call` looks at the pipe before a job's process is created (set: the job does not
+    start) and after (set now: the signal came while the process was being created, which may
+    have missed it, so it is sent again; at worst a process a few milliseconds old gets a
+    second SIGINT). No KeyboardInterrupt is raised meanwhile: one raised in the main thread
+    while it hands out jobs can leave a worker thread that the pool no longer waits for (its
+    job then outlives the launcher's report); `raise_if_came` raises it once every job ended."""
+
+    def __enter__(self) -> "Interrupts":
+        self.read, self.write = os.pipe()
+        os.set_blocking(self.write, False)
+        self.previous = signal.set_wakeup_fd(self.write, warn_on_full_buffer=False)
+        self.handler = signal.signal(signal.SIGINT, lambda signum, frame: None)  # noted by the pipe
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.signal(signal.SIGINT, self.handler)
+        signal.set_wakeup_fd(self.previous)
+        os.close(self.read)
+        os.close(self.write)
+
+    def came(self) -> bool:
+        """True once a SIGINT has arrived (the pipe is never read: it stays readable)."""
+        return bool(select.select([self.read], [], [], 0)[0])
+
+    def raise_if_came(self) -> None:
+        """KeyboardInterrupt if a SIGINT came."""
+        if self.came():
+            raise KeyboardInterrupt
+
+    def call(self, argv: list[str], **popen: object) -> int | None:
+        """`subprocess.call(argv, **popen)`, or None when a SIGINT came before it could start."""
+        if self.came():
+            return None
+        with subprocess.Popen(argv, **popen) as proc:
+            if self.came():
+                proc.send_signal(signal.SIGINT)
+            return proc.wait()
+
+
+def run_job(command: str, log: Path, label: str, interrupts: Interrupts | None = None) -> int:
+    """Run one job's command with bash, writing header, output and footer to `log`; with
+    `interrupts` (jobs in threads), a job does not start after a Ctrl-C (exit status 130)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.time()
     with open(log, "w", encoding="utf-8") as f:
         f.write(f"# {label}\n# command: {command}\n# host: {socket.gethostname()}\n# started: {_now()}\n")
         f.flush()
+        argv, popen = ["bash", "-c", command], dict(stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
-            rc = subprocess.call(["bash", "-c", command], stdout=f, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL)
+            rc = interrupts.call(argv, **popen) if interrupts else subprocess.call(argv, **popen)
         except KeyboardInterrupt:
+            rc = 130
+        if rc is None:
+            f.write("# not started: interrupted\n")
             rc = 130
         f.flush()
         f.write(f"# ended: {_now()}, elapsed {time.time() - start:.2f} s\n# exit status: {rc}\n")
@@ -290,8 +347,10 @@ def run_local(req: Request) -> None:
     """Run the jobs as local processes, at most --max-jobs-run at once."""
     jobs = req.jobs()
     width = int(req.options.get("max-jobs-run", len(jobs)))
-    with ThreadPoolExecutor(max_workers=max(1, min(width, len(jobs)))) as pool:
-        list(pool.map(lambda j: run_job(req.command_of(j), req.log_of(j), _label("local", req, j)), jobs))
+    with Interrupts() as stop:
+        with ThreadPoolExecutor(max_workers=max(1, min(width, len(jobs)))) as pool:
+            list(pool.map(lambda j: run_job(req.command_of(j), req.log_of(j), _label("local", req, j), stop), jobs))
+        stop.raise_if_came()
 
 
 def _label(backend: str, req: Request, job: int) -> str:
