@@ -44,7 +44,7 @@ def one_line(r: subprocess.CompletedProcess, status: int) -> str:
 # ---------------------------------------------------------------- usage errors (status 2)
 
 @pytest.mark.parametrize("args, says", [
-    (["prepare"], "prepare: Missing argument 'inputs'"),
+    (["prepare"], "prepare: Missing option '--out'"),
     (["score", "a"], "score: Missing argument 'hyp'"),
     (["score", "a", "b", "--no-such-option"], "No such option: --no-such-option"),
     (["score", "a", "b", "--samples", "many"], "Invalid value for '--samples'"),
