@@ -148,6 +148,7 @@ def test_stage3_gives_true_case_data_a_lowercasing_frontend_and_lexicon(tc_pkg):
 
     fe = load_frontend(tc_pkg.parent / "exp" / "frontend")
     assert fe.lowercase and fe.word_ids("NASA") == fe.word_ids("nasa")
+    assert not fe.split_contractions  # its text keeps `don't` whole: users' words are read whole too
     assert fe.case_lexicon is not None and len(fe.case_lexicon) > 0
     assert all(case_class(form) == "M" for form in fe.case_lexicon.forms.values())
     vocab = (tc_pkg.parent / "exp" / "frontend" / "vocab.txt").read_text(encoding="utf-8")
