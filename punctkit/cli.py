@@ -637,7 +637,8 @@ def punctuate(
                                     "word as it came, marks only)"),
     recase: bool = typer.Option(False, "--recase", help="the model's case everywhere, also where the input "
                                 "carries case (default: a cased input keeps its case inside sentences)"),
-    threads: int = typer.Option(0, min=0, help="CPU threads (0: the backend's default)"),
+    threads: int = typer.Option(0, min=0, help="CPU threads (0: one a CPU this process may use); threads "
+                                "that wait sleep rather than spin, which holds on a busy machine"),
     batch_size: Optional[int] = typer.Option(None, min=1, help="windows per batch (default: max(config's, 64))"),
     beam: Optional[int] = typer.Option(None, min=1, help="beam size for encoder-decoders (default: the config's)"),
     chunk_words: int = typer.Option(10000, min=1, help="words decoded at once (bounds memory)"),
@@ -698,7 +699,8 @@ def serve(
                                                          "forward pass (ms)"),
     rate_limit: Optional[str] = typer.Option(None, help="N or N/s: requests a second per client address "
                                                         "(429 beyond; default: no limit)"),
-    threads: int = typer.Option(0, min=0, help="CPU threads of the model (0: the backend's default)"),
+    threads: int = typer.Option(0, min=0, help="CPU threads of the model (0: one a CPU this process may "
+                                "use); threads that wait sleep rather than spin"),
     backend: str = typer.Option("auto", callback=_one_of("auto", "torch", "onnx"), help="torch | onnx | auto: "
                                 "onnx when the model has it and onnxruntime is installed"),
     log: Optional[Path] = typer.Option(None, "--log", help="append the log (a line per request) to this file "

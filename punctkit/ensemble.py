@@ -21,7 +21,6 @@ one member when there are cores enough.
 from __future__ import annotations
 
 import itertools
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -77,16 +76,16 @@ class Ensemble(Labeller):
     def from_packages(cls, pkgs: list[Package], weights: Sequence[float], names: list[str],
                       manifest: dict[str, Any] | None = None, **opts: Any) -> "Ensemble":
         """The ensemble of read packages (`Punctuator.load`'s options for each); where `side_by_side`
-        allows, the members share `threads` (0: every core) and run side by side."""
-        cores = int(opts.get("threads") or 0) or os.cpu_count() or 1
+        allows, the members share `threads` (0: every CPU this process may use) and run side by side."""
         together = side_by_side(pkgs, opts)
         if together:
+            from punctkit.onnx import OnnxTaggers, usable_cpus
+
+            cores = int(opts.get("threads") or 0) or usable_cpus()
             opts = dict(opts, threads=max(1, cores // len(pkgs)))
         members = [Punctuator.from_package(p, **opts) for p in pkgs]
         ens = cls(members, list(weights), names, manifest or {})
         if together:
-            from punctkit.onnx import OnnxTaggers
-
             run = OnnxTaggers([m.tagger for m in members], ens.weights, workers=min(len(members), cores))
             first = members[0]
             batch_size, pad_id = first.options.batch_size, first.frontend.pad_id

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import os
 import tempfile
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 INPUTS = ("tokens", "token_mask", "word_pos", "word_mask")
 OPSET = 17
 TOLERANCE = 1e-3  # largest |logit difference| accepted between torch and the exported graph
+SPIN_KEYS = ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning")
 
 
 def onnxruntime_module() -> Any:
@@ -174,16 +176,37 @@ def quantize_graph(graph: bytes) -> bytes:
         return dst.read_bytes()
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask: taskset, cpusets), else every CPU."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity masks (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def session_options(threads: int = 0) -> Any:
+    """onnxruntime options for `threads` intra-op threads (0: `usable_cpus()`) whose pools never
+    spin-wait.
+
+    onnxruntime's own default (0) pins a thread to each physical core and lets threads that wait
+    for work spin on their core: on cores that other processes hold, a spinning thread burns the
+    time slice its partner needs, and a pinned one cannot move to a free core (RESULTS.md, "Load").
+    A count given here pins nothing; waiting threads sleep (`SPIN_KEYS` off)."""
+    opts = onnxruntime_module().SessionOptions()
+    opts.intra_op_num_threads = int(threads) or usable_cpus()
+    opts.inter_op_num_threads = 1  # one operator at a time (sequential execution): no inter-op pool
+    for key in SPIN_KEYS:
+        opts.add_session_config_entry(key, "0")
+    opts.log_severity_level = 4  # a graph that fails is our one-line error, not also onnxruntime's log line
+    return opts
+
+
 class OnnxTagger:
-    """An exported tagger in an onnxruntime session (CPU)."""
+    """An exported tagger in an onnxruntime session (CPU; `session_options`)."""
 
     def __init__(self, graph: bytes, threads: int = 0, source: str = "model.onnx") -> None:
         ort = onnxruntime_module()
-        opts = ort.SessionOptions()
-        if threads:
-            opts.intra_op_num_threads = int(threads)
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 4  # a graph that fails is our one-line error, not also onnxruntime's log line
+        opts = session_options(threads)
         try:
             self.session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
         except Exception as e:  # onnxruntime's own error types (InvalidGraph, Fail, ...)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import os
 import sys
 import time
 from collections import deque
@@ -77,9 +78,22 @@ def quantize_int8(model: "PunctModel") -> "PunctModel":
         return torch.ao.quantization.quantize_dynamic(model, {nn.Linear, nn.GRU, nn.LSTM}, dtype=torch.qint8)
 
 
+def import_torch() -> Any:
+    """torch; when this process imports it first, its OpenMP threads sleep while they wait
+    (OMP_WAIT_POLICY=PASSIVE, unless the environment sets a policy). OpenMP's default spins a
+    waiting thread on its core between parallel regions: on cores that other processes hold,
+    `punctuate` with the default threads ran up to 18 times slower than it does with the policy
+    (RESULTS.md, "Load"). OpenMP reads the policy once, when torch loads."""
+    if "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import torch
+
+    return torch
+
+
 def torch_model(pkg: Package, ngpu: int = 0, threads: int = 0, quantize: bool = False) -> tuple["PunctModel", Any]:
     """The packed model rebuilt in torch (eval mode) and its device."""
-    import torch
+    torch = import_torch()
 
     from punctkit.expdir import load_plain, model_env, pick_device
     from punctkit.models.registry import build_model
@@ -226,9 +240,9 @@ class Punctuator(Labeller):
             tagger = OnnxTagger(pkg.onnx, threads, f"{pkg.path} (model.onnx)")
             return cls(lambda ds: tagger.predict(ds, opts.batch_size, pad_id), pkg.frontend, inventory, conf,
                        pkg.manifest, "onnx", None, chunk_words, opts, tagger)
+        model, device = torch_model(pkg, ngpu, threads, quantize)  # first: it imports torch (import_torch)
         from punctkit.decode.decoder import predict
 
-        model, device = torch_model(pkg, ngpu, threads, quantize)
         missing = set(model.needs) - TEXT_KEYS
         if missing:
             raise PunctkitError(f"{path}: model {conf['model'].get('type')} needs {', '.join(sorted(missing))}; "

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Words per second of `punctkit punctuate` for packed models, whole process
 # included (start-up, model load, reading, decoding, writing), on the words of
-# IWSLT test2011 given as plain text (100 words a line).
+# IWSLT test2011 given as plain text (100 words a line), or on --text as it is.
 #
 #   utils/bench_punctuate.sh [--threads 2] [--cores 0-1] [--repeat 3] [--out bench.tsv]
-#                            [--punctuate-args "--step 150"] MODEL.pkt...
+#                            [--text FILE] [--punctuate-args "--step 150"] MODEL.pkt...
+#
+# --threads 0 is punctuate's default (utils/bench_load.sh: the default and one thread
+# on an idle and a busy machine).
 #
 # Prints one line per model: model, words, seconds (best of --repeat runs),
 # words/s of the whole process, and words/s of punctuate's own work (read,
@@ -18,8 +21,9 @@ cores=
 repeat=3
 out=
 data=
+text=             # plain text to punctuate as it is (default: --data's words, 100 a line)
 punctuate_args=   # more options for punctkit punctuate, e.g. "--step 150"
-help_message="Usage: $0 [--threads N] [--cores LIST] [--repeat N] [--data TWOCOL] [--out FILE] [--punctuate-args \"...\"] MODEL.pkt..."
+help_message="Usage: $0 [--threads N] [--cores LIST] [--repeat N] [--data TWOCOL] [--text FILE] [--out FILE] [--punctuate-args \"...\"] MODEL.pkt..."
 . "$(dirname "$(readlink -f "$0")")/parse_options.sh"
 [ $# -ge 1 ] || { echo "$help_message" >&2; exit 1; }
 case "$threads" in ''|*[!0-9]*) echo "$0: --threads must be a whole number (0: the backend's default), got '$threads'" >&2; exit 1 ;; esac
@@ -27,7 +31,7 @@ case "$repeat" in ''|*[!0-9]*|0) echo "$0: --repeat must be a whole number >= 1,
 
 root=$(dirname "$(dirname "$(readlink -f "$0")")")
 data=${data:-$root/../shared/data/iwslt/test2011}
-[ -r "$data" ] || { echo "$0: test data not found: $data (use --data)" >&2; exit 1; }
+[ -n "$text" ] || [ -r "$data" ] || { echo "$0: test data not found: $data (use --data or --text)" >&2; exit 1; }
 punctkit=${PUNCTKIT:-punctkit}
 pin=()
 if [ -n "$cores" ]; then
@@ -36,7 +40,12 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cut -f1 "$data" | awk 'NF { printf "%s%s", $1, (++n % 100 ? " " : "\n") } END { if (n % 100) print "" }' > "$tmp/words.txt"
+if [ -n "$text" ]; then
+  [ -r "$text" ] || { echo "$0: --text not found: $text" >&2; exit 1; }
+  cp "$text" "$tmp/words.txt"
+else
+  cut -f1 "$data" | awk 'NF { printf "%s%s", $1, (++n % 100 ? " " : "\n") } END { if (n % 100) print "" }' > "$tmp/words.txt"
+fi
 
 for model in "$@"; do
   [ -r "$model" ] || { echo "$0: model not found: $model" >&2; exit 1; }
