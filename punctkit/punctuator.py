@@ -29,7 +29,7 @@ from punctkit.data.formats import AsrUtterance, Utterance, detect_for, get_forma
 from punctkit.data.formats.base import OutputOptions, Punctuated
 from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import O, LabelSet, case_of, default_substitution, get_inventory, mark_of
-from punctkit.data.tokenize import Casing, Renderer, show_tokens
+from punctkit.data.tokenize import Casing, Renderer, carries_case, show_tokens
 from punctkit.data.streams import IGNORE, Stream
 from punctkit.decode.model_words import ModelWords
 from punctkit.decode.windows import Predict, decode_windows_rows
@@ -434,7 +434,7 @@ def _stream_units(punct: Any, units: Iterator[AsrUtterance], keep_input_marks: b
             fixed = _fixed(ln.marks, keep_input_marks) or [None] * len(ln.words)
             yield from zip(ln.words, fixed)
 
-    render = Renderer(capitalize)  # one stream: sentences, and whether the input carries case, run on
+    render = Renderer(capitalize, input_cased=False)  # one stream: sentences and the input's case run on
     labels: deque[Any] = deque()
     labelled = punct.stream_labels(items(), probs=probs)
     while True:
@@ -442,6 +442,7 @@ def _stream_units(punct: Any, units: Iterator[AsrUtterance], keep_input_marks: b
             ln = pending.popleft()
             got = [labels.popleft() for _ in ln.words]
             mine, rows = split_rows(got, n_labels) if probs else (got, None)
+            render.input_cased = render.input_cased or carries_case(ln.written)  # judged from this line on
             shown = [render.show(w, lab, k) for w, lab, k in
                      zip(ln.written, mine, _kept(ln, keep_input_marks) or [None] * len(mine))]
             yield (ln, mine, shown, rows) if probs else (ln, mine, shown)

@@ -47,7 +47,7 @@ from aiohttp import WSMsgType, web
 from punctkit.data.formats import AsrUtterance, Format, Utterance, detect_for, get_format, names, write
 from punctkit.data.formats.base import OutputOptions
 from punctkit.data.labels import O, default_substitution
-from punctkit.data.tokenize import Casing, Renderer, show_tokens
+from punctkit.data.tokenize import Casing, Renderer, carries_case, show_tokens
 from punctkit.decode.lookahead import parse_lookahead
 from punctkit.ensemble import load_model
 from punctkit.files import PunctkitError, check_not_input, decode_lines, parse_json
@@ -198,11 +198,12 @@ def shown_units(parsed: Parsed, labels: list[list[str]], keep: bool,
         return [(u, lab, show_tokens(u.written, lab, casing, kept=u.marks if keep else None))
                 for u, lab in zip(parsed.units, labels)]
     flat, k, out = labels[0] if labels else [], 0, []
-    renderer = Renderer(casing)
+    renderer = Renderer(casing, input_cased=False)
     for u in parsed.units:
         mine = flat[k:k + len(u.words)]
         k += len(u.words)
         kept = u.marks if keep else [None] * len(mine)
+        renderer.input_cased = renderer.input_cased or carries_case(u.written)  # as punctuate judges it
         out.append((u, mine, [renderer.show(w, lab, m) for w, lab, m in zip(u.written, mine, kept)]))
     return out
 

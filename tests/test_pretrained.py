@@ -1,0 +1,58 @@
+"""The model that ships with punctkit (punctkit/pretrained): in a built wheel, used when no model is
+named, small, true-case, ONNX only, and a one-line error when an installation lacks it."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from conftest import ROOT
+from punct_util import PK
+
+MODEL = ROOT / "punctkit" / "pretrained" / "ted_truecase.pkt"
+
+
+def test_the_default_model_is_small_true_case_onnx_only_and_carded():
+    with zipfile.ZipFile(MODEL) as z:
+        names = set(z.namelist())
+        card = json.loads(z.read("punctkit.json"))["card"]
+    assert "model.onnx" in names and "model.pt" not in names and "frontend/case_lexicon.txt" in names
+    assert MODEL.stat().st_size <= 30 * 2 ** 20
+    assert card["inventory"] == "truecase4"
+    assert "CC BY-NC-ND" in card["licence"] and "recipes/ted" in card["rebuild"]
+
+
+def test_a_built_wheel_contains_the_default_model(tmp_path):
+    """`pip wheel .` (what `pip install .` installs) carries punctkit/pretrained/*.pkt as package data."""
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
+                        "-q", "-w", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    wheel = next(tmp_path.glob("punctkit-*.whl"))
+    with zipfile.ZipFile(wheel) as z:
+        info = z.getinfo("punctkit/pretrained/ted_truecase.pkt")
+    assert info.file_size == MODEL.stat().st_size
+
+
+def test_no_model_named_uses_the_default(tmp_path):
+    """The README's first command: a cased line from the installed model, the words passed through."""
+    r = subprocess.run(PK + ["punctuate", "--threads", "1"], input="so what do you think nasa will do next\n",
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.strip()
+    assert out.startswith("So ") and [w.strip(",.?").lower() for w in out.split()] == \
+        "so what do you think nasa will do next".split()
+
+
+def test_a_missing_default_model_is_one_line(tmp_path):
+    """An installation without the file (a copy of the package without it): one line, no traceback."""
+    pkg = tmp_path / "site" / "punctkit"
+    pkg.parent.mkdir()
+    subprocess.run(["cp", "-r", str(ROOT / "punctkit"), str(pkg.parent)], check=True)
+    (pkg / "pretrained" / "ted_truecase.pkt").unlink()
+    r = subprocess.run([sys.executable, "-m", "punctkit.cli", "punctuate"], input="so what\n", capture_output=True,
+                       text=True, env={"PYTHONPATH": str(pkg.parent), "PATH": "/usr/bin:/bin"}, cwd=tmp_path,
+                       timeout=120)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "default model" in r.stderr, r.stderr
