@@ -460,6 +460,11 @@ class Renderer:
         cased = self._cased(w)
         if not c.capitalize or not w.recasable:
             return w.core
+        shown = self._shown(w, label, keep, cased)
+        return shown if shown.casefold() == w.core.casefold() else w.core  # `ı` -> `I` would be another word
+
+    def _shown(self, w: Written, label: str, keep: bool, cased: bool) -> str:
+        c = self.casing
         if cased and not c.recase:
             was = case_class(w.core)
             if keep:
@@ -469,8 +474,7 @@ class Renderer:
             if not (was == "C" and self.input_start):
                 return w.core  # inside a sentence: the input's own case
             # capitalised only because it began the input's sentence: the model's case
-        shown = c.model_case(w.core.lower(), case_of(label), self.start)
-        return shown if shown.casefold() == w.core.casefold() else w.core  # `ı` -> `I` would be another word
+        return c.model_case(w.core.lower(), case_of(label), self.start)
 
     def show(self, w: Written, label: str, kept: str | None = None) -> str:
         """One word as written, with the label's mark in place of its input marks and its case;
