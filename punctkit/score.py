@@ -405,11 +405,12 @@ def _case_source(t: Transcript) -> tuple[bool, LabelSet]:
 def exact_forms(t: Transcript) -> list[str] | None:
     """Every word of a side in the case it shows: the word itself when the side's words carry
     case; with lower-case words, the word with its case-aware label's class applied (case4/case6
-    data); None when the side says nothing of case (lower-case words, no case in the labels)."""
+    data); None when the side says nothing of case (lower-case words, and no case in the labels or
+    true-case labels, which lower-case words only ever give L: dev2012, test2011 as IWSLT has them)."""
     cased, inv = _case_source(t)
     if cased:
         return list(t.words)
-    if not inv.case_aware:
+    if not inv.case_aware or inv.true_case:
         return None
     return [apply_case(w, inv.case_style(case_of(lab))) for w, lab in zip(t.words, t.labels)]
 

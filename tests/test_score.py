@@ -533,3 +533,19 @@ def test_exact_form_case_with_align(tmp_path: Path) -> None:
     # aligned, not lower case: ref Anna NASA New York (4), hyp Anna NASA Team York (4); identical 3
     assert case["slots"] == 9 and _exact(case["exact"]) == (3, 4, 4, 75.0, 75.0, 75.0)
     assert _exact(case["exact_inside"]) == (2, 3, 3, 66.7, 66.7, 66.7)  # Anna starts the sentence
+
+
+def test_a_lower_case_true_case_reference_says_nothing_of_case(iwslt: Path, tmp_path: Path) -> None:
+    """test2011 as IWSLT has it (lower case) prepared in truecase4 has only L labels: no case figures,
+    even against a cased hypothesis; the same words cased give them."""
+    from punctkit.data.prepare import prepare
+    from punctkit.score import score_files
+
+    prepare([iwslt / "test2011"], tmp_path / "ref", inventory="truecase4", block_len=100, lines=(1, 300))
+    words = (tmp_path / "ref" / "text").read_text().split("\n")[0].split()[1:]
+    hyp = tmp_path / "hyp.txt"
+    hyp.write_text(" ".join(w.capitalize() for w in words) + "\n")
+    assert score_files(tmp_path / "ref", hyp, align=True)["case"] is None
+    cased = tmp_path / "cased.txt"
+    cased.write_text(" ".join(w.capitalize() if i % 7 == 0 else w for i, w in enumerate(words)) + "\n")
+    assert score_files(cased, hyp, align=True)["case"]["exact"]["f1"] > 0
