@@ -199,10 +199,6 @@ def join_marked(words: list[str], labels: list[str]) -> str:
 CLITICS = frozenset({"n't", "'s", "'re", "'ve", "'ll", "'d", "'m", "'em"})
 
 
-def _capitalise(word: str) -> str:
-    return word[:1].upper() + word[1:]
-
-
 def display_words(words: list[str], labels: list[str], capitalize: bool = True,
                   sentence_start: bool = True) -> tuple[list[str], list[bool]]:
     """Each word as it is shown (cased, its mark appended) and whether it is glued to the word before.
@@ -219,11 +215,11 @@ def display_words(words: list[str], labels: list[str], capitalize: bool = True,
         mk, case = mark_of(lab), case_of(lab)
         glue = prev_mark == O and w.lower() in CLITICS
         if case == "U":
-            w = _capitalise(w)
+            w = capitalise(w)
         elif case == "L":
             w = w.lower()
         elif capitalize and ((start and not glue) or w.lower() == "i" or w.lower()[:2] == "i'"):
-            w = _capitalise(w)
+            w = capitalise(w)
         shown.append(w if mk == O else w + MARK_TEXT[mk])
         glued.append(glue)
         if mk != O:
@@ -245,11 +241,6 @@ def detokenize(words: list[str], labels: list[str], capitalize: bool = True, sen
         else:
             out.append(s)
     return " ".join(out)
-
-
-def ends_sentence(labels: list[str], before: bool = True) -> bool:
-    """Whether text ending with `labels` ends a sentence (`before`: the answer for no labels)."""
-    return mark_of(labels[-1]) in SENTENCE_END if labels else before
 
 
 
