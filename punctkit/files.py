@@ -440,6 +440,19 @@ def _deep_error(text: str, at: int) -> json.JSONDecodeError:
     return json.JSONDecodeError(f"arrays and objects nested more than {MAX_JSON_DEPTH} deep", text, at)
 
 
+def read_json_file(path: str | os.PathLike) -> Any:
+    """The JSON value of a file punctkit wrote (score.json, history.json), with one-line errors naming
+    it: bytes that are not UTF-8, JSON that does not parse (`parse_json`)."""
+    p = Path(path)
+    try:
+        return parse_json(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise PunctkitError(f"{p}: byte 0x{e.object[e.start]:02x} at offset {e.start} is not UTF-8 "
+                            f"(not a file punctkit wrote)") from None
+    except json.JSONDecodeError as e:
+        raise PunctkitError(f"{p}: not valid JSON ({e.msg}, line {e.lineno})") from None
+
+
 def parse_json(text: str) -> Any:
     """The one JSON value of `text` (white space around it allowed), read by `json_value`; anything
     after it is a `json.JSONDecodeError`, as for `json.loads`."""

@@ -7,12 +7,11 @@ Nothing is recomputed: the table shows exactly what the recipe wrote.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from punctkit.files import PunctkitError, parse_json
+from punctkit.files import PunctkitError, read_json_file
 from punctkit.score import read_score
 
 
@@ -43,10 +42,7 @@ def _read_history(path: Path) -> list[dict[str, Any]]:
     """A training run's `history.json` (the trainer's per-epoch records); [] when there is none."""
     if not path.is_file():
         return []
-    try:
-        return parse_json(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise PunctkitError(f"{path}: not valid JSON ({e.msg}, line {e.lineno})") from None
+    return read_json_file(path)
 
 
 def collect(exp_dirs: list[str | Path], sets: list[str] | None = None) -> list[ResultRow]:

@@ -62,7 +62,7 @@ from punctkit.data.formats import Utterance, detect_for, flatten, get_format, re
 from punctkit.data.labels import (
     MARK_TEXT, O, SENTENCE_END, TRUE_CASES, LabelSet, apply_case, case_class, case_of, inventory_for, mark_of,
 )
-from punctkit.files import PunctkitError, atomic_write, iter_lines, parse_json, require_file, where
+from punctkit.files import PunctkitError, atomic_write, iter_lines, read_json_file, require_file, where
 
 KNOWN_MARKS = tuple(MARK_TEXT)
 CASE_CLASSES = ("U", "L")  # Faber's table (case4/case6 against case4/case6): U capitalised, L lower-case
@@ -661,10 +661,7 @@ def to_json(result: dict) -> str:
 def read_score(path: str | Path) -> dict:
     """A `score.json` written by `write_score` (`punctkit score -o`); one-line errors naming the file."""
     p = require_file(path, "score file")
-    try:
-        res = parse_json(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise PunctkitError(f"{p}: not valid JSON ({e.msg}, line {e.lineno})") from None
+    res = read_json_file(p)
     if not isinstance(res, dict) or not isinstance(res.get("overall"), dict):
         raise PunctkitError(f"{p}: no 'overall' section (expected score.json of punctkit score)")
     return res

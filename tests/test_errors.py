@@ -220,6 +220,20 @@ def test_json_nested_thousands_deep_is_one_line(tmp_path: Path) -> None:
         f"punctkit: error: {score}: not valid JSON (arrays and objects nested more than 100 deep, line 1)")
 
 
+def test_json_files_punctkit_wrote_that_are_not_utf8_are_one_line(tmp_path: Path) -> None:
+    """A score.json or a history.json with bytes that are not UTF-8 (an internal error before)."""
+    exp = tmp_path / "exp"
+    score = exp / "decode_test" / "score.json"
+    score.parent.mkdir(parents=True)
+    score.write_bytes(b'{"overall": {"f1": 1.0}, "x": "caf\xe9"}\n')
+    assert one_line(run("results", exp), 1) == (
+        f"punctkit: error: {score}: byte 0xe9 at offset 34 is not UTF-8 (not a file punctkit wrote)")
+    score.write_text('{"overall": {"f1": 1.0, "precision": 1.0, "recall": 1.0}}\n')
+    (exp / "history.json").write_bytes(b"[\xff]")
+    assert one_line(run("results", exp), 1) == (
+        f"punctkit: error: {exp / 'history.json'}: byte 0xff at offset 1 is not UTF-8 (not a file punctkit wrote)")
+
+
 def test_unexpected_exception_is_one_line_asking_for_a_report() -> None:
     line = one_line(run("score", TEXT, TEXT, "--json", code=BUG), 1)
     assert "ZeroDivisionError: a stand-in for a bug" in line and "PUNCTKIT_DEBUG=1" in line
