@@ -32,7 +32,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from punctkit.data.datadir import read_table, split_balanced
+from punctkit.data.datadir import read_table
+from punctkit.data.jobs import (PartFiles, check_jobs, check_part_record, finished_parts, jobs_to_run,
+                                 part_files, part_key, split_parts)
 from punctkit.feats.wav import Segment, data_segments, iter_audio
 from punctkit.files import PunctkitError, atomic_write, check_not_input, iter_lines, parse_json, where, write_lines
 
@@ -271,24 +273,6 @@ class JobStats:
         return self.cpu_s / self.audio_s if self.audio_s else 0.0
 
 
-def split_jobs(uttids: list[str], nj: int) -> list[list[str]]:
-    """`nj` consecutive parts of near-equal size (as extract-feats splits)."""
-    return [[uttids[i] for i in g] for g in split_balanced([1] * len(uttids), nj)]
-
-
-def part_key(uttids: list[str]) -> str:
-    """`first..last (n)` of a job's utterances."""
-    return f"{uttids[0]}..{uttids[-1]} ({len(uttids)})" if uttids else "(0)"
-
-
-def check_job_args(nj: int, job: int | None) -> None:
-    """--nj at least 1 and --job within it."""
-    if nj < 1:
-        raise PunctkitError(f"--nj must be at least 1, got {nj}")
-    if job is not None and not 1 <= job <= nj:
-        raise PunctkitError(f"--job {job} is outside 1..{nj}")
-
-
 def audio_lines(data: Path) -> Callable[[Segment], str]:
     """`file:line (utterance u)` of an utterance's line in `segments`, else in `wav.scp`."""
     if (data / "segments").is_file():
@@ -297,16 +281,16 @@ def audio_lines(data: Path) -> Callable[[Segment], str]:
     return lambda seg: where(data / "wav.scp", lines.get(seg.recid), seg.uttid)
 
 
-def run_jobs(data: Path, job_files: Callable[[int], tuple[Path, Path, Path]], nj: int, job: int | None,
+def run_jobs(data: Path, job_files: PartFiles, nj: int, job: int | None,
              per_utt: Callable[[Segment, bytes], list[str]], name: str, skip_bad: bool,
              show_progress: bool) -> JobStats:
     """Run part `job` of `nj` (or all parts): `per_utt` gives each utterance's CTM lines or raises
     BadUtterance. Each part writes its CTM part, log and stats (job_files(J) -> ctm, log, json)."""
     from punctkit.progress import progress
 
-    parts = split_jobs([s.uttid for s in data_segments(data)], nj)
+    jobs = jobs_to_run(nj, job)
+    parts = split_parts([s.uttid for s in data_segments(data)], nj)
     utt_loc = audio_lines(data)
-    jobs = [job] if job is not None else list(range(1, nj + 1))
     total = JobStats(0, nj)
     bar = progress(total=sum(len(parts[j - 1]) for j in jobs), desc=name, unit="utt", show=show_progress)
     try:
@@ -351,23 +335,16 @@ def run_jobs(data: Path, job_files: Callable[[int], tuple[Path, Path, Path]], nj
     return total
 
 
-def read_jobs(data: Path, job_files: Callable[[int], tuple[Path, Path, Path]], nj: int,
-              ) -> tuple[JobStats, list[str]]:
+def read_jobs(data: Path, job_files: PartFiles, nj: int) -> tuple[JobStats, list[str]]:
     """The summed stats and the CTM lines (in job order) of jobs 1..nj; a missing job, or one
     that ran over other utterances than DATA's part now, is an error."""
-    parts = split_jobs([s.uttid for s in data_segments(data)], nj)
+    parts = split_parts([s.uttid for s in data_segments(data)], nj)
     total = JobStats(0, nj)
     lines: list[str] = []
-    for j in range(1, nj + 1):
-        ctm_part, _, json_path = job_files(j)
-        if not json_path.is_file() or not ctm_part.is_file():
-            raise PunctkitError(f"{json_path}: missing (did job {j} of {nj} finish?)")
+    finished = finished_parts(nj, lambda j: (job_files(j)[2], job_files(j)[0]))  # (json, CTM part)
+    for j, (json_path, ctm_part) in enumerate(finished, 1):
         stats = JobStats.read(json_path)
-        if stats.nj != nj:
-            raise PunctkitError(f"{json_path}: written by a run with --nj {stats.nj}, not {nj}")
-        if stats.part != part_key(parts[j - 1]):
-            raise PunctkitError(f"{json_path}: job {j} ran over utterances {stats.part}, but part {j} of {data} is "
-                                f"now {part_key(parts[j - 1])}; run job {j} again")
+        check_part_record(json_path, j, nj, stats.nj, stats.part, parts[j - 1], data)
         total.add(stats)
         lines += [ln for ln in ctm_part.read_text(encoding="utf-8").splitlines() if ln.strip()]
     return total, lines
@@ -391,9 +368,9 @@ class AlignSummary:
                 f"real-time factor {s.rtf:.3f} per core{where_to}")
 
 
-def _align_files(ctm: Path) -> Callable[[int], tuple[Path, Path, Path]]:
-    stem = ctm.parent / "log" / f"align_{ctm.name}"
-    return lambda j: (Path(f"{stem}.{j}"), Path(f"{stem}.{j}.log"), Path(f"{stem}.{j}.json"))
+def _align_files(ctm: Path) -> PartFiles:
+    """job J -> its CTM part, log and stats: `<CTM dir>/log/align_<ctm name>.J{,.log,.json}`."""
+    return part_files(ctm.parent / "log" / f"align_{ctm.name}", "", ".log", ".json")
 
 
 def _check_ctm_output(data: Path, ctm: Path, overwrite: bool) -> None:
@@ -413,7 +390,7 @@ def align_data_dir(data: str | Path, ctm: str | Path | None = None, nj: int = 1,
     for name in ("wav.scp", "text"):
         if not (d / name).is_file():
             raise PunctkitError(f"{d}: no '{name}' file (align needs an audio data directory with text)")
-    check_job_args(nj, job)
+    check_jobs(nj, job)
     _check_ctm_output(d, out, overwrite)
     files = _align_files(out)
     if not merge_only:

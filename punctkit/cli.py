@@ -452,9 +452,12 @@ PARTS_MERGE = typer.Option(False, help="only merge the NJ parts into the output"
 
 
 def check_part(job: Optional[int], nj: int) -> None:
-    """--job names one of the --nj parts."""
-    if job is not None and job > nj:
-        raise typer.BadParameter(f"part {job} of --nj {nj} does not exist", param_hint="'--job'")
+    """--nj and --job as punctkit.data.jobs checks them, as a usage error (before any work)."""
+    from punctkit.data.jobs import job_error
+
+    err = job_error(nj, job)
+    if err is not None:
+        raise typer.BadParameter(err[1], param_hint=repr(err[0]))
 
 
 @app.command("extract-feats")

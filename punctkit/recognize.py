@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from punctkit.align import (BadUtterance, JobStats, check_job_args, ctm_lines, decode_pcm, has_speech, new_decoder,
-                            read_jobs, run_jobs)
+from punctkit.align import BadUtterance, JobStats, ctm_lines, decode_pcm, has_speech, new_decoder, read_jobs, run_jobs
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, read_table, write_data_dir
+from punctkit.data.jobs import PartFiles, check_jobs, part_files
 from punctkit.data.labels import get_inventory
 from punctkit.data.tokenize import CLITICS
 from punctkit.data.utterance import Utterance
@@ -109,9 +109,9 @@ class RecognizeSummary:
                 f"real-time factor {s.rtf:.3f} per core{to}")
 
 
-def _job_files(out: Path) -> Callable[[int], tuple[Path, Path, Path]]:
-    stem = out / "log" / "recognize_job"
-    return lambda j: (Path(f"{stem}.{j}.ctm"), Path(f"{stem}.{j}.log"), Path(f"{stem}.{j}.json"))
+def _job_files(out: Path) -> PartFiles:
+    """job J -> its CTM part, log and stats: OUT/log/recognize_job.J{.ctm,.log,.json}."""
+    return part_files(out / "log" / "recognize_job", ".ctm", ".log", ".json")
 
 
 def _by_utterance(lines: list[str]) -> dict[str, list[tuple[str, str]]]:
@@ -172,7 +172,7 @@ def recognize_data_dir(data: str | Path, out: str | Path, nj: int = 1, job: int 
     d, o = Path(data), Path(out)
     if not (d / "wav.scp").is_file():
         raise PunctkitError(f"{d}: no wav.scp (not an audio data directory?)")
-    check_job_args(nj, job)
+    check_jobs(nj, job)
     check_data_dir_output(o, overwrite, [d])
     if not merge_only:
         decoder = functools.cache(new_decoder)

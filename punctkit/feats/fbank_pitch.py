@@ -19,7 +19,8 @@ from typing import Callable
 import kaldi_native_fbank as knf
 import numpy as np
 
-from punctkit.data.datadir import read_table, split_balanced
+from punctkit.data.datadir import read_table
+from punctkit.data.jobs import check_jobs, finished_parts, jobs_to_run, part_path, split_parts
 from punctkit.feats.ark import ArkWriter
 from punctkit.feats.wav import Segment, data_segments, iter_audio
 from punctkit.files import (PunctkitError, atomic_write, check_output_dir, iter_lines, output_dir, positive_number, where,
@@ -237,19 +238,13 @@ class ExtractSummary:
     scp_files: list[Path] = field(default_factory=list)
 
 
-def split_parts(items: list, nj: int) -> list[list]:
-    """Split into `nj` consecutive parts of near-equal size (Kaldi's split_scp)."""
-    if nj < 1:
-        raise PunctkitError(f"--nj must be at least 1, got {nj}")
-    return [[items[i] for i in group] for group in split_balanced([1] * len(items), nj)]
-
-
-def job_names(featdir: Path, kind: str, nj: int, job: int | None) -> tuple[Path, Path, Path]:
-    """(ark, scp, utt2num_frames) of one job; a single job writes feats.ark/feats.scp."""
+def job_names(featdir: Path, kind: str, job: int | None) -> tuple[Path, Path, Path]:
+    """(ark, scp, utt2num_frames) of part `job` (punctkit.data.jobs naming); None: the files of a
+    single unsplit run (feats.ark, feats.scp, utt2num_frames)."""
     if job is None:
         return featdir / "feats.ark", featdir / "feats.scp", featdir / "utt2num_frames"
-    return (featdir / f"raw_{kind}.{job}.ark", featdir / f"raw_{kind}.{job}.scp",
-            featdir / f"utt2num_frames.{job}")
+    raw = featdir / f"raw_{kind}"
+    return part_path(raw, job, ".ark"), part_path(raw, job, ".scp"), part_path(featdir / "utt2num_frames", job)
 
 
 def _write_job(data: Path, cfg: FeatureConfig, keep: set[str], names: tuple[Path, Path, Path],
@@ -320,13 +315,13 @@ def merge_jobs(data: str | Path, featdir: str | Path, nj: int) -> int:
     if not (fd / "feats.info").is_file():
         raise PunctkitError(f"{fd / 'feats.info'}: missing (no extract-feats job has finished in {fd})")
     kind = read_info(fd).get("kind", "fbank_pitch")
+
+    def part(j: int) -> tuple[Path, Path]:  # (scp, utt2num_frames); one part may be an unsplit run's
+        _, s, n = job_names(fd, kind, j)
+        return (s, n) if nj > 1 or s.is_file() else job_names(fd, kind, None)[1:]
+
     scp, u2n = [], []
-    for j in range(1, nj + 1):
-        _, s, n = job_names(fd, kind, nj, j)
-        if nj == 1 and not s.is_file():
-            _, s, n = job_names(fd, kind, nj, None)
-        if not s.is_file() or not n.is_file():
-            raise PunctkitError(f"{s}: missing (did job {j} of {nj} finish?)")
+    for s, n in finished_parts(nj, part):
         scp += [f"{k} {v}" for k, v in read_table(s, check_sorted=False).items()]
         u2n += [f"{k} {v}" for k, v in read_table(n, check_sorted=False).items()]
     if not scp:
@@ -359,8 +354,7 @@ def extract_feats(data: str | Path, featdir: str | Path, fbank_conf: str | Path 
         raise PunctkitError(f"{d}: no wav.scp (not an audio data directory?)")
     if subsample < 1:
         raise PunctkitError(f"--subsample must be at least 1, got {subsample}")
-    if job is not None and not 1 <= job <= nj:
-        raise PunctkitError(f"--job {job} is outside 1..{nj}")
+    check_jobs(nj, job)
     if merge_only:
         return ExtractSummary(utterances=merge_jobs(d, fdir, nj))
     cfg = FeatureConfig.from_files(kind, fbank_conf, pitch_conf)
@@ -368,7 +362,7 @@ def extract_feats(data: str | Path, featdir: str | Path, fbank_conf: str | Path 
     check_output_dir(fdir, FEATDIR_FILES, overwrite=overwrite, inputs=inputs)
 
     parts = split_parts([s.uttid for s in data_segments(d)], nj)
-    jobs = [job] if job is not None else list(range(1, nj + 1))
+    jobs = jobs_to_run(nj, job)
     (fdir / "log").mkdir(parents=True, exist_ok=True)
     write_info(fdir, cfg, subsample)  # the same from every job
     total = ExtractSummary()
@@ -376,8 +370,8 @@ def extract_feats(data: str | Path, featdir: str | Path, fbank_conf: str | Path 
                    show=show_progress)
     try:
         for j in jobs:
-            names = job_names(fdir, kind, nj, j if (nj > 1 or job is not None) else None)
-            with open(fdir / "log" / f"make_{kind}.{j}.log", "w", encoding="utf-8") as logf:
+            names = job_names(fdir, kind, j if (nj > 1 or job is not None) else None)
+            with open(part_path(fdir / "log" / f"make_{kind}", j, ".log"), "w", encoding="utf-8") as logf:
                 def log(msg: str) -> None:
                     logf.write(msg + "\n")
                     bar.write(f"extract-feats: {msg}")
