@@ -55,10 +55,10 @@ def attention_stats(key: str, layer: torch.nn.Module, x: torch.Tensor, pad: torc
 
 def trained_locality(exp: str, valid_dir: str, n_windows: int = 32) -> None:
     """Attention locality of every encoder layer of a trained tagger (model.avg.pt) on valid windows."""
+    from punctkit.batch import collate
     from punctkit.data.datadir import read_data_dir
     from punctkit.data.streams import WindowDataset, make_streams, train_windows
-    from punctkit.decode.decoder import load_model
-    from punctkit.train.dataset import collate
+    from punctkit.expdir import load_model
 
     model, frontend, inventory, conf = load_model(exp)
     streams = make_streams(read_data_dir(valid_dir), inventory)
