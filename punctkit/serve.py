@@ -30,21 +30,18 @@ import asyncio
 import contextlib
 import io
 import json
-import os
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Awaitable, Callable, Iterator
+from typing import IO, TYPE_CHECKING, Any, Awaitable, Callable
 
 from aiohttp import WSMsgType, web
 
-from punctkit.data.formats import AsrUtterance, Format, Utterance, detect_for, get_format, names, write
+from punctkit.data.formats import AsrUtterance, Format, TextInput, Utterance, detect_for, get_format, names, write
 from punctkit.data.formats.base import OutputOptions
 from punctkit.data.labels import O, default_substitution
 from punctkit.data.tokenize import Casing, Renderer, carries_case, show_tokens
@@ -56,7 +53,7 @@ from punctkit.punctuator import OUTPUT_FORMATS, Fixed, Punctuator
 if TYPE_CHECKING:
     from punctkit.stream import LineProtocol
 
-REQUEST = "request"  # how errors name the body
+REQUEST = "request"  # the body's name: in errors (`request:2: ...`) and in ids made for lines without one
 PARAMS = ("format", "input_format", "keep_input_marks", "capitalize", "recase")
 STREAM_PARAMS = ("lookahead", "input_format", "flush_on_final", "capitalize", "recase")
 EOF_MESSAGE = {"eof": True}  # a /stream client's last message: the words still held come back, then close
@@ -131,15 +128,6 @@ def model_inputs(units: list[AsrUtterance], one_stream: bool, keep: bool) -> Inp
     return [([w for u in units for w in u.words], fixed)]
 
 
-@contextlib.contextmanager
-def as_request(path: Path) -> Iterator[None]:
-    """Errors about the body's temporary file name the request instead."""
-    try:
-        yield
-    except PunctkitError as e:
-        raise PunctkitError(str(e).replace(str(path), REQUEST)) from None
-
-
 def body_text(body: bytes, charset: str | None) -> str:
     """The body as text, by punctkit's one decoder (`decode_lines`): in `charset` (the request's; a text
     encoding, utf-16 big-endian without a BOM), else UTF-8 or UTF-16/32 by its BOM. Bytes that do not
@@ -162,25 +150,20 @@ def check_json(text: str) -> None:
                 raise PunctkitError(f"{REQUEST}:{i}: not valid JSON ({e.msg} at column {e.colno})") from None
 
 
-def parse_body(punct: Punctuator, body: bytes, workdir: Path, input_format: str | None = None,
+def parse_body(punct: Punctuator, body: bytes, input_format: str | None = None,
                keep: bool = False, charset: str | None = None, as_json: bool = False) -> Parsed:
-    """The body's utterances (`body_text`; `as_json`: checked by `check_json`), read by the registry's
-    reader for its format (given, else detected)."""
+    """The body's utterances (`body_text`; `as_json`: checked by `check_json`), read in memory by the
+    registry's reader for its format (given, else detected) as the text `request`: errors name it
+    (`request:2: ...`), and lines without ids are `request-LINENO` (`request-000001`), the same on
+    every request."""
     text = body_text(body, charset)
     if as_json:
         check_json(text)
-    fd, name = tempfile.mkstemp(prefix="request-", dir=workdir)
-    path = Path(name)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8"))
-        with as_request(path):
-            reader = (get_format(input_format, "units", "input format") if input_format
-                      else detect_for(path, "units", None, "serve", "the input_format parameter"))
-            inv = punct.inventory
-            units = list(reader.units(path, inv, default_substitution(inv), None, [0]))  # type: ignore[misc]
-    finally:
-        path.unlink(missing_ok=True)
+    src = TextInput(REQUEST, text)
+    reader = (get_format(input_format, "units", "input format") if input_format
+              else detect_for(src, "units", None, "serve", "the input_format parameter"))
+    inv = punct.inventory
+    units = list(reader.units(src, inv, default_substitution(inv), None, [0]))  # type: ignore[misc]
     return Parsed(reader, units, model_inputs(units, reader.one_stream, keep), sum(len(u.words) for u in units))
 
 
@@ -236,8 +219,9 @@ def output_format(name: str | None, parsed: Parsed) -> Format:
 
 
 def render(punct: Punctuator, parsed: Parsed, labels: list[list[str]], fmt: Format, keep: bool,
-           capitalize: Casing, workdir: Path) -> str:
-    """The response body: the emit writer's lines, or a corpus format written by its writer."""
+           capitalize: Casing) -> str:
+    """The response body: the emit writer's lines, or a corpus format written by its writer to a text
+    stream in memory."""
     units = shown_units(parsed, labels, keep, capitalize)
     opts = OutputOptions(punct.inventory, parsed.reader.one_stream)
     if fmt.stream is not None:  # subtitles, timed JSON: writers over all units
@@ -247,15 +231,9 @@ def render(punct: Punctuator, parsed: Parsed, labels: list[list[str]], fmt: Form
         return "".join(line + "\n" for u, lab, shown in units
                        for line in fmt.emit(u, lab, shown, REQUEST, None, opts))
     utts = [Utterance(u.uttid, u.words, lab) for u, lab, _ in units if u.words]
-    fd, name = tempfile.mkstemp(prefix="response-", dir=workdir)
-    os.close(fd)
-    path = Path(name)
-    try:
-        with as_request(path):
-            write(utts, path, fmt.name, punct.inventory)
-        return path.read_text(encoding="utf-8")
-    finally:
-        path.unlink(missing_ok=True)
+    out = io.StringIO()
+    write(utts, out, fmt.name, punct.inventory)
+    return out.getvalue()
 
 
 # ------------------------------------------------------------------ the service
@@ -299,7 +277,6 @@ class Service:
     batches: int = 0
     queue: asyncio.Queue | None = None
     pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, "punctkit-model"))
-    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="punctkit-serve-")))
     limiter: RateLimit | None = None
 
     def __post_init__(self) -> None:
@@ -363,12 +340,12 @@ class Service:
         body = await read_body(request, self.opts.max_body)
         as_json = request.content_type in JSON_TYPES or request.content_type.endswith("+json")
         charset = request.charset if request.charset and request.content_type != "application/json" else None
-        parsed = await off_loop(len(body), parse_body, self.punct, body, self.workdir, q.get("input_format"),
-                                keep, charset, as_json)
+        parsed = await off_loop(len(body), parse_body, self.punct, body, q.get("input_format"), keep, charset,
+                                as_json)
         fmt = output_format(q.get("format"), parsed)
         request["words"] = parsed.words
         labels = await self.label(parsed.inputs)
-        text = await off_loop(len(body), render, self.punct, parsed, labels, fmt, keep, capitalize, self.workdir)
+        text = await off_loop(len(body), render, self.punct, parsed, labels, fmt, keep, capitalize)
         self.words += parsed.words
         return web.Response(text=text, content_type=MEDIA.get(fmt.name, "text/plain"), charset="utf-8")
 
@@ -574,6 +551,5 @@ def serve(model: str | Path, opts: ServeOptions, threads: int = 0, backend: str 
     with contextlib.ExitStack() as stack:
         log = sys.stderr if opts.log is None else stack.enter_context(open(opts.log, "a", encoding="utf-8"))
         service = Service(punct, opts, model, log)
-        stack.callback(shutil.rmtree, service.workdir, True)
         stack.callback(service.pool.shutdown)
         asyncio.run(run_service(service))

@@ -3,12 +3,16 @@ DRNN-LWMA packed with an ONNX graph (so the server runs without torch)."""
 from __future__ import annotations
 
 import asyncio
+import builtins
 import codecs
+import dataclasses
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -28,6 +32,7 @@ from punctkit.data.formats import read  # noqa: E402
 from punctkit.files import PunctkitError  # noqa: E402
 from punctkit.punctuator import punctuate_file  # noqa: E402
 from punctkit.serve import RateLimit, label_batch, parse_rate, parse_size  # noqa: E402
+from punctkit import serve as serve_module  # noqa: E402
 
 TINY = tiny_conf({"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 32, "dropout": 0.1}, epochs=4)
 MAX_BODY = 64_000
@@ -54,12 +59,13 @@ def punct(packed) -> Punctuator:
 class Server:
     """`punctkit serve` as a child process on a free port (--port 0, read back from its log)."""
 
-    def __init__(self, pkt: Path, log: Path, *args: Any):
-        self.log = log
+    def __init__(self, pkt: Path, log: Path, *args: Any, tmp: Path | None = None):
+        self.log, self.tmp = log, tmp  # tmp: its TMPDIR
         before = log.read_text() if log.exists() else ""
+        env = None if tmp is None else {**os.environ, "TMPDIR": str(tmp)}
         self.proc = subprocess.Popen(PK + ["serve", "-m", str(pkt), "--port", "0", "--threads", "1",
                                            "--log", str(log), *map(str, args)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         deadline = time.time() + 60
         while time.time() < deadline:
             new = log.read_text()[len(before):] if log.exists() else ""
@@ -88,7 +94,9 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(packed):
-    s = Server(packed["pkt"], packed["dir"] / "serve.log", "--max-body", MAX_BODY, "--batch-wait-ms", 50)
+    (packed["dir"] / "tmp").mkdir()
+    s = Server(packed["pkt"], packed["dir"] / "serve.log", "--max-body", MAX_BODY, "--batch-wait-ms", 50,
+               tmp=packed["dir"] / "tmp")
     yield s
     s.stop()
 
@@ -244,6 +252,66 @@ def test_bad_input_is_a_json_error(server):
                         ("?format=ctm", "needs word times")]:
         status, _, out = post(server.url + "/punctuate" + query, b"hello there")
         assert status == 400 and what in json.loads(out)["error"]
+
+
+def test_ids_of_lines_without_ids_name_the_request_the_same_on_every_request(server):
+    """kaldi_text and jsonl answers name a body's lines that have no id `request-LINE`, as punctuate names
+    stdin's `stdin-LINE` (never after a temporary file): the same ids for the same body every time."""
+    body = b"so i think we should go now\n\nwhat do you think about it\n"
+    answers = {fmt: [post(server.url + f"/punctuate?format={fmt}", body) for _ in range(2)]
+               for fmt in ("kaldi_text", "jsonl")}
+    for fmt, (first, again) in answers.items():
+        assert first[0] == 200 and first == again, fmt
+    kaldi, jsonl = answers["kaldi_text"][0][2], answers["jsonl"][0][2]
+    assert [ln.split()[0] for ln in kaldi.splitlines()] == ["request-000001", "request-000003"]  # words: lines 1, 3
+    assert [json.loads(ln)["id"] for ln in jsonl.splitlines()] == ["request-000001", "request-000002",
+                                                                    "request-000003"]
+    body = b'{"text": "so i think we should go"}\n{"id": "u7", "text": "what do you think"}\n'
+    status, _, out = post(server.url + "/punctuate?format=kaldi_text", body, "application/json")
+    assert status == 200 and [ln.split()[0] for ln in out.splitlines()] == ["request-000001", "u7"]
+
+
+def test_serve_makes_no_file(server, packed):
+    """Bodies are read and answers written in memory: nothing appears in the server's TMPDIR while it
+    answers every kind of request (onnxruntime's `.ses`, written as the model loads, is all it holds),
+    and the service has no work directory."""
+    before = sorted(os.listdir(server.tmp))
+    timed = timed_jsonl("utt1", packed["utts"][5]).encode()
+    plain = text_body(packed["utts"], 0, 2).encode()
+    for query, body, ctype in [("", plain, "text/plain"), ("?format=kaldi_text", plain, "text/plain"),
+                               ("?format=text", plain, "text/plain"), ("?format=punctuator2", plain, "text/plain"),
+                               ("?format=jsonl", plain, "text/plain"), ("?format=srt", timed, "application/json"),
+                               ("?format=ctm", timed, "application/json"), ("", timed, "application/json")]:
+        assert post(server.url + "/punctuate" + query, body, ctype)[0] == 200, query
+    assert post(server.url + "/punctuate", b'{"id": "u1", "words": 3}\n', "application/json")[0] == 400
+    after = sorted(os.listdir(server.tmp))
+    assert after == before and [n for n in after if n != ".ses"] == []
+    assert "workdir" not in {f.name for f in dataclasses.fields(serve_module.Service)}
+
+
+def test_bodies_are_read_and_answers_written_without_opening_a_file(punct, packed, monkeypatch):
+    """In process: reading a body and writing it in every output format opens and makes no file."""
+    from punctkit.punctuator import OUTPUT_FORMATS
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"serve opened or made a file: {args[:1]}")
+
+    for mod, name in [(builtins, "open"), (io, "open"), (os, "open"), (tempfile, "mkstemp"), (tempfile, "mkdtemp"),
+                      (tempfile, "NamedTemporaryFile"), (tempfile, "TemporaryFile")]:
+        monkeypatch.setattr(mod, name, refuse)
+    written = set()
+    for body, as_json in [(text_body(packed["utts"], 0, 2).encode(), False),
+                          (timed_jsonl("utt1", packed["utts"][5]).encode(), True)]:
+        parsed = serve_module.parse_body(punct, body, as_json=as_json)
+        labels = label_batch(punct, [parsed.inputs])[0]
+        for name in OUTPUT_FORMATS:
+            try:
+                fmt = serve_module.output_format(name, parsed)
+            except PunctkitError:  # a directory; or needs times the plain text has not
+                continue
+            assert serve_module.render(punct, parsed, labels, fmt, False, punct.casing(True, False)), name
+            written.add(name)
+    assert {"readable", "kaldi_text", "text", "punctuator2", "twocol", "jsonl", "srt", "timed-json"} <= written
 
 
 def test_oversized_body_is_413(server):

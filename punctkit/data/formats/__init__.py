@@ -1,7 +1,8 @@
 """The formats punctkit reads and writes, in one registry (registry.py: an entry per format
 saying what it supports; how a new format plugs in is in its docstring).
 
-- base.py: the utterance types, the repair report, input lines (files or stdin);
+- base.py: the utterance types, the repair report, input lines (files, stdin, or a `TextInput`: a text
+  already decoded, such as serve's request body, which every reader and detection take);
 - labelled.py: `twocol` and `punctuator2` (labels or mark tokens);
 - text.py: `text` and `kaldi_text` (the one Kaldi-text reader);
 - asr.py: `ctm` (the one CTM reader) and `jsonl`, punctuate's ASR inputs and outputs;
@@ -9,7 +10,9 @@ saying what it supports; how a new format plugs in is in its docstring).
 - subtitles.py: `srt`, `vtt`, `timed-json` (punctuate's timed outputs; the cue and sentence builders);
 - `datadir`: data directories, read and written by punctkit.data.datadir.
 """
-from punctkit.data.formats.base import AsrUtterance, Report, Utterance, flatten, source_name, split_text
+from punctkit.data.formats.base import (
+    AsrUtterance, Report, Source, TextInput, Utterance, flatten, source_name, split_text,
+)
 from punctkit.data.formats.labelled import P2_TOKENS, repair_word
 from punctkit.data.formats.registry import (
     REGISTRY, Format, classify_lines, convert, detect_for, detect_format, get_format, names, read, write,
@@ -21,6 +24,6 @@ FORMATS = tuple(n for n in names("reader") if n in names("writer"))
 
 __all__ = [
     "FORMATS", "REGISTRY", "Format", "Utterance", "AsrUtterance", "Report", "read", "write", "convert",
-    "detect_format", "detect_for", "classify_lines", "get_format", "names", "flatten", "repair_word",
+    "Source", "TextInput", "detect_format", "detect_for", "classify_lines", "get_format", "names", "flatten", "repair_word",
     "source_name", "split_text", "P2_TOKENS", "TEXT_MARK",
 ]

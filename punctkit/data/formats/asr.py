@@ -24,10 +24,9 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterator
 
-from punctkit.data.formats.base import AsrUtterance, OutputOptions, input_lines, label_probs, source_name
+from punctkit.data.formats.base import AsrUtterance, OutputOptions, Source, input_lines, label_probs, source_name
 from punctkit.data.labels import O, LabelSet, Substitution
 from punctkit.data.tokenize import is_mark_token, mark_after, read_passage
 from punctkit.data.utterance import is_one_word
@@ -65,7 +64,7 @@ class CtmLine:
     dur_s: float
 
 
-def ctm_line(src: str | Path, i: int, line: str) -> CtmLine | None:
+def ctm_line(src: Source, i: int, line: str) -> CtmLine | None:
     """One CTM line, its times checked; None for blank and `;;` comment lines."""
     if not line.strip() or line.startswith(";;"):
         return None
@@ -86,7 +85,7 @@ def ctm_line(src: str | Path, i: int, line: str) -> CtmLine | None:
     return CtmLine(i, f[0], f[1], f[2], f[3], f[4], f[5:], start, dur)
 
 
-def read_ctm(src: str | Path, encoding: str | None = None) -> Iterator[tuple[str, list[CtmLine]]]:
+def read_ctm(src: Source, encoding: str | None = None) -> Iterator[tuple[str, list[CtmLine]]]:
     """(utterance id, its lines) of a CTM (`-`: stdin), one utterance at a time; an utterance
     whose lines are not together is an error."""
     cur: list[CtmLine] = []
@@ -126,7 +125,7 @@ def add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, r
     return True
 
 
-def ctm_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+def ctm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
               dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """CTM utterances for punctuate; `dropped[0]` counts tokens without a word."""
     for uttid, recs in read_ctm(src, encoding):
@@ -139,14 +138,14 @@ def ctm_units(src: str | Path, inventory: LabelSet, rules: Substitution, encodin
         yield utt
 
 
-def check_one_word_id(utt: AsrUtterance, src: str | Path, output: str) -> None:
+def check_one_word_id(utt: AsrUtterance, src: Source, output: str) -> None:
     """A one-line error when an utterance id (from JSON) holds white space: `output` splits lines on it."""
     if not is_one_word(utt.uttid):
         raise PunctkitError(f"{where(src, utt.lineno)}: utterance id {utt.uttid!r} holds white space, which "
                             f"{output} line cannot hold: use --format jsonl (or ids of one word)")
 
 
-def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path, *_: Any) -> Iterator[str]:
+def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source, *_: Any) -> Iterator[str]:
     """CTM lines with each word as written, cased and its mark set (`Hello,`); JSON words get channel 1."""
     check_one_word_id(utt, src, "a CTM")
     for k, (w, rec) in enumerate(zip(shown, utt.records), 1):
@@ -185,7 +184,7 @@ def word_times(item: dict[str, Any], loc: str) -> tuple[float | None, float | No
     return times
 
 
-def json_objects(src: str | Path, encoding: str | None = None, what: str = "") -> Iterator[tuple[int, str, dict]]:
+def json_objects(src: Source, encoding: str | None = None, what: str = "") -> Iterator[tuple[int, str, dict]]:
     """(line number, "FILE:LINE", object) of each non-blank line of a JSON-lines file; a line that is
     not a JSON object is a one-line error (`what`: the format, for the message)."""
     for i, line in input_lines(src, encoding):
@@ -201,7 +200,7 @@ def json_objects(src: str | Path, encoding: str | None = None, what: str = "") -
         yield i, loc, obj
 
 
-def jsonl_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+def jsonl_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
                 dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """JSON lines, one utterance each (accepted keys in the module docstring)."""
     name = source_name(src)
@@ -230,7 +229,7 @@ def jsonl_units(src: str | Path, inventory: LabelSet, rules: Substitution, encod
         yield utt
 
 
-def jsonl_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path, rows: Any = None,
+def jsonl_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source, rows: Any = None,
               opts: OutputOptions | None = None) -> Iterator[str]:
     """The input object (or {"id"}) with `text` (punctuated) and, per word object, `punctuated` and
     `label`; utterances with ids also get `labels` (plain-text lines only `id` and `text`).

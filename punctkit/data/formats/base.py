@@ -5,6 +5,8 @@
 - `AsrUtterance`: what `punctkit punctuate` reads: words as the model reads them, the marks
   the input already had, each word as written, and per word the record it came from (CTM
   fields, JSON item) so that an output can give every word back as it came.
+- `TextInput`: an input already decoded to text (serve's request body), which every reader and
+  detection take where they take a file's path (`-`: stdin): a `Source` is any of the three.
 """
 from __future__ import annotations
 
@@ -112,19 +114,73 @@ class Report:
         return out
 
 
-def input_lines(src: str | Path, encoding: str | None = None,
+@dataclass(frozen=True)
+class TextInput:
+    """An input already decoded to text, read by the readers and detection as a file is: `name`
+    stands where a file's name does, in utterance ids made for inputs without ids (`request-000001`)
+    and in messages (`request:2: ...`, which is also what `str` gives). It has no encoding: one given
+    to a reader is for files."""
+
+    name: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.name
+
+    def lines(self, span: tuple[int, int] | None = None) -> Iterator[tuple[int, str]]:
+        """(1-based line number, line) as the decoder gives a file's: lines end at `\n` only, their
+        `\r` dropped, and a final newline starts no line; `span=(first, last)` keeps those lines."""
+        first, last = span or (1, None)
+        pieces = self.text.split("\n")
+        if pieces[-1] == "":
+            pieces.pop()
+        for i, line in enumerate(pieces, 1):
+            if last is not None and i > last:
+                return
+            if i >= first:
+                yield i, line.rstrip("\r")
+
+    def sample(self, head: int = 1 << 16, windows: int = 8, window: int = 1 << 13) -> list[str]:
+        """Whole lines from a bounded sample for format detection, taken as `files.sample_lines` takes
+        a file's (counted in characters): all of a small text; else its head and `windows` evenly
+        spaced slices, the partial lines at their cut ends left out."""
+        text = self.text
+        if len(text) <= head + windows * window:
+            return [line for _, line in self.lines()]
+        out = text[:head].split("\n")[:-1]
+        for k in range(1, windows + 1):
+            start = k * len(text) // (windows + 1)
+            out += text[start:start + window].split("\n")[1:-1]
+        return [line.rstrip("\r") for line in out]
+
+
+# what the readers take: a file's path, `-` for standard input, or a text already decoded
+Source = str | Path | TextInput
+
+
+def input_lines(src: Source, encoding: str | None = None,
                 lines: tuple[int, int] | None = None) -> Iterator[tuple[int, str]]:
-    """(line number, line) of a file, or of standard input for `-` (its bytes, decoded as files are);
-    `lines=(first, last)` keeps only those lines of a file."""
-    if str(src) == "-":
+    """(line number, line) of a file, of standard input for `-` (its bytes, decoded as files are), or
+    of a `TextInput`; `lines=(first, last)` keeps only those lines of a file or text."""
+    if isinstance(src, TextInput):
+        yield from src.lines(lines)
+    elif str(src) == "-":
         yield from stdin_lines(encoding)
     else:
         yield from iter_lines(src, lines, encoding)
 
 
-def source_name(src: str | Path) -> str:
-    """The name used in utterance ids and messages (`stdin` for `-`)."""
+def source_name(src: Source) -> str:
+    """The name used in utterance ids and messages (`stdin` for `-`; a `TextInput`'s own name)."""
+    if isinstance(src, TextInput):
+        return src.name
     return "stdin" if str(src) == "-" else Path(src).name
+
+
+def as_source(path: Source) -> Path | TextInput:
+    """A corpus reader's input: a file's `Path`, or a `TextInput` as it is (both have `name`, and
+    `str` of either names it in messages)."""
+    return path if isinstance(path, TextInput) else Path(path)
 
 
 def split_text(text: str, inventory: LabelSet, rules: Substitution) -> Passage:

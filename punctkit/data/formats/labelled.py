@@ -6,10 +6,9 @@ and a line classifier for detection (punctkit.data.formats.registry).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Iterator
 
-from punctkit.data.formats.base import Report, Utterance, input_lines
+from punctkit.data.formats.base import Report, Source, Utterance, as_source, input_lines
 from punctkit.data.labels import (
     INVENTORIES, MARK_TEXT, O, LabelSet, Substitution, case_of, mark_of,
 )
@@ -93,10 +92,10 @@ def _check_label(label: str, inventory: LabelSet | None, loc: str) -> None:
         raise PunctkitError(f"{loc}: unknown label '{label}'{inv}")
 
 
-def read_twocol(path: str | Path, inventory: LabelSet | None, report: Report,
+def read_twocol(path: Source, inventory: LabelSet | None, report: Report,
                 lines: tuple[int, int] | None = None, encoding: str | None = None) -> list[Utterance]:
     """Read `word<TAB>LABEL` lines; blank lines end an utterance."""
-    p = Path(path)
+    p = as_source(path)
     utts: list[Utterance] = []
     cur = Utterance(f"{p.name}-{1:06d}", [], [])
 
@@ -151,11 +150,11 @@ def _empty_token(cur: Utterance, label: str, report: Report, loc: str, word: str
         report.repair("token without a word, mark dropped (previous word already marked)", loc, f"{what} {label}")
 
 
-def read_punctuator2(path: str | Path, inventory: LabelSet, rules: Substitution, report: Report,
+def read_punctuator2(path: Source, inventory: LabelSet, rules: Substitution, report: Report,
                      lowercase: bool = False, lines: tuple[int, int] | None = None,
                      encoding: str | None = None) -> list[Utterance]:
     """Read inline mark tokens (`word ,COMMA word`), one utterance a line."""
-    p = Path(path)
+    p = as_source(path)
     utts = []
     for i, line in input_lines(p, encoding, lines):
         words: list[str] = []

@@ -25,11 +25,10 @@ Errors name the file and line (for JSON syntax errors json's line and column).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Iterator
 
 from punctkit.data.formats.asr import ID_KEYS, add_token, first_key, json_objects, word_times
-from punctkit.data.formats.base import AsrUtterance, given_words, input_lines, source_name
+from punctkit.data.formats.base import AsrUtterance, Source, given_words, input_lines, source_name
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.files import PunctkitError, json_value, parse_json, where
 
@@ -125,12 +124,12 @@ def head_key_kind(head: str) -> str | None:
 
 # ---------------------------------------------------------------- shared
 
-def read_json_text(src: str | Path, encoding: str | None) -> str:
+def read_json_text(src: Source, encoding: str | None) -> str:
     """The whole text of a JSON input (`-`: stdin), lines joined with newlines (line numbers kept)."""
     return "\n".join(line for _, line in input_lines(src, encoding))
 
 
-def json_error(src: str | Path, e: json.JSONDecodeError) -> PunctkitError:
+def json_error(src: Source, e: json.JSONDecodeError) -> PunctkitError:
     """A JSON syntax error as `file:LINE: not valid JSON (what, column C)`."""
     return PunctkitError(f"{where(src, e.lineno)}: not valid JSON ({e.msg}, column {e.colno})")
 
@@ -165,7 +164,7 @@ def text_words(utt: AsrUtterance, text: str, inventory: LabelSet, rules: Substit
 
 # ---------------------------------------------------------------- Whisper
 
-def whisper_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+def whisper_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
                   dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """The segments of a Whisper JSON file, in order, as units of one stream (module docstring)."""
     text = read_json_text(src, encoding)
@@ -199,7 +198,7 @@ def whisper_units(src: str | Path, inventory: LabelSet, rules: Substitution, enc
 
 # ---------------------------------------------------------------- NeMo
 
-def nemo_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+def nemo_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
                dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """NeMo manifest lines, one utterance each (words from `nemo_text`)."""
     name = source_name(src)
@@ -228,7 +227,7 @@ def nemo_text(obj: dict[str, Any], loc: str) -> str:
     raise PunctkitError(f"{loc}: no 'pred_text' or 'text' string")
 
 
-def nemo_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path,
+def nemo_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source,
              *_: Any) -> Iterator[str]:
     """The manifest line with `pred_text_punctuated` added, every other field kept (an input that
     was not a manifest: `pred_text` holds its words as given)."""
@@ -241,7 +240,7 @@ def nemo_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | 
 
 # ---------------------------------------------------------------- Vosk
 
-def vosk_results(src: str | Path, encoding: str | None) -> Iterator[tuple[int, Any]]:
+def vosk_results(src: Source, encoding: str | None) -> Iterator[tuple[int, Any]]:
     """(line, result object) of a Vosk file: objects one after another, or a JSON list of them."""
     text = read_json_text(src, encoding)
     values, err = json_values(text)
@@ -256,7 +255,7 @@ def vosk_results(src: str | Path, encoding: str | None) -> Iterator[tuple[int, A
         yield line_of(text, pos), obj
 
 
-def vosk_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+def vosk_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
                dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """The final results of a Vosk file with words, in order, as units of one stream (module docstring)."""
     name = source_name(src)

@@ -8,6 +8,10 @@ entries (`names`), and an unknown name is one line listing them (`get_format`).
 `detect_format` is the one detector by content: it samples lines and asks each entry's
 line classifier (`line_kind`), then falls back to Kaldi text vs plain text.
 
+Text streams: every reader, `read` and detection take a `TextInput` (a text already decoded,
+with a name, such as serve's request body) where they take a file, through the same parser;
+`write` writes a format written line by line (`lines`) to a text stream as to a file.
+
 A new format is one module (or a few functions in one) and one entry in `REGISTRY`:
 - recognizer outputs in (Whisper JSON, NeMo manifests, Vosk results: recognizers.py): a
   `units` reader yielding `AsrUtterance`s with word records and times, a `line_kind`
@@ -20,26 +24,31 @@ A new format is one module (or a few functions in one) and one entry in `REGISTR
 from __future__ import annotations
 
 from collections import Counter
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, TextIO
 
 from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.formats import asr, labelled, recognizers, subtitles, text
-from punctkit.data.formats.base import AsrUtterance, OutputOptions, Punctuated, Report, Utterance, chosen_prob
+from punctkit.data.formats.base import (
+    AsrUtterance, OutputOptions, Punctuated, Report, Source, TextInput, Utterance, as_source, chosen_prob, source_name,
+)
 from punctkit.data.labels import O, LabelSet, Substitution, default_substitution, get_inventory, inventory_for
-from punctkit.files import PunctkitError, atomic_write, check_not_input, peek_stdin, sample_lines, text_codec
+from punctkit.files import PunctkitError, check_not_input, peek_stdin, sample_lines, text_codec, write_lines
 
 # corpus reader: (path, inventory or None, rules, report, lowercase, lines, encoding) -> utterances, inventory
 Reader = Callable[..., "tuple[list[Utterance], LabelSet | None]"]
 # corpus writer: (utterances, path, inventory, overwrite, inputs) -> None (atomic)
 Writer = Callable[..., None]
+# a corpus format's lines: utterances -> the lines of the file (or text stream), without newlines
+Lines = Callable[[list[Utterance]], Iterable[str]]
 # punctuate's reader: (src, inventory, rules, encoding, dropped) -> utterances, streaming
 Units = Callable[..., Iterator[AsrUtterance]]
 # punctuate's writer: (utterance, labels, words as shown, src[, probability rows, OutputOptions]) -> output lines
 Emit = Callable[..., Iterable[str]]
 # punctuate's whole-output writer: (punctuated units, src, OutputOptions) -> output lines, streaming
-StreamOut = Callable[[Iterable[Punctuated], "str | Path", OutputOptions], Iterable[str]]
+StreamOut = Callable[[Iterable[Punctuated], Source, OutputOptions], Iterable[str]]
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,7 @@ class Format:
     summary: str
     reader: Reader | None = None        # corpus reader (convert, prepare, score)
     writer: Writer | None = None        # corpus writer (convert, decode, punctuate's corpus outputs)
+    lines: Lines | None = None          # a corpus format's lines: its writer (a file), and a text stream's
     units: Units | None = None          # punctuate's input, streaming (stdin works)
     emit: Emit | None = None            # punctuate's output, one utterance at a time
     stream: StreamOut | None = None     # punctuate's output over all units (subtitles, timed JSON)
@@ -62,31 +72,34 @@ class Format:
     one_stream: bool = False            # punctuate: its lines are one stream (sentences cross lines)
     probs: bool = False                 # as punctuate's output: shows probabilities (--probs)
 
+    def __post_init__(self) -> None:
+        if self.lines is not None and self.writer is None:  # a format written line by line: its file writer
+            object.__setattr__(self, "writer", _lines_writer(self.lines))
+
 
 # ---------------------------------------------------------------- adapters to the uniform signatures
 
-def _lines_writer(lines: Callable[[list[Utterance]], Iterable[str]]) -> Writer:
+def _lines_writer(lines: Lines) -> Writer:
     """A corpus writer from a function giving the file's lines (written atomically, never over an input)."""
     def write_file(utts: list[Utterance], path: str | Path, inventory: LabelSet | None = None,
                    overwrite: bool = False, inputs: Iterable[str | Path] = ()) -> None:
         check_not_input(path, list(inputs))
-        with atomic_write(path) as f:
-            f.writelines(line + "\n" for line in lines(utts))
+        write_lines(path, lines(utts))
     return write_file
 
 
-def _read_twocol(p: Path, inv: LabelSet | None, rules: Substitution, report: Report, lowercase: bool,
+def _read_twocol(p: Path | TextInput, inv: LabelSet | None, rules: Substitution, report: Report, lowercase: bool,
                  lines: tuple[int, int] | None, encoding: str | None) -> tuple[list[Utterance], LabelSet | None]:
     return labelled.read_twocol(p, inv, report, lines, encoding), inv
 
 
-def _read_p2(p: Path, inv: LabelSet, rules: Substitution, report: Report, lowercase: bool,
+def _read_p2(p: Path | TextInput, inv: LabelSet, rules: Substitution, report: Report, lowercase: bool,
              lines: tuple[int, int] | None, encoding: str | None) -> tuple[list[Utterance], LabelSet | None]:
     return labelled.read_punctuator2(p, inv, rules, report, lowercase, lines, encoding), inv
 
 
 def _read_text(with_ids: bool) -> Reader:
-    def read_text(p: Path, inv: LabelSet, rules: Substitution, report: Report, lowercase: bool,
+    def read_text(p: Path | TextInput, inv: LabelSet, rules: Substitution, report: Report, lowercase: bool,
                   lines: tuple[int, int] | None, encoding: str | None) -> tuple[list[Utterance], LabelSet | None]:
         return text.read_text(p, inv, rules, report, lowercase, with_ids, lines, encoding), inv
     return read_text
@@ -133,14 +146,14 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
            "(`uttid text` for inputs with ids)", emit=readable_out),
     Format("twocol", "`word<TAB>LABEL` a line, a blank line between utterances (IWSLT; punctuate --probs: "
            "a third column, the label's probability)",
-           reader=_read_twocol, writer=_lines_writer(labelled.twocol_out), emit=twocol_emit,
+           reader=_read_twocol, lines=labelled.twocol_out, emit=twocol_emit,
            line_kind=labelled.twocol_kind, labels=True, probs=True),
     Format("punctuator2", "inline mark tokens, `so ,COMMA if we .PERIOD`, one utterance a line",
-           reader=_read_p2, writer=_lines_writer(labelled.punctuator2_out), line_kind=labelled.punctuator2_kind),
+           reader=_read_p2, lines=labelled.punctuator2_out, line_kind=labelled.punctuator2_kind),
     Format("text", "punctuated text, one utterance (or document) a line", reader=_read_text(False),
-           writer=_lines_writer(text.text_out), units=text.text_units, one_stream=True),
+           lines=text.text_out, units=text.text_units, one_stream=True),
     Format("kaldi_text", "Kaldi `text`: the utterance id, then its punctuated text", reader=_read_text(True),
-           writer=_lines_writer(text.kaldi_text_out), units=text.kaldi_text_units, ids=True),
+           lines=text.kaldi_text_out, units=text.kaldi_text_units, ids=True),
     Format("datadir", "a data directory with `text` and `labels` (punctkit.data.datadir)",
            reader=_read_datadir, writer=_write_datadir, labels=True, ids=True, directory=True),
     Format("ctm", "`uttid channel start duration word [conf]` a line (ASR word times)",
@@ -195,11 +208,12 @@ def get_format(name: str, role: str, what: str = "format", known: tuple[str, ...
 
 # ---------------------------------------------------------------- detection
 
-def detect_format(path: str | Path, encoding: str | None = None) -> str:
-    """The format of a file (or of stdin, `-`) from its content: the one detector of every command.
+def detect_format(path: Source, encoding: str | None = None) -> str:
+    """The format of a file (or of stdin, `-`, or a `TextInput`) from its content: the one detector of
+    every command.
 
     A directory is `datadir`. Otherwise a bounded sample of whole lines (the whole of a
-    small file; the head and evenly spaced slices of a large one; the head of stdin) is
+    small file or text; the head and evenly spaced slices of a large one; the head of stdin) is
     classified, blank lines and CTM `;;` comments left out; but an input that starts with `{`
     or `[` is first decoded as JSON values (its first 4 MiB; recognizers.json_kind): the
     top-level keys say whisper (`segments`), vosk (`result`, `partial`), nemo (`pred_text`,
@@ -224,7 +238,7 @@ def detect_format(path: str | Path, encoding: str | None = None) -> str:
     named `text` or `*.text` and its first tokens are unique or mostly ids (a single line,
     ids without digits); else plain text.
     """
-    if str(path) != "-":
+    if not isinstance(path, TextInput) and str(path) != "-":
         p = Path(path)
         if p.is_dir():
             return "datadir"
@@ -238,16 +252,19 @@ def detect_format(path: str | Path, encoding: str | None = None) -> str:
         kind = recognizers.json_kind(head, complete, str(path))
         if kind:
             return kind
-    lines = [ln for ln in sample_lines(path, encoding) if ln.strip() and not ln.startswith(";;")]
-    name = "stdin" if str(path) == "-" else Path(path).name
-    return classify_lines(lines, name, str(path))
+    sample = path.sample() if isinstance(path, TextInput) else sample_lines(path, encoding)
+    lines = [ln for ln in sample if ln.strip() and not ln.startswith(";;")]
+    return classify_lines(lines, source_name(path), str(path))
 
 
 JSON_HEAD = 1 << 22  # bytes of a file decoded whole to tell a JSON document's format (stdin: 64 KiB)
 
 
-def input_head(path: str | Path, encoding: str | None = None) -> tuple[str, bool]:
-    """The start of a file (or of stdin, kept for its reader), decoded, and whether it is all of it."""
+def input_head(path: Source, encoding: str | None = None) -> tuple[str, bool]:
+    """The start of a file (or of stdin, kept for its reader; or of a `TextInput`), decoded, and whether
+    it is all of it."""
+    if isinstance(path, TextInput):
+        return path.text[:JSON_HEAD], len(path.text) <= JSON_HEAD
     if str(path) == "-":
         data = peek_stdin(1 << 16)
         complete = len(data) < 1 << 16
@@ -293,7 +310,7 @@ def classify_lines(lines: list[str], name: str, source: str) -> str:
     return "kaldi_text" if text.looks_like_ids(firsts, name) else "text"
 
 
-def detect_for(path: str | Path, role: str, encoding: str | None = None, command: str = "this command",
+def detect_for(path: Source, role: str, encoding: str | None = None, command: str = "this command",
                option: str = "--from") -> Format:
     """The detected format of `path`, which must have `role`; else one line naming what the command reads."""
     name = detect_format(path, encoding)
@@ -306,20 +323,22 @@ def detect_for(path: str | Path, role: str, encoding: str | None = None, command
 
 # ---------------------------------------------------------------- corpus reading and writing
 
-def read(path: str | Path, fmt: str | None = None, inventory: LabelSet | str | None = None,
+def read(path: Source, fmt: str | None = None, inventory: LabelSet | str | None = None,
          rules: Substitution | None = None, lowercase: bool = False,
          report: Report | None = None, lines: tuple[int, int] | None = None,
          encoding: str | None = None) -> tuple[list[Utterance], LabelSet]:
     """Read any corpus format; returns the utterances and their label inventory.
 
     With no inventory, labelled formats infer the smallest one that fits and
-    text formats use 4-class. `lines=(first, last)` reads only those lines of a file;
+    text formats use 4-class. `lines=(first, last)` reads only those lines of a file (or `TextInput`);
     `encoding` decodes a file that is not UTF-8 (or UTF-16/32 with a BOM).
     """
-    p = Path(path)
-    if not p.exists():
+    p = as_source(path)
+    if isinstance(p, Path) and not p.exists():
         raise PunctkitError(f"file not found: {p}")
     entry = get_format(fmt, "reader") if fmt is not None else detect_for(p, "reader", encoding)
+    if entry.directory and isinstance(p, TextInput):
+        raise PunctkitError(f"{p}: format {entry.name} is a directory, which a text cannot be")
     inv = get_inventory(inventory) if isinstance(inventory, str) else inventory
     if not entry.labels:
         inv = inv or get_inventory("4class")
@@ -333,14 +352,21 @@ def read(path: str | Path, fmt: str | None = None, inventory: LabelSet | str | N
     return utts, inv
 
 
-def write(utts: list[Utterance], path: str | Path, fmt: str, inventory: LabelSet | None = None,
+def write(utts: list[Utterance], path: str | Path | TextIO, fmt: str, inventory: LabelSet | None = None,
           overwrite: bool = False, inputs: list[str | Path] | tuple = ()) -> None:
-    """Write utterances in `fmt`; the file appears only when complete.
+    """Write utterances in `fmt` to a file, which appears only when complete, or to a text stream
+    (`io.StringIO`, an open file: the format's `lines`, each with its newline).
 
     A file output may replace an existing file (the user named it), never one of
-    `inputs`; a data directory is written by `write_data_dir` (`overwrite` there).
+    `inputs`; a data directory is written by `write_data_dir` (`overwrite` there), never to a stream.
     """
-    get_format(fmt, "writer").writer(utts, path, inventory, overwrite, inputs)  # type: ignore[misc]
+    entry = get_format(fmt, "writer")
+    if isinstance(path, (str, os.PathLike)):
+        entry.writer(utts, path, inventory, overwrite, inputs)  # type: ignore[misc]
+    elif entry.lines is None:
+        raise PunctkitError(f"format {fmt} is a directory, which a text stream cannot hold")
+    else:
+        path.writelines(line + "\n" for line in entry.lines(utts))
 
 
 def convert(src: str | Path, dst: str | Path, src_fmt: str | None = None, dst_fmt: str | None = None,

@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from punctkit.data.formats.base import OutputOptions, Punctuated, chosen_prob, given_words, label_probs
+from punctkit.data.formats.base import OutputOptions, Punctuated, Source, chosen_prob, given_words, label_probs
 from punctkit.data.labels import O, SENTENCE_END, case_class, mark_of
 from punctkit.files import PunctkitError, where
 
@@ -125,7 +124,7 @@ def sentences(items: Iterable[tuple[Any, bool]]) -> Iterator[list[Any]]:
 
 # ---------------------------------------------------------------- from punctuated units
 
-def word_time(utt: Any, k: int, src: str | Path, fmt: str) -> tuple[float, float]:
+def word_time(utt: Any, k: int, src: Source, fmt: str) -> tuple[float, float]:
     """(start, end) of word k of `utt` (an end defaults to the start); no start is an error."""
     rec = utt.records[k] if k < len(utt.records) else None
     start = rec.get("start_s") if isinstance(rec, dict) else None
@@ -136,7 +135,7 @@ def word_time(utt: Any, k: int, src: str | Path, fmt: str) -> tuple[float, float
     return start, start if end is None else end
 
 
-def cue_words(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions, fmt: str) -> Iterator[TimedWord]:
+def cue_words(units: Iterable[Punctuated], src: Source, opts: OutputOptions, fmt: str) -> Iterator[TimedWord]:
     """The words of punctuated units as TimedWords (an independent utterance's last word is a hard end)."""
     for utt, labels, shown, _ in units:
         for k, (lab, text) in enumerate(zip(labels, shown)):
@@ -160,7 +159,7 @@ def limits_of(opts: OutputOptions) -> Limits:
     return Limits(opts.max_cue_seconds, opts.max_line_chars, opts.max_cue_lines)
 
 
-def srt_lines(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions) -> Iterator[str]:
+def srt_lines(units: Iterable[Punctuated], src: Source, opts: OutputOptions) -> Iterator[str]:
     """SubRip: numbered cues, `start --> end`, the lines, a blank line."""
     for n, cue in enumerate(build_cues(cue_words(units, src, opts, "srt"), limits_of(opts)), 1):
         yield from (str(n), f"{stamp(cue.start, ',')} --> {stamp(cue.end, ',')}", *cue.lines, "")
@@ -171,7 +170,7 @@ def vtt_text(line: str) -> str:
     return line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def vtt_lines(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions) -> Iterator[str]:
+def vtt_lines(units: Iterable[Punctuated], src: Source, opts: OutputOptions) -> Iterator[str]:
     """WebVTT: the header, then cues (`start --> end`, the lines, a blank line)."""
     yield from ("WEBVTT", "")
     for cue in build_cues(cue_words(units, src, opts, "vtt"), limits_of(opts)):
@@ -212,7 +211,7 @@ def sentence_json(words: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def timed_json_lines(units: Iterable[Punctuated], src: str | Path, opts: OutputOptions) -> Iterator[str]:
+def timed_json_lines(units: Iterable[Punctuated], src: Source, opts: OutputOptions) -> Iterator[str]:
     """JSON lines, a sentence a line, each written as soon as it is complete (times without values: null)."""
     for group in sentences(json_words(units, opts)):
         yield json.dumps(sentence_json(group), ensure_ascii=False)

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from punctkit.data.formats.base import AsrUtterance, Report, Utterance, input_lines, source_name, split_text
+from punctkit.data.formats.base import (
+    AsrUtterance, Report, Source, TextInput, Utterance, as_source, input_lines, source_name, split_text,
+)
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import join_marked, label_tokens, read_passage, split_contraction, tokens
 from punctkit.data.utterance import is_one_word
@@ -41,7 +43,7 @@ def all_unique_ids(firsts: list[str]) -> bool:
     return len(set(firsts)) == len(firsts) and all(ID.fullmatch(t) for t in firsts)
 
 
-def kaldi_text_lines(src: str | Path, encoding: str | None = None,
+def kaldi_text_lines(src: Source, encoding: str | None = None,
                      lines: tuple[int, int] | None = None) -> Iterator[tuple[int, str, str]]:
     """(line number, utterance id, the rest of the line) of Kaldi `text`; lines without an id are
     skipped, a repeated id is an error."""
@@ -143,13 +145,13 @@ def line_tokens(line: str, opts: TextOptions, report: Report, loc: str) -> list[
     return out
 
 
-def read_text(path: str | Path, inventory: LabelSet, rules: Substitution, report: Report,
+def read_text(path: Source, inventory: LabelSet, rules: Substitution, report: Report,
               lowercase: bool = False, with_ids: bool = False,
               lines: tuple[int, int] | None = None, encoding: str | None = None,
               opts: TextOptions = PLAIN) -> list[Utterance]:
     """Read punctuated text as a corpus, one utterance a line (`with_ids`: Kaldi `text`, id first;
     `opts.one_stream`: one utterance a file, named after it), repaired as `opts` asks."""
-    p = Path(path)
+    p = as_source(path)
     if with_ids:
         if opts.one_stream:
             raise PunctkitError(f"{p}: Kaldi text has an utterance a line; one stream a file is for plain text")
@@ -173,7 +175,7 @@ def read_text(path: str | Path, inventory: LabelSet, rules: Substitution, report
     return utts
 
 
-def _repaired(rows: Iterator[tuple[int, str, str]], p: Path, opts: TextOptions,
+def _repaired(rows: Iterator[tuple[int, str, str]], p: Path | TextInput, opts: TextOptions,
               report: Report) -> Iterator[tuple[int, str, str, list[tuple[str, str]]]]:
     """(line number, utterance id, line, its tokens) of the lines `opts` keeps, each repaired."""
     for i, uttid, line in rows:
@@ -183,7 +185,7 @@ def _repaired(rows: Iterator[tuple[int, str, str]], p: Path, opts: TextOptions,
             yield i, uttid, fixed, line_tokens(fixed, opts, report, loc)
 
 
-def text_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+def text_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
                dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """Plain text for punctuate, one unit per input line (lines without words give empty units);
     the lines are one stream (a sentence may go on to the next line)."""
@@ -194,7 +196,7 @@ def text_units(src: str | Path, inventory: LabelSet, rules: Substitution, encodi
                            lineno=i, has_id=False)
 
 
-def kaldi_text_units(src: str | Path, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+def kaldi_text_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
                      dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """Kaldi `text` for punctuate: `uttid words...` per line (an id without words gives an empty utterance)."""
     for i, uttid, rest in kaldi_text_lines(src, encoding):
