@@ -283,7 +283,7 @@ def decode(
 ) -> None:
     """Predict one label per word of a data directory; the options it ran with go to
     OUT/decode_options.yaml (OUT.decode_options.yaml for a file)."""
-    from punctkit.decode.decoder import decode_dir
+    from punctkit.decode_data import decode_dir
 
     decode_dir(model_dirs if len(model_dirs) > 1 else model_dirs[0], data_dir, out, fmt, beam, nbest, batch_size,
                checkpoint, ngpu, window, step, log=lambda m: typer.echo(m, err=True), overwrite=overwrite,
@@ -593,8 +593,8 @@ def pack(
                                                                   "(e.g. 0.6,0.4; default equal)"),
 ) -> None:
     """Pack a trained model (weights, frontend, config, labels, card) into one file; several: an ensemble."""
-    from punctkit.punctuator import pack as do_pack
-    from punctkit.ensemble import pack_ensemble
+    from punctkit.packing import pack as do_pack
+    from punctkit.packing import pack_ensemble
 
     if ensemble or len(exp_dirs) > 1:
         if train_data or onnx_only or card_note:
@@ -674,11 +674,11 @@ def punctuate(
                 quantize=quantize, backend=backend)
     model = model or [default_model()]
     if len(model) > 1 or weights:
-        from punctkit.ensemble import Ensemble
+        from punctkit.infer.ensemble import Ensemble
 
         punct = Ensemble.load(model, weights, **opts)
     else:
-        from punctkit.ensemble import load_model
+        from punctkit.infer.ensemble import load_model
 
         punct = load_model(model[0], **opts)
     casing = punct.casing(capitalize, recase)
@@ -725,7 +725,7 @@ def _punctuate_stream(punct: "Punctuator", src: str, input_format: Optional[str]
     each output line flushed when written."""
     from punctkit.decode.lookahead import parse_lookahead
     from punctkit.files import decode_lines, stdin_lines
-    from punctkit.stream import PunctStream, stream_lines
+    from punctkit.infer.stream import PunctStream, stream_lines
 
     state = PunctStream(punct, parse_lookahead(lookahead), capitalize)
     with contextlib.ExitStack() as stack:

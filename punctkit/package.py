@@ -31,6 +31,7 @@ into a private temporary directory, by the validated names, and removed once rea
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -43,7 +44,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable, Iterator
 
 import yaml
 
@@ -270,9 +271,20 @@ def is_package_file(path: Path) -> bool:
         return False
 
 
-def _write_zip(out: str | Path, files: list[tuple[str, bytes, int]], backends: Iterable[str],
-               verify: Callable[..., Any] | None) -> None:
-    """The members into `out` (atomically), loaded back with each backend by `verify` before the rename;
+@dataclass(frozen=True)
+class Packed:
+    """A package's members, ready to write: its manifest, its files (name, bytes, zip compression)
+    and the backends it can run with (each checked by loading the file back before the rename)."""
+
+    manifest: dict[str, Any]
+    files: list[tuple[str, bytes, int]]
+    backends: tuple[str, ...]
+
+
+@contextlib.contextmanager
+def writing(out: str | Path, packed: Packed) -> Iterator[Path]:
+    """Write `packed` into `out` atomically: the zip is complete under a temporary name when this
+    yields it (load it back there), and replaces `out` only when the block ends without an error;
     an existing `out` is replaced only if it is a package (punctkit never overwrites a file it did not write)."""
     p = Path(out)
     if p.is_dir():
@@ -281,35 +293,29 @@ def _write_zip(out: str | Path, files: list[tuple[str, bytes, int]], backends: I
         raise PunctkitError(f"{p}: exists and is not a punctkit package; choose another name or move it away")
     with atomic_write(out, "wb") as f:
         with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
-            for name, data, compress in files:
+            for name, data, compress in packed.files:
                 info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
                 info.compress_type = compress
                 info.external_attr = 0o644 << 16
                 z.writestr(info, data)
         f.flush()
-        for backend in backends:
-            if verify is not None:
-                verify(f.name, backend=backend)  # the packed file rebuilds the model(s) on its own
+        yield Path(f.name)
 
 
-def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
-         card_results: Iterable[str | Path] = (), train_data: str | None = None,
-         onnx: bool = False, int8: bool = False,
-         verify: Callable[..., Any] | None = None, onnx_only: bool = False,
-         notes: dict[str, str] | None = None) -> dict[str, Any]:
-    """Write the model of a trained model dir into one file; returns its manifest.
+def model_package(exp_dir: str | Path, checkpoint: str | None = None,
+                  card_results: Iterable[str | Path] = (), train_data: str | None = None,
+                  onnx: bool = False, int8: bool = False, onnx_only: bool = False,
+                  notes: dict[str, str] | None = None) -> Packed:
+    """The package of a trained model dir (`punctkit pack`; punctkit/packing.py writes it).
 
     `onnx` adds the tagger as an ONNX graph (punctkit/onnx.py), checked against torch;
     `int8` stores that graph with int8 weights (faster on CPU; labels may differ slightly);
     `onnx_only`: the graph alone, without model.pt (a smaller file that onnxruntime runs);
     `notes`: more entries for the card (`make_card`).
-    `verify(path, backend=...)` loads the file back (with each backend it holds) before it
-    replaces `out` (punctkit.punctuator.pack passes `Punctuator.load`).
     """
     manifest, files = model_files(exp_dir, checkpoint, card_results, train_data, onnx, int8, onnx_only=onnx_only,
                                   notes=notes)
-    _write_zip(out, files, ("onnx",) if onnx_only else ("torch", "onnx") if onnx else ("torch",), verify)
-    return manifest
+    return Packed(manifest, files, ("onnx",) if onnx_only else ("torch", "onnx") if onnx else ("torch",))
 
 
 def member_scores(exp: Path) -> list[Path]:
@@ -317,14 +323,12 @@ def member_scores(exp: Path) -> list[Path]:
     return sorted(exp.glob("decode_*/score.json"))
 
 
-def pack_ensemble(exp_dirs: list[str | Path], out: str | Path, weights: list[float],
-                  checkpoint: str | None = None, card_results: Iterable[str | Path] = (),
-                  onnx: bool = False, int8: bool = False,
-                  verify: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """Write several trained models into one ensemble package (members `models/K/`, `weights`
-    summing to 1); the card lists each member (its experiment, model, checkpoint and the test
-    figures of its EXP/decode_*/score.json) and the weights; `card_results`: the ensemble's own
-    scores. Returns the top manifest."""
+def ensemble_package(exp_dirs: list[str | Path], weights: list[float],
+                     checkpoint: str | None = None, card_results: Iterable[str | Path] = (),
+                     onnx: bool = False, int8: bool = False) -> Packed:
+    """Several trained models as one ensemble package (members `models/K/`, `weights` summing
+    to 1); the card lists each member (its experiment, model, checkpoint and the test figures of
+    its EXP/decode_*/score.json) and the weights; `card_results`: the ensemble's own scores."""
     if not 1 <= len(exp_dirs) <= MAX_MEMBERS:
         raise PunctkitError(f"an ensemble package holds 1 to {MAX_MEMBERS} models, not {len(exp_dirs)}")
     if len(weights) != len(exp_dirs):
@@ -345,8 +349,7 @@ def pack_ensemble(exp_dirs: list[str | Path], out: str | Path, weights: list[flo
     top = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "punctkit_version": __version__,
            "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "kind": ENSEMBLE, "weights": weights, "card": card}
     files.insert(0, (MANIFEST, json.dumps(top, indent=1).encode(), zipfile.ZIP_DEFLATED))
-    _write_zip(out, files, ("torch", "onnx") if onnx else ("torch",), verify)
-    return top
+    return Packed(top, files, ("torch", "onnx") if onnx else ("torch",))
 
 
 # ------------------------------------------------------------------ read and validate

@@ -43,15 +43,16 @@ from aiohttp import WSMsgType, web
 
 from punctkit.data.formats import AsrUtterance, Format, TextInput, Utterance, detect_for, get_format, names, write
 from punctkit.data.formats.base import OutputOptions
-from punctkit.data.labels import O, default_substitution
-from punctkit.data.tokenize import Casing, Renderer, carries_case, show_tokens
+from punctkit.data.labels import default_substitution
+from punctkit.data.tokenize import Casing
 from punctkit.decode.lookahead import parse_lookahead
-from punctkit.ensemble import load_model
+from punctkit.infer.ensemble import load_model
 from punctkit.files import PunctkitError, check_not_input, decode_lines, parse_json
-from punctkit.punctuator import OUTPUT_FORMATS, Fixed, Punctuator
+from punctkit.infer.pipeline import Fixed, UnitRenderer, input_fixed
+from punctkit.punctuator import OUTPUT_FORMATS, Punctuator
 
 if TYPE_CHECKING:
-    from punctkit.stream import LineProtocol
+    from punctkit.infer.stream import LineProtocol
 
 REQUEST = "request"  # the body's name: in errors (`request:2: ...`) and in ids made for lines without one
 PARAMS = ("format", "input_format", "keep_input_marks", "capitalize", "recase")
@@ -115,16 +116,11 @@ class Parsed:
     words: int
 
 
-def _fixed(u: AsrUtterance, keep: bool) -> Fixed | None:
-    """The input marks the model keeps (--keep-input-marks), None where it predicts."""
-    return [None if m == O else m for m in u.marks] if keep else None
-
-
 def model_inputs(units: list[AsrUtterance], one_stream: bool, keep: bool) -> Inputs:
     """The streams to label: each utterance, or (plain-text lines) all words as one stream."""
     if not one_stream:
-        return [(u.words, _fixed(u, keep)) for u in units]
-    fixed = [f for u in units for f in (_fixed(u, True) or [])] if keep else None
+        return [(u.words, input_fixed(u, keep)) for u in units]
+    fixed = [f for u in units for f in (input_fixed(u, True) or [])] if keep else None
     return [([w for u in units for w in u.words], fixed)]
 
 
@@ -175,19 +171,19 @@ def label_batch(punct: Punctuator, jobs: list[Inputs]) -> list[list[list[str]]]:
 
 def shown_units(parsed: Parsed, labels: list[list[str]], keep: bool,
                 casing: Casing) -> list[tuple[AsrUtterance, list[str], list[str]]]:
-    """Each utterance with its labels and its words as shown, as `punctuate` gives them
-    (plain-text lines: one stream cut back into lines, sentences and the input's case running on)."""
-    if not parsed.reader.one_stream:
-        return [(u, lab, show_tokens(u.written, lab, casing, kept=u.marks if keep else None))
-                for u, lab in zip(parsed.units, labels)]
-    flat, k, out = labels[0] if labels else [], 0, []
-    renderer = Renderer(casing, input_cased=False)
-    for u in parsed.units:
-        mine = flat[k:k + len(u.words)]
-        k += len(u.words)
-        kept = u.marks if keep else [None] * len(mine)
-        renderer.input_cased = renderer.input_cased or carries_case(u.written)  # as punctuate judges it
-        out.append((u, mine, [renderer.show(w, lab, m) for w, lab, m in zip(u.written, mine, kept)]))
+    """Each utterance with its labels and its words as shown, as `punctuate` shows them
+    (infer/pipeline.py: UnitRenderer; plain-text lines: one stream cut back into lines, sentences
+    and the input's case running on)."""
+    render = UnitRenderer(casing, parsed.reader.one_stream, keep)
+    flat = [lab for labs in labels for lab in labs] if parsed.reader.one_stream else None
+    out, k = [], 0
+    for i, u in enumerate(parsed.units):
+        if flat is None:
+            mine = labels[i]
+        else:
+            mine = flat[k:k + len(u.words)]
+            k += len(u.words)
+        out.append((u, mine, render.show(u, mine)))
     return out
 
 
@@ -358,7 +354,7 @@ class Service:
         by the words still held (when there are any), then a JSON message `{"error": ...}`; the next
         message starts a new context. Even a bug is told in a JSON message (never an HTTP answer written
         into the websocket), and then the server closes."""
-        from punctkit.stream import LineProtocol, PunctStream
+        from punctkit.infer.stream import LineProtocol, PunctStream
 
         q = request.query
         unknown = sorted(set(q) - set(STREAM_PARAMS))

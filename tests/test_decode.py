@@ -10,7 +10,7 @@ from engine_util import TINY, make_dirs
 from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.formats import Utterance, read
 from punctkit.data.labels import get_inventory
-from punctkit.decode.decoder import decode_dir
+from punctkit.decode_data import decode_dir
 from punctkit.decode.windows import owners, plan_windows, stitch
 from punctkit.files import PunctkitError
 from punctkit.expdir import load_checkpoint

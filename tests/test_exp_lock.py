@@ -65,7 +65,7 @@ def test_refused_resume_leaves_the_exp_dir_byte_identical(trained, dirs, tmp_pat
         train(one_epoch() | {"train": {**one_epoch()["train"], "epochs": 2}}, cased, None, exp, quiet=True)
     assert snapshot(exp) == before
     # the experiment still decodes
-    from punctkit.decode.decoder import decode_dir
+    from punctkit.decode_data import decode_dir
 
     from punctkit.data.datadir import read_data_dir
 

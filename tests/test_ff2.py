@@ -378,7 +378,7 @@ def test_trainer_runs_ff2_with_rdrop_and_separate_rates(tmp_path, iwslt):
     """`punctkit train` on real IWSLT lines with a local PLM dir, then `punctkit decode` from the model dir."""
     from punctkit.data.datadir import read_data_dir
     from punctkit.data.prepare import prepare
-    from punctkit.decode.decoder import decode_dir
+    from punctkit.decode_data import decode_dir
     from punctkit.train.schedules import make_schedule
     from punctkit.fit import train
     from punctkit.train.trainer import TrainOptions, make_optimizer

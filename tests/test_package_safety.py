@@ -169,7 +169,7 @@ def test_model_pt_is_read_only_by_the_torch_backend_and_checked_then(tmp_path):
 
 def test_pack_writes_only_the_members_read_package_accepts(tmp_path):
     """Stray files in a model's frontend dir (editor backups, notes) are not packed; the package loads."""
-    from punctkit.package import pack
+    from punctkit.packing import pack
 
     exp = tmp_path / "exp"
     shutil.copytree(LEGACY / "exp", exp)

@@ -14,7 +14,7 @@ import torch
 
 from punctkit.data.datadir import combine_data_dirs, read_data_dir
 from punctkit.data.prepare import prepare
-from punctkit.decode.decoder import decode_dir
+from punctkit.decode_data import decode_dir
 from punctkit.files import PunctkitError
 from punctkit.expdir import load_checkpoint
 from punctkit.config import load_config

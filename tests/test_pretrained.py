@@ -44,6 +44,7 @@ def test_no_model_named_uses_the_default(tmp_path):
     out = r.stdout.strip()
     assert out.startswith("So ") and [w.strip(",.?").lower() for w in out.split()] == \
         "so what do you think nasa will do next".split()
+    assert out[-1] in ".?!"  # the end of the input ends a sentence (decode/stream_end.py)
 
 
 def test_a_missing_default_model_is_one_line(tmp_path):

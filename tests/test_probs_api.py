@@ -39,11 +39,18 @@ def _words(d) -> list[str]:
     return d.joinpath("words.txt").read_text().split()
 
 
-def _check_rows(punct, labels: list[str], rows: np.ndarray) -> None:
-    """Distributions over the inventory whose arg-max is the label."""
+def _check_rows(punct, labels: list[str], rows: np.ndarray, ended: bool = True) -> None:
+    """Distributions over the inventory whose arg-max is the label; the last word of a stream that
+    `ended` takes the sentence-final mark the row ranks highest when its arg-max has none
+    (decode/stream_end.py): the row stays the model's."""
+    from punctkit.decode.stream_end import closing_label
+
     assert rows.shape == (len(labels), len(punct.inventory.labels))
     assert np.allclose(rows.sum(1), 1.0, atol=1e-6) and (rows >= 0).all()
-    assert [punct.inventory.labels[i] for i in rows.argmax(1)] == labels
+    want = [punct.inventory.labels[i] for i in rows.argmax(1)]
+    if ended and want:
+        want[-1] = closing_label(want[-1], rows[-1], punct.inventory)
+    assert want == labels
 
 
 def test_tagger_rows_are_its_softmax_in_torch_and_onnx(tagger):
@@ -100,9 +107,9 @@ def test_fixed_marks_keep_the_model_distribution_and_units_carry_rows(tagger):
         plain = list(label_units(punct, units, one_stream, False, True))
         assert all(len(t) == 3 for t in plain)
         with_rows = list(label_units(punct, units, one_stream, False, True, probs=True))
-        for (u, lab, shown), (u2, lab2, shown2, r) in zip(plain, with_rows):
+        for k, ((u, lab, shown), (u2, lab2, shown2, r)) in enumerate(zip(plain, with_rows)):
             assert (u, lab, shown) == (u2, lab2, shown2)
-            _check_rows(punct, lab, r)
+            _check_rows(punct, lab, r, ended=not one_stream or k == len(plain) - 1)  # a stream's end
         if one_stream:  # the lines as one stream: the rows of the whole stream
             assert np.allclose(np.concatenate([t[3] for t in with_rows]), rows, atol=1e-6)
 
@@ -117,9 +124,15 @@ def test_decode_probs_file_matches_the_api(tagger, tmp_path):
     table = read_probs(tmp_path / "dec" / "probs", n)
     utts, _ = read(tmp_path / "dec")
     assert list(table) == [u.uttid for u in utts] == sorted(table)
+    from punctkit.data.labels import SENTENCE_END, mark_of
+
     for u in utts:
         assert len(table[u.uttid]) == len(u.words)
-        assert [punct.inventory.labels[i] for i in table[u.uttid].argmax(1)] == u.labels
+        want = [punct.inventory.labels[i] for i in table[u.uttid].argmax(1)]
+        if u is utts[-1]:  # one stream: its last word ends a sentence (decode/stream_end.py), rows as they were
+            assert mark_of(u.labels[-1]) in SENTENCE_END
+            want[-1] = u.labels[-1]
+        assert want == u.labels
     words = [w for u in utts for w in u.words]
     labels, rows = punct.label_words(words, probs=True)
     assert np.abs(np.concatenate(list(table.values())) - rows).max() <= 1e-4  # 4 decimals written

@@ -37,7 +37,7 @@ def punct(tiny):
 
 def test_words_of_test2011_score_as_decode(tiny):
     """Packed model + plain text in (100 words a line, small chunks) == decode on the data dir + score."""
-    from punctkit.decode.decoder import decode_dir
+    from punctkit.decode_data import decode_dir
     from punctkit.score import score_files
 
     decode_dir(tiny / "exp", tiny / "test", tiny / "dec.twocol", fmt="twocol")
@@ -56,15 +56,18 @@ def test_words_of_test2011_score_as_decode(tiny):
 
 def test_chunked_stream_equals_whole_stream(punct):
     """Segmenting a stream (any chunk size, any length) changes no label."""
-    from punctkit.decode.decoder import decode_streams
+    from punctkit.decode.decoder import decode_streams_rows
+    from punctkit.decode.stream_end import close_stream
     from punctkit.data.streams import IGNORE, Stream
 
     utts, _ = read(IWSLT / "test2011", "twocol")
     words = [w for u in utts for w in u.words]
     for n in (7, 40, 41, 139, 140, 141, 1000):
-        whole = decode_streams(punct.model, punct.frontend, [Stream("s", ["s"], [0], words[:n], [IGNORE] * n)],
-                               punct.window, punct.step, 32)[0][0][0]
-        expect = [punct.inventory.labels[i] for i in whole]
+        (hyps, rows), = decode_streams_rows(punct.model, punct.frontend,
+                                            [Stream("s", ["s"], [0], words[:n], [IGNORE] * n)],
+                                            punct.window, punct.step, 32)
+        # the stream's end ends a sentence (decode/stream_end.py)
+        expect = close_stream([punct.inventory.labels[i] for i in hyps[0][0]], rows, punct.inventory)
         for chunk in (1, 20, 100, 333):
             punct.chunk_words = chunk
             assert punct.label_words(words[:n]) == expect, (n, chunk)
@@ -229,7 +232,7 @@ def test_packed_model_is_self_contained(tiny, tmp_path):
         card = json.loads(z.read("punctkit.json"))["card"]
     assert {"punctkit.json", "config.yaml", "model.pt", "frontend/frontend.yaml", "frontend/vocab.txt"} <= names
     assert card["model"] == "transformer_tagger" and card["inventory"] == "4class" and "train" in card["training_data"]
-    from punctkit.punctuator import pack
+    from punctkit.packing import pack
     from punctkit.score import score_files, write_score
 
     write_score(score_files(tiny / "test", tiny / "test"), tmp_path / "decode_test_ref")
@@ -270,7 +273,8 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
     import torch
 
     from punctkit import Punctuator
-    from punctkit.decode.decoder import decode_streams
+    from punctkit.decode.decoder import decode_streams_rows
+    from punctkit.decode.stream_end import close_stream
     from punctkit.expdir import load_model
     from punctkit.data.streams import IGNORE, Stream
     from punctkit.fit import train
@@ -291,18 +295,20 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
     train(conf, tmp_path / "train", None, tmp_path / "exp", quiet=True)
     words = [w for u in read(tiny / "test")[0] for w in u.words][:300]
     model, fe, inv, _ = load_model(tmp_path / "exp")
-    ids = decode_streams(model, fe, [Stream("s", ["s"], [0], words, [IGNORE] * len(words))], 40, 20, 32)[0][0][0]
+    (hyps, rows), = decode_streams_rows(model, fe, [Stream("s", ["s"], [0], words, [IGNORE] * len(words))], 40, 20,
+                                        32)
     cli("pack", tmp_path / "exp", "-o", tmp_path / "plm.pkt")
     shutil.rmtree(plm)
     with zipfile.ZipFile(tmp_path / "plm.pkt") as z:
         assert {"frontend/plm/tokenizer.json", "frontend/plm/config.json"} <= set(z.namelist())
         assert "config" in yaml.safe_load(z.read("config.yaml"))["model"]["plm"]  # rebuilt from its config
-    assert Punctuator.load(tmp_path / "plm.pkt").label_words(words) == [inv.labels[i] for i in ids]
+    expect = close_stream([inv.labels[i] for i in hyps[0][0]], rows, inv)  # the stream's end ends a sentence
+    assert Punctuator.load(tmp_path / "plm.pkt").label_words(words) == expect
 
 
 def test_step_option_equals_decode_with_that_step(tiny):
     """`punctuate --step S` labels as `decode --step S` does; a step outside 1..window is refused."""
-    from punctkit.decode.decoder import decode_dir
+    from punctkit.decode_data import decode_dir
 
     from punctkit.punctuator import Punctuator
 
@@ -330,8 +336,8 @@ def test_quantized_model_is_int8_and_labels_like_float(tiny):
     assert not any(isinstance(m, QLinear) for m in fp.model.modules())
     utts, _ = read(tiny / "test")
     words = [w for u in utts for w in u.words]
-    a, b = fp._decode([words])[0], q8._decode([words])[0]
-    assert len(a) == len(b) == len(words) and any(x != 0 for x in a)
+    a, b = fp.label_words(words), q8.label_words(words)
+    assert len(a) == len(b) == len(words) and any(x != "O" for x in a)
     assert sum(x == y for x, y in zip(a, b)) >= 0.95 * len(words)
     (tiny / "words_q.txt").write_text(" ".join(words[:300]) + "\n")
     r = cli("punctuate", "-m", tiny / "tiny.pkt", tiny / "words_q.txt", "--quantize", "--threads", 1)

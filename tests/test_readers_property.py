@@ -525,7 +525,7 @@ ZIP = st.one_of(st.dictionaries(MEMBER, MEMBER_DATA, max_size=6), NEAR_VALID).ma
 @SETTINGS
 @given(data=st.one_of(st.binary(max_size=300), ZIP, ZIP.flatmap(lambda z: st.integers(0, len(z)).map(lambda k: z[:k]))))
 def test_read_package(tmp_path, data):
-    from punctkit.punctuator import read_package
+    from punctkit.package import read_package
 
     p = tmp_path / "m.pkt"
     p.write_bytes(data)
@@ -574,7 +574,7 @@ def test_open_a_changed_package(tmp_path, data):
 
 def test_package_with_only_a_manifest_names_what_is_missing(tmp_path):
     """A manifest the generator above also draws passes the first checks: later ones are reached."""
-    from punctkit.punctuator import read_package
+    from punctkit.package import read_package
 
     manifest = {"format": "punctkit-model", "format_version": 1}
     p = tmp_path / "m.pkt"

@@ -43,7 +43,7 @@ MAX_BODY = 64_000
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory) -> dict[str, Any]:
     """A tiny DRNN-LWMA trained on 8000 words of dev2012 and packed with --onnx; test2011 utterances."""
-    from punctkit.punctuator import pack
+    from punctkit.packing import pack
 
     d = tmp_path_factory.mktemp("serve")
     pack(train_tiny(d, TINY), d / "m.pkt", onnx=True)
@@ -383,7 +383,7 @@ def ws_session(url: str, messages: list[str], query: str = "") -> list[Any]:
 def test_stream_websocket_equals_punctuate_stream(server, packed, punct):
     """The websocket answers each message as `punctuate --stream` answers each line: same committed
     words, look-ahead respected, the rest at eof; partials unanswered; bad JSON is a JSON error."""
-    from punctkit.stream import PunctStream, stream_lines
+    from punctkit.infer.stream import PunctStream, stream_lines
 
     words = [w for u in packed["utts"][:3] for w in u][:120]
     lines = [" ".join(words[k:k + 7]) for k in range(0, len(words), 7)]
@@ -423,7 +423,7 @@ def test_stream_websocket_sends_the_words_held_then_the_error(server, packed, pu
     """A message that cannot be read (JSON nested thousands deep: json alone overflows the stack, which
     was an HTTP 500 written into the open websocket; a binary message) is answered by the words still
     held, then a JSON error; the talk goes on in a new context and ends normally."""
-    from punctkit.stream import PunctStream
+    from punctkit.infer.stream import PunctStream
 
     words = [w for u in packed["utts"][:1] for w in u][:20]
     final = json.dumps({"text": " ".join(words[:10]), "final": True})
@@ -525,7 +525,7 @@ def test_long_input_is_punctuated_in_chunks(packed):
 
 def test_int8_package_batched_differs_from_alone_on_under_half_a_percent_of_words(packed, tmp_path):
     """int8 activations are quantized per batch, so sharing a batch may move a label, rarely."""
-    from punctkit.punctuator import pack
+    from punctkit.packing import pack
 
     pack(packed["dir"] / "exp", tmp_path / "m8.pkt", onnx=True, int8=True)
     p8 = Punctuator.load(tmp_path / "m8.pkt", threads=1)
@@ -572,7 +572,7 @@ def test_side_by_side_ensemble_package_streams_on_the_websocket(packed, punct):
     """An ensemble package of ONNX members over one frontend is served and streamed (/stream) as its
     one tagger: the model with itself streams as the model."""
     from punctkit.ensemble import pack_ensemble
-    from punctkit.stream import PunctStream, stream_lines
+    from punctkit.infer.stream import PunctStream, stream_lines
 
     d = packed["dir"]
     pack_ensemble([d / "exp", d / "exp"], d / "ens.pkt", "0.5,0.5", onnx=True)

@@ -70,7 +70,7 @@ def server(tmp_path_factory):
 
 def run_lines(punct, lines, fmt=None, lookahead=None, flush=False) -> tuple[list[str], str | None]:
     """The output lines of stream_lines, and its error (one line) if it stopped on one."""
-    from punctkit.stream import stream_lines
+    from punctkit.infer.stream import stream_lines
 
     out: list[str] = []
     try:
@@ -150,7 +150,7 @@ def test_any_messages_on_the_websocket_are_answered_as_the_protocol_does(server,
     then a JSON error), and `{"eof": true}` with the rest; the server then closes normally (1000)."""
     from punctkit.decode.lookahead import parse_lookahead
     from punctkit.serve import is_eof
-    from punctkit.stream import LineProtocol, PunctStream
+    from punctkit.infer.stream import LineProtocol, PunctStream
     from test_serve import ws_replies
 
     messages = [m for m in messages if not is_eof(m)]

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from punct_util import tiny_conf, train_tiny
-from punctkit.package import pack
+from punctkit.packing import pack
 
 pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
 from punctkit.onnx import SPIN_KEYS, OnnxTagger, usable_cpus  # noqa: E402

@@ -227,7 +227,7 @@ def test_bf16_precision_trains_and_keeps_fp32_weights(dirs, tmp_path):
 
 
 def test_w2v_embeddings_train_and_decode(dirs, tmp_path):
-    from punctkit.decode.decoder import decode_dir
+    from punctkit.decode_data import decode_dir
 
     conf = copy.deepcopy(TINY)
     conf["train"]["epochs"] = 1

@@ -157,7 +157,7 @@ def test_stage3_gives_true_case_data_a_lowercasing_frontend_and_lexicon(tc_pkg):
 
 def test_decode_writes_words_in_the_case_their_labels_show(tc_pkg, tmp_path):
     from punctkit.data.datadir import read_data_dir
-    from punctkit.decode.decoder import decode_dir
+    from punctkit.decode_data import decode_dir
 
     exp = tc_pkg.parent / "exp"
     decode_dir(exp, tc_pkg.parent / "train", tmp_path / "hyp")

@@ -28,7 +28,8 @@ from punctkit.data.datadir import read_data_dir
 from punctkit.data.formats import read
 from punctkit.data.labels import LabelSet
 from punctkit.data.probs import PROBS_FILE, read_probs
-from punctkit.data.streams import make_streams
+from punctkit.data.streams import Stream, make_streams
+from punctkit.decode.stream_end import close_stream
 from punctkit.data.utterance import Utterance
 from punctkit.ensemble import check_inventories, combine
 from punctkit.files import PunctkitError
@@ -38,7 +39,7 @@ from punctkit.score import Transcript, score
 def member_probs(member: Path, valid: Path, tmp: Path) -> tuple[LabelSet, dict[str, np.ndarray]]:
     """The member's inventory and uttid -> words x labels probabilities on `valid`."""
     if member.is_dir():
-        from punctkit.decode.decoder import decode_dir
+        from punctkit.decode_data import decode_dir
         from punctkit.expdir import read_model_config
         from punctkit.data.labels import get_inventory
 
@@ -69,14 +70,18 @@ def grid(n: int, step: float, max_members: int | None = None) -> list[tuple[floa
             if sum(combo) == k and (max_members is None or sum(c > 0 for c in combo) <= max_members)]
 
 
-def f1_of(weights: tuple[float, ...], tables: list[dict[str, np.ndarray]], ref_utts: list[Utterance],
+def f1_of(weights: tuple[float, ...], tables: list[dict[str, np.ndarray]], streams: list[Stream],
           inv: LabelSet, ref: Transcript) -> float:
-    """Overall valid F1 of the weighted average's arg-max labels."""
+    """Overall valid F1 of the weighted average's arg-max labels, each stream's last word ending a
+    sentence as `punctkit decode` ends it (punctkit/decode/stream_end.py)."""
     hyp = []
-    for u in ref_utts:
-        labels = [inv.labels[i] for i in combine([t[u.uttid] for t in tables], weights).argmax(1)] \
-            if u.words else []
-        hyp.append(Utterance(u.uttid, u.words, labels))
+    for s in streams:
+        spans = [(u, a, b) for u, a, b in s.utt_spans() if b > a]
+        if not spans:
+            continue
+        rows = np.concatenate([combine([t[u] for t in tables], weights) for u, _, _ in spans])
+        labels = close_stream([inv.labels[i] for i in rows.argmax(1)], rows, inv)
+        hyp += [Utterance(u, s.words[a:b], labels[a - spans[0][1]:b - spans[0][1]]) for u, a, b in spans]
     return float(score(ref, Transcript.from_utterances(hyp, "ensemble", ref.marks, keyed=True))["overall"]["f1"])
 
 
@@ -98,10 +103,11 @@ def main() -> None:
         missing = [u.uttid for u in ref_utts if u.words and any(u.uttid not in t for t in tables)]
         if missing:
             raise PunctkitError(f"{args.valid}: utterance '{missing[0]}' has no probabilities from every member")
+        streams = make_streams(read_data_dir(args.valid, inv, need_labels=False), inv)
         for k, m in enumerate(args.members):
             one = tuple(float(i == k) for i in range(len(tables)))
-            print(f"member {k} {m}: valid F1 {f1_of(one, tables, ref_utts, inv, ref):.2f}")
-        scored = [(f1_of(w, tables, ref_utts, inv, ref), w) for w in grid(len(tables), args.step, args.max_members)]
+            print(f"member {k} {m}: valid F1 {f1_of(one, tables, streams, inv, ref):.2f}")
+        scored = [(f1_of(w, tables, streams, inv, ref), w) for w in grid(len(tables), args.step, args.max_members)]
         best_f1, best = max(scored, key=lambda x: (x[0], -max(x[1])))  # ties: the more even weights
         print(f"best weights {','.join(f'{w:g}' for w in best)}: valid F1 {best_f1:.2f} "
               f"({len(scored)} weightings tried)")

@@ -29,7 +29,8 @@ from punctkit.data.formats import Utterance
 from punctkit.data.streams import Stream, make_streams
 from punctkit.decode.lookahead import decode_lookahead, delay, parse_lookahead
 from punctkit.files import PunctkitError, atomic_write
-from punctkit.punctuator import Punctuator, pack
+from punctkit.packing import pack
+from punctkit.punctuator import Punctuator
 from punctkit.score import Transcript, read_transcript, score
 
 
@@ -103,7 +104,7 @@ def sweep(punct: Punctuator, test: Path, looks: list[int | None]) -> list[dict[s
     cache: dict = {}  # windows shared between look-aheads: each is run once over the sweep
     for L in looks:
         ids = decode_lookahead([s.words for s in streams], punct.frontend, punct.window, punct.step, L,
-                               punct.predict, cache)
+                               punct.predict, cache, punct.inventory)
         labels = [[punct.inventory.labels[i] for i in x] for x in ids]
         res = score(ref, hyp_transcript(streams, labels))
         dw, ds = delays(streams, times, punct.window, L)

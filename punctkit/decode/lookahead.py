@@ -18,7 +18,11 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from punctkit.data.streams import IGNORE, Stream, Window, WindowDataset
+from punctkit.data.labels import LabelSet
+from punctkit.decode.stream_end import closing_label
 from punctkit.decode.windows import Predict
 from punctkit.files import PunctkitError
 
@@ -79,10 +83,12 @@ Span = tuple[int, int]
 
 
 def label_windows(words: Sequence[str], base: int, wanted: Iterable[tuple[int, Span]], frontend: object,
-                  predict: Predict, cache: dict[Span, list[int]] | None = None) -> dict[int, int]:
+                  predict: Predict, cache: dict[Span, tuple[list[int], np.ndarray]] | None = None,
+                  rows: dict[int, np.ndarray] | None = None) -> dict[int, int]:
     """Label id of each wanted word, given as (word index, its window (start, end)), indices counted
     from the stream's start and `words` holding the stream from index `base` on; the distinct
-    windows not in `cache` go through `predict` in one batch (and into `cache`)."""
+    windows not in `cache` go through `predict` in one batch (and into `cache`, with their
+    distributions). `rows`, when given, receives each wanted word's distribution."""
     wanted = list(wanted)
     cache = {} if cache is None else cache
     spans = sorted({w for _, w in wanted} - cache.keys())
@@ -91,17 +97,22 @@ def label_windows(words: Sequence[str], base: int, wanted: Iterable[tuple[int, S
             raise PunctkitError(f"window {spans[0]} is outside the words kept ({base}..{base + len(words)})")
         stream = Stream("stream", ["stream"], [0], list(words), [IGNORE] * len(words))
         hyps = predict(WindowDataset([stream], frontend, [Window(0, a - base, b - base) for a, b in spans]))
-        cache.update((span, hyps_[0][0]) for span, (hyps_, _) in zip(spans, hyps))
-    return {i: cache[w][i - w[0]] for i, w in wanted}
+        cache.update((span, (hyps_[0][0], dist)) for span, (hyps_, dist) in zip(spans, hyps))
+    if rows is not None:
+        rows.update((i, cache[w][1][i - w[0]]) for i, w in wanted)
+    return {i: cache[w][0][i - w[0]] for i, w in wanted}
 
 
 def decode_lookahead(streams: list[list[str]], frontend: object, window: int, step: int,
                      lookahead: int | None, predict: Predict,
-                     cache: dict[tuple[int, Span], list[int]] | None = None) -> list[list[int]]:
+                     cache: dict[tuple[int, Span], tuple[list[int], np.ndarray]] | None = None,
+                     inventory: LabelSet | None = None) -> list[list[int]]:
     """Label ids of every word of whole streams, each decided as with look-ahead `lookahead`
     (the same labels as streaming them word by word); the windows not in `cache` in one batch.
     Windows are shared between look-aheads (word i at look-ahead L and word i+1 at L-1 use
-    the same one), so a sweep over look-aheads of the same streams passes one `cache`."""
+    the same one), so a sweep over look-aheads of the same streams passes one `cache`.
+    With `inventory`, each stream's last word ends a sentence, as a stream's end does when that
+    word is still held then (decode/stream_end.py: a look-ahead of 0 commits it as it comes)."""
     cache = {} if cache is None else cache
     plan = [(k, i, word_window(i, len(s), window, step, lookahead)) for k, s in enumerate(streams)
             for i in range(len(s))]
@@ -109,8 +120,13 @@ def decode_lookahead(streams: list[list[str]], frontend: object, window: int, st
     if spans:
         ss = [Stream(f"s{k}", [f"s{k}"], [0], list(s), [IGNORE] * len(s)) for k, s in enumerate(streams)]
         hyps = predict(WindowDataset(ss, frontend, [Window(k, a, b) for k, (a, b) in spans]))
-        cache.update((span, hyps_[0][0]) for span, (hyps_, _) in zip(spans, hyps))
+        cache.update((span, (hyps_[0][0], dist)) for span, (hyps_, dist) in zip(spans, hyps))
     out: list[list[int]] = [[] for _ in streams]
     for k, i, w in plan:
-        out[k].append(cache[(k, w)][i - w[0]])
+        out[k].append(cache[(k, w)][0][i - w[0]])
+    if inventory is not None and delay(window, lookahead) > 0:  # (with no delay every word is out at once)
+        for k, i, w in plan:
+            if i == len(streams[k]) - 1:
+                label = closing_label(inventory.labels[out[k][i]], cache[(k, w)][1][i - w[0]], inventory)
+                out[k][i] = inventory.index(label)
     return out

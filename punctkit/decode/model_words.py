@@ -9,6 +9,7 @@ import numpy as np
 
 from punctkit.data.labels import LabelSet, case_of, mark_of
 from punctkit.data.tokenize import split_contraction
+from punctkit.decode.windows import Hyps, Predicted
 
 
 class ModelWords:
@@ -41,6 +42,15 @@ class ModelWords:
             out_ids.append(inventory.index(label))
             out_rows.append(case_times_mark(rows[first], rows[last], inventory))
         return out_ids, np.stack(out_rows) if out_rows else rows[:0]
+
+
+    def collapse_hyps(self, hyps: Hyps, rows: np.ndarray, inventory: LabelSet) -> Predicted:
+        """`collapse` for a search's n-best hypotheses and its 1-best's distributions."""
+        if self.starts is None:
+            return hyps, rows
+        best, out_rows = self.collapse(hyps[0][0], rows, inventory)
+        return [(best, hyps[0][1])] + [(self.collapse(ids, rows, inventory)[0], score)
+                                       for ids, score in hyps[1:]], out_rows
 
 
 def case_times_mark(case_row: np.ndarray, mark_row: np.ndarray, inventory: LabelSet) -> np.ndarray:

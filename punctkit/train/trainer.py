@@ -344,7 +344,7 @@ def train_process(run: RunArgs, rank: int = 0, world_size: int = 1,
     validate = None
     if run.validation is not None and exp.valid_streams:
         validate, conf["decode"] = run.validation(conf["decode"], exp.frontend, exp.valid_streams, device,
-                                                  exp.extra, log)
+                                                  exp.extra, log, exp.inventory)
     counts = np.bincount([x for s in exp.train_streams for x in s.labels if x != IGNORE],
                          minlength=len(exp.inventory))
     train_set = WindowDataset(exp.train_streams, exp.frontend, extra=exp.extra, max_tokens=opts.max_tokens,

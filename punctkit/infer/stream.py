@@ -6,7 +6,8 @@
 
 A word's label is decided once `lookahead` further words have arrived (unlimited:
 once no later window can hold it, a window's worth of words later) or the stream
-ends (punctkit/decode/lookahead.py); a committed word is never revised, and the
+ends (punctkit/decode/lookahead.py; its last word then ends a sentence,
+decode/stream_end.py); a committed word is never revised, and the
 next sentence's capitalisation follows the committed marks. `PunctStream` does no
 I/O, so an async handler (a websocket) can drive it (`feed` is CPU work: run it in an
 executor, one call at a time per stream); `stream_lines` is the line protocol of
@@ -15,14 +16,18 @@ executor, one call at a time per stream); `stream_lines` is the line protocol of
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
 
 from punctkit.data.formats import split_text
 from punctkit.data.labels import default_substitution, mark_of
-from punctkit.data.tokenize import Casing, Renderer, Written
+from punctkit.data.tokenize import Casing, Renderer, Written, carries_case
 from punctkit.decode.lookahead import Span, delay, label_windows, word_window
 from punctkit.decode.model_words import ModelWords
+from punctkit.decode.stream_end import closing_label
 from punctkit.files import PunctkitError, parse_json
+from punctkit.infer.pipeline import Labeller
 
 Committed = tuple[str, str, str]  # (the word the model read, its label, the word as shown)
 STREAM_FORMATS = ("text", "jsonl")
@@ -31,18 +36,13 @@ STREAM_FORMATS = ("text", "jsonl")
 class PunctStream:
     """One talk's words fed in order; `feed` and `finish` return the words they commit."""
 
-    def __init__(self, punct: Any, lookahead: int | None = None, capitalize: "bool | Casing" = True) -> None:
-        """`punct`: a loaded `punctkit.Punctuator` (its window, step, frontend, inventory and predict), or an
-        Ensemble whose members run side by side (punctkit/ensemble.py), streamed as that one tagger.
-        `capitalize`: a `Casing` (`punct.casing(...)`), or a bool for `punct.casing(capitalize)`; whether
+    def __init__(self, engine: Labeller, lookahead: int | None = None, capitalize: "bool | Casing" = True) -> None:
+        """`engine`: a loaded `punctkit.Punctuator`, or an Ensemble whose members run side by side
+        (infer/ensemble.py), streamed as that one tagger (`Engine.streamable`).
+        `capitalize`: a `Casing` (`engine.casing(...)`), or a bool for `engine.casing(capitalize)`; whether
         the input carries case is judged on the words seen so far."""
-        casing = punct.casing(capitalize)
-        if not hasattr(punct, "window"):  # an Ensemble: only members over shared windows stream as one
-            punct = getattr(punct, "side_by_side", None)
-            if punct is None:
-                raise PunctkitError("streaming runs one model, or an ensemble of ONNX members over one frontend "
-                                    "and one window plan (pack them with --onnx): these models do not share "
-                                    "them; give one packed model")
+        casing = engine.casing(capitalize)
+        punct = engine.streamable()
         if lookahead is not None and getattr(punct.model, "seq2seq", False):
             raise PunctkitError(f"model {punct.conf['model'].get('type')} is an encoder-decoder: a bounded "
                                 f"--lookahead is for taggers; stream it with unlimited look-ahead (inf)")
@@ -63,11 +63,13 @@ class PunctStream:
     def _reset(self) -> None:
         self.words: list[str] = []        # the context's words the model reads, from index `base` on
         self.written: list[Written | None] = []  # each input word at its first model word (None: a piece after)
+        self.cased: list[bool] = []        # per model word: whether the input carried case by its feed
+        self.input_cased = False           # some feed of this context carried case (as punctuate's lines)
         self.base = 0
         self.n = 0                        # words of this context so far
         self.done = 0                     # words of this context committed
         self.render = Renderer(self.casing)  # sentence state and the input's case, run on
-        self.cache: dict[Span, list[int]] = {}
+        self.cache: dict[Span, tuple[list[int], np.ndarray]] = {}
 
     @property
     def pending(self) -> int:
@@ -82,6 +84,10 @@ class PunctStream:
         self.words += m.words
         for k, w in enumerate(p.written):
             self.written += [w] + [None] * ((m.starts[k + 1] - m.starts[k] - 1) if m.starts else 0)
+        # whether the input carries case: judged per feed, from the first feed that carries it on,
+        # as punctuate judges a one-stream input's lines
+        self.input_cased = self.input_cased or carries_case(p.written)
+        self.cased += [self.input_cased] * len(m.words)
         self.n += len(m.words)
         self.arrived += len(p.words)
         return self._commit(self.n - delay(self.punct.window, self.lookahead))
@@ -107,7 +113,8 @@ class PunctStream:
             return []
         p, inv = self.punct, self.punct.inventory
         wanted = [(i, word_window(i, self.n, p.window, p.step, self.lookahead)) for i in range(self.done, upto)]
-        ids = label_windows(self.words, self.base, wanted, p.frontend, p.predict, self.cache)
+        rows: dict[int, np.ndarray] = {}
+        ids = label_windows(self.words, self.base, wanted, p.frontend, p.predict, self.cache, rows)
         out: list[Committed] = []
         heads = [i for i in range(self.done, upto) if self.written[i - self.base] is not None] + [upto]
         for i, j in zip(heads, heads[1:]):  # model words i..j-1 are one input word
@@ -116,6 +123,9 @@ class PunctStream:
                 label = inv.relabel(label, mark_of(inv.labels[ids[j - 1]])) if inv.case_aware \
                     else inv.labels[ids[j - 1]]
             assert w is not None
+            if ended and j == upto:  # the stream's end ends a sentence
+                label = closing_label(label, rows[j - 1], inv)
+            self.render.input_cased = self.cased[i - self.base]
             out.append(("".join(self.words[i - self.base:j - self.base]), label, self.render.show(w, label)))
         self.done = upto
         self.committed += len(out)
@@ -127,6 +137,7 @@ class PunctStream:
         keep_from = max(self.base, self.done - self.punct.window + 1)
         del self.words[: keep_from - self.base]
         del self.written[: keep_from - self.base]
+        del self.cased[: keep_from - self.base]
         self.base = keep_from
         self.cache = {s: v for s, v in self.cache.items() if s[0] >= keep_from}
 

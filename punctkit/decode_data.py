@@ -1,0 +1,134 @@
+"""`punctkit decode`: a data directory labelled by the inference engine built from one or more
+trained model directories (an ensemble), written as a data directory or a corpus file.
+
+A model dir (written by `punctkit train`) holds `config.yaml` (with its `resolved:` section),
+`frontend/`, and checkpoints (`model.avg.pt`, `model.best.pt`, `checkpoints/epoch_N.pt`).
+The engine (punctkit/infer/: `Punctuator.from_experiment`, `Ensemble`) is the one `punctuate`,
+`serve` and `--stream` run from a package, so what a recipe scores is what users run.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from punctkit.batch import audio_extra
+from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
+from punctkit.data.formats import FORMATS, write
+from punctkit.data.labels import LabelSet, cased_words, get_inventory
+from punctkit.data.probs import PROBS_FILE, format_probs, write_probs
+from punctkit.data.streams import make_streams
+from punctkit.data.utterance import Utterance
+from punctkit.decode.combine import check_inventories, parse_weights
+from punctkit.decode.decoder import split_utterances
+from punctkit.decode.stream_end import close_stream
+from punctkit.decode.options import OPTIONS_FILE, options_lines, read_decode_config, resolve, write_options
+from punctkit.expdir import read_model_config
+from punctkit.files import PunctkitError, atomic_write, check_not_input
+from punctkit.infer.engine import Engine, Punctuator
+from punctkit.infer.ensemble import Ensemble
+
+
+def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, out: str | Path,
+               fmt: str | None = None, beam: int | None = None, nbest: int | None = None,
+               batch_size: int | None = None, checkpoint: str | None = None, ngpu: int = 0,
+               window: int | None = None, step: int | None = None, log: Callable[[str], None] | None = None,
+               overwrite: bool = False, config: str | Path | None = None, probs: bool = False,
+               weights: str | None = None) -> dict[str, Any]:
+    """Label every word of `data_dir` and write `out` in the resolved format (+ an `nbest` file
+    when nbest > 1, + a `probs` file with `probs`: each word's label distribution, data/probs.py)
+    and the resolved options (`decode_options.yaml` in a data-directory `out`,
+    else `OUT.decode_options.yaml`).
+
+    The keyword options are the command line (None: unset), `config` a decoding config file;
+    decode/options.py resolves them with the model's `decode:` section. A data-directory `out`
+    is written by `write_data_dir` (`overwrite` there); no output may be `data_dir`, one of its
+    files or a file of `model_dir`.
+
+    Several model dirs decode as an ensemble (infer/ensemble.py, members in turn): each with its
+    own options, frontend and windows; each word's label is the arg-max of their distributions
+    averaged with `weights` (`0.6,0.4`; default equal). The options file records the first
+    model's options; n-best lists need a single model.
+    """
+    dirs = list(model_dir) if isinstance(model_dir, (list, tuple)) else [model_dir]
+    given = {"format": fmt, "beam": beam, "nbest": nbest, "batch_size": batch_size, "checkpoint": checkpoint,
+             "window": window, "step": step}
+    confs = [read_model_config(d) for d in dirs]
+    all_opts = [resolve(given, c["decode"], read_decode_config(config), str(config), log=log or _stderr)
+                for c in confs]
+    opts = all_opts[0]
+    if opts.format not in FORMATS:
+        raise PunctkitError(f"unknown output format '{opts.format}' (known: {', '.join(FORMATS)})")
+    if len(dirs) > 1 and opts.nbest > 1:
+        raise PunctkitError(f"--nbest {opts.nbest}: n-best lists come from one model's search, not an ensemble "
+                            f"of {len(dirs)}")
+    shares = parse_weights(weights, len(dirs))
+    if weights is not None or len(dirs) > 1:
+        check_inventories([str(d) for d in dirs], [get_inventory(c["resolved"]["inventory"]) for c in confs])
+    inputs = [data_dir, *dirs, *(f for d in (data_dir, *dirs) for f in Path(d).glob("*") if f.is_file())]
+    check_not_input(out, inputs)
+    if opts.format == "datadir":
+        check_data_dir_output(out, overwrite, inputs)
+    else:
+        check_not_input(f"{out}.{OPTIONS_FILE}", inputs)
+        if opts.nbest > 1:
+            check_not_input(f"{out}.nbest", inputs)
+        if probs:
+            check_not_input(f"{out}.{PROBS_FILE}", inputs)
+    dd = read_data_dir(data_dir, need_labels=False)
+    inv = get_inventory(confs[0]["resolved"]["inventory"])
+    if any(u.labels for u in dd.utterances) and dd.inventory.name != inv.name:
+        raise PunctkitError(f"{data_dir}: label inventory {dd.inventory.name} differs from the model's "
+                            f"{inv.name} ({Path(dirs[0]) / 'config.yaml'})")
+    streams = make_streams(dd, inv)
+    nbest = opts.nbest
+    units = split_utterances(streams) if nbest > 1 else streams
+    threads = int(confs[0]["train"].get("threads") or 0)  # the first model's training threads, if any
+    members = [Punctuator.from_experiment(d, o, c, ngpu, threads=threads, show=True)
+               for d, c, o in zip(dirs, confs, all_opts)]
+    words = [w for s in units for w in s.words]
+    for d, m in zip(dirs, members):
+        if m.frontend.unk_rate(words) == 1.0:
+            raise PunctkitError(f"{data_dir}: none of its {len(words)} words is in the vocabulary of {d}")
+    engine: Engine = members[0] if len(members) == 1 else Ensemble(members, shares, [str(d) for d in dirs])
+    extra = audio_extra(data_dir) if any(m.needs_audio for m in members) else None
+    hyps = engine.decode(units, extra)
+    utts, nbest_lines, rows = [], [], {}
+    lexicon = engine.frontend.case_lexicon if inv.true_case else None
+    for s, (h, dist) in zip(units, hyps):
+        h = [(ended(ids, dist, inv), score) for ids, score in h]  # the stream's end ends a sentence
+        best = h[0][0]
+        for uttid, a, b in s.utt_spans():
+            labels = [inv.labels[i] for i in best[a:b]]
+            utts.append(Utterance(uttid, cased_words(s.words[a:b], labels, inv, lexicon), labels))
+            rows[uttid] = dist[a:b]
+        if nbest > 1:
+            nbest_lines += [f"{s.key} {r} {score:.4f} {' '.join(inv.labels[i] for i in ids)}"
+                            for r, (ids, score) in enumerate(h, 1)]
+    if opts.format == "datadir":
+        files = {OPTIONS_FILE: options_lines(opts), **({"nbest": nbest_lines} if nbest > 1 else {})}
+        if probs:  # sorted as write_data_dir sorts text and labels
+            files[PROBS_FILE] = [format_probs(u, rows[u]) for u in sorted(rows)]
+        write_data_dir(out, utts, inv, dd.utt2spk, extra=files, overwrite=overwrite, inputs=inputs)
+    else:
+        write(sorted(utts, key=lambda u: u.uttid), out, opts.format, inv, inputs=inputs)
+        write_options(opts, f"{out}.{OPTIONS_FILE}")
+        if nbest > 1:
+            with atomic_write(f"{out}.nbest") as f:
+                f.writelines(ln + "\n" for ln in nbest_lines)
+        if probs:
+            write_probs(f"{out}.{PROBS_FILE}", ((u, rows[u]) for u in sorted(rows)))
+    n_words = sum(len(u.words) for u in utts)
+    if log:
+        log(f"decode: {len(utts)} utterances, {n_words} words -> {out}")
+    return {"utterances": len(utts), "words": n_words, "out": str(out), "options": opts}
+
+
+def ended(ids: list[int], rows: Any, inv: LabelSet) -> list[int]:
+    """Label ids of a whole stream with its last word's label closed (decode/stream_end.py)."""
+    closed = close_stream([inv.labels[i] for i in ids[-1:]], rows[-1:], inv)
+    return ids[:-1] + [inv.index(lab) for lab in closed]
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)

@@ -1,0 +1,105 @@
+"""How a packed model runs: torch (its weights rebuilt, optionally int8) or onnxruntime (its
+graph), picked from the package and the options; and the decoding options a package starts from."""
+from __future__ import annotations
+
+import io
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from punctkit.decode.options import SEARCH_KEYS, DecodeOptions, resolve
+from punctkit.files import PunctkitError
+from punctkit.package import Package
+
+if TYPE_CHECKING:  # torch is imported only by the torch backend, packing and quantization
+    from punctkit.models.base import PunctModel
+
+BACKENDS = ("auto", "torch", "onnx")
+TEXT_KEYS = {"tokens", "token_mask", "word_pos", "word_mask", "labels"}  # what a words-only input feeds
+
+
+def import_torch() -> Any:
+    """torch; when this process imports it first, its OpenMP threads sleep while they wait
+    (OMP_WAIT_POLICY=PASSIVE, unless the environment sets a policy). OpenMP's default spins a
+    waiting thread on its core between parallel regions: on cores that other processes hold,
+    `punctuate` with the default threads ran up to 18 times slower than it does with the policy
+    (RESULTS.md, "Load"). OpenMP reads the policy once, when torch loads."""
+    if "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import torch
+
+    return torch
+
+
+def quantize_int8(model: "PunctModel") -> "PunctModel":
+    """Dynamic int8 quantization for CPU inference: the weights of every Linear, GRU and LSTM
+    layer stored as int8, activations quantized per batch (torch.ao.quantization)."""
+    import warnings
+
+    torch = import_torch()
+    from torch import nn
+
+    if any(isinstance(m, nn.TransformerEncoderLayer) for m in model.modules()):
+        # torch's fused encoder fast path reads `linear.weight` tensors, which int8 layers do not
+        # have (and it has no int8 kernels): this process runs such layers on the regular path
+        torch.backends.mha.set_fastpath_enabled(False)
+    with warnings.catch_warnings():  # torch announces a move of this API to torchao
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(model, {nn.Linear, nn.GRU, nn.LSTM}, dtype=torch.qint8)
+
+
+def torch_model(pkg: Package, ngpu: int = 0, threads: int = 0, quantize: bool = False) -> tuple["PunctModel", Any]:
+    """The packed model rebuilt in torch (eval mode) and its device."""
+    torch = import_torch()
+
+    from punctkit.expdir import load_plain, model_env, pick_device
+    from punctkit.models.registry import build_model
+
+    if threads:
+        torch.set_num_threads(int(threads))
+
+    state = load_plain(io.BytesIO(pkg.weights), f"{pkg.path} (model.pt)")
+    model = build_model(pkg.conf["model"], **model_env(pkg.conf))
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as e:
+        raise PunctkitError(f"{pkg.path}: weights do not match the packed config "
+                            f"({str(e).splitlines()[0][:100]})") from None
+    device = pick_device(ngpu)
+    if quantize:
+        if device.type != "cpu":
+            raise PunctkitError("--quantize is for CPU inference (int8 kernels); drop it or --ngpu")
+        model = quantize_int8(model)
+    return model.to(device).eval(), device
+
+
+def decode_options(pkg: Package, batch_size: int | None = None, beam: int | None = None,
+                   step: int | None = None) -> DecodeOptions:
+    """The packed `decode:` settings with punctuate's options over them."""
+    trained = {k: v for k, v in pkg.conf["decode"].items() if k in SEARCH_KEYS}
+    # punctuate's own default batch: at least 64 windows (batching never changes a label)
+    batch_size = batch_size or max(int(trained.get("batch_size", 32)), 64)
+    return resolve({"step": step, "beam": beam, "batch_size": batch_size}, trained)
+
+
+def pick_backend(pkg: Package, backend: str, ngpu: int, quantize: bool) -> str:
+    """`auto`: onnx when the package has model.onnx, onnxruntime is installed and neither a GPU nor
+    torch's int8 quantization is asked for; else torch."""
+    if backend not in BACKENDS:
+        raise PunctkitError(f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})")
+    if backend == "onnx":
+        if pkg.onnx is None:
+            raise PunctkitError(f"{pkg.path}: has no ONNX graph: pack it with `punctkit pack --onnx`")
+        if ngpu or quantize:
+            raise PunctkitError("--backend onnx runs on the CPU without --quantize (int8 is torch's)")
+        return "onnx"
+    if backend == "auto" and pkg.onnx is not None and not ngpu and not quantize:
+        import importlib.util
+
+        if importlib.util.find_spec("onnxruntime") is not None:
+            return "onnx"
+    if pkg.weights_member is None:
+        raise PunctkitError(f"{pkg.path}: holds the ONNX graph only (packed with --onnx-only): it runs with "
+                            f"onnxruntime on the CPU (--backend onnx or auto, without --ngpu/--quantize; "
+                            f"pip install onnxruntime)")
+    return "torch"

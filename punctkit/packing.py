@@ -1,0 +1,34 @@
+"""`punctkit pack`: a trained model dir (or several, an ensemble) into one package file, which
+is loaded back by the inference engine, with each backend it holds, before it replaces `out`
+(punctkit/package.py writes and reads the format; punctkit/infer/ loads it)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+from punctkit.decode.combine import parse_weights
+from punctkit.infer.engine import Punctuator
+from punctkit.infer.ensemble import load_model
+from punctkit.package import ensemble_package, model_package, writing
+
+
+def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
+         card_results: Iterable[str | Path] = (), train_data: str | None = None, onnx: bool = False,
+         int8: bool = False, onnx_only: bool = False, notes: dict[str, str] | None = None) -> dict[str, Any]:
+    """`punctkit pack` (options as punctkit.package.model_package's); returns the manifest."""
+    packed = model_package(exp_dir, checkpoint, card_results, train_data, onnx, int8, onnx_only, notes)
+    with writing(out, packed) as tmp:
+        for backend in packed.backends:  # the packed file rebuilds the model on its own
+            Punctuator.load(tmp, backend=backend)
+    return packed.manifest
+
+
+def pack_ensemble(exp_dirs: list[str | Path], out: str | Path, weights: str | None = None,
+                  **kwargs: Any) -> dict[str, Any]:
+    """`punctkit pack --ensemble` (punctkit.package.ensemble_package's options; `weights` as `0.6,0.4`,
+    default equal); returns the top manifest."""
+    packed = ensemble_package(list(exp_dirs), parse_weights(weights, len(exp_dirs)), **kwargs)
+    with writing(out, packed) as tmp:
+        for backend in packed.backends:  # the packed file rebuilds every member on its own
+            load_model(tmp, backend=backend)
+    return packed.manifest
