@@ -283,6 +283,9 @@ def decode(
 ) -> None:
     """Predict one label per word of a data directory; the options it ran with go to
     OUT/decode_options.yaml (OUT.decode_options.yaml for a file)."""
+    from punctkit.infer.backends import import_torch
+
+    import_torch()  # first: torch's OpenMP threads then sleep while they wait (RESULTS.md, "Load")
     from punctkit.decode_data import decode_dir
 
     decode_dir(model_dirs if len(model_dirs) > 1 else model_dirs[0], data_dir, out, fmt, beam, nbest, batch_size,

@@ -97,7 +97,8 @@ def output_options(punct: Labeller, one_stream: bool, max_cue_seconds: float, ma
     """The writers' options, the subtitle limits checked."""
     if not (max_cue_seconds > 0 and max_line_chars > 0 and max_cue_lines > 0):
         raise PunctkitError("--max-cue-seconds, --max-line-chars and --max-cue-lines must be positive")
-    return OutputOptions(punct.inventory, one_stream, max_cue_seconds, max_line_chars, max_cue_lines)
+    return OutputOptions(punct.inventory, one_stream, max_cue_seconds, max_line_chars, max_cue_lines,
+                         punct.frontend.case_lexicon)
 
 
 def punctuate_file(punct: Labeller, src: str | Path, out: str | Path | None = None,
@@ -156,7 +157,7 @@ def punctuate_file(punct: Labeller, src: str | Path, out: str | Path | None = No
             if writer.emit is not None:
                 f.writelines(line + "\n" for line in writer.emit(u, labels, shown, src, rows, opts))
             elif u.words:
-                collected.append(Utterance(u.uttid, u.words, labels))
+                collected.append(Utterance(u.uttid, opts.corpus_words(u.words, labels), labels))
     stats.dropped_tokens = dropped[0]
     if not streamed:
         write(collected, out, fmt, inv, overwrite, inputs)  # type: ignore[arg-type]

@@ -219,14 +219,14 @@ def render(punct: Punctuator, parsed: Parsed, labels: list[list[str]], fmt: Form
     """The response body: the emit writer's lines, or a corpus format written by its writer to a text
     stream in memory."""
     units = shown_units(parsed, labels, keep, capitalize)
-    opts = OutputOptions(punct.inventory, parsed.reader.one_stream)
+    opts = OutputOptions(punct.inventory, parsed.reader.one_stream, lexicon=punct.frontend.case_lexicon)
     if fmt.stream is not None:  # subtitles, timed JSON: writers over all units
         return "".join(line + "\n" for line in fmt.stream([(u, lab, shown, None) for u, lab, shown in units],
                                                           REQUEST, opts))
     if fmt.emit is not None:
         return "".join(line + "\n" for u, lab, shown in units
                        for line in fmt.emit(u, lab, shown, REQUEST, None, opts))
-    utts = [Utterance(u.uttid, u.words, lab) for u, lab, _ in units if u.words]
+    utts = [Utterance(u.uttid, opts.corpus_words(u.words, lab), lab) for u, lab, _ in units if u.words]
     out = io.StringIO()
     write(utts, out, fmt.name, punct.inventory)
     return out.getvalue()

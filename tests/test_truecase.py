@@ -169,6 +169,31 @@ def test_decode_writes_words_in_the_case_their_labels_show(tc_pkg, tmp_path):
             assert case_class(w) == lab[0] or not any(c.isalpha() for c in w) or lab[0] == "M"
 
 
+
+@pytest.mark.parametrize("backend", ["torch", "onnx"])
+def test_punctuate_writes_corpus_words_as_decode_does(tc_pkg, tmp_path, backend):
+    """One engine: `punctuate --format twocol` (and kaldi_text) of the data's lower-case words writes
+    the words in their labels' case, as `decode` writes them, with the same labels (one stream each),
+    so exact-form case scoring reads the same thing from both."""
+    from punctkit.data.formats import read
+    from punctkit.decode_data import decode_dir
+
+    data = tc_pkg.parent / "train"
+    decode_dir(tc_pkg.parent / "exp", data, tmp_path / "dec.twocol", fmt="twocol")
+    dec, _ = read(tmp_path / "dec.twocol")
+    (tmp_path / "words.txt").write_text(" ".join(w.lower() for u in dec for w in u.words) + "\n")
+    cli("punctuate", "-m", tc_pkg, tmp_path / "words.txt", "--format", "twocol", "--backend", backend,
+        "--threads", 1, "-o", tmp_path / "hyp.twocol")
+    got, _ = read(tmp_path / "hyp.twocol")
+    want_words, got_words = [w for u in dec for w in u.words], [w for u in got for w in u.words]
+    assert any(w != w.lower() for w in got_words)  # cased: the labels' case is written
+    if backend == "torch":
+        assert got_words == want_words
+        assert [lab for u in got for lab in u.labels] == [lab for u in dec for lab in u.labels]
+    else:  # onnxruntime: near-ties may differ, each word in its own label's case
+        assert sum(a != b for a, b in zip(got_words, want_words)) <= len(want_words) // 100
+
+
 FORMAT_INPUTS = {
     "text": lambda ws: " ".join(ws) + "\n",
     "kaldi_text": lambda ws: "utt1 " + " ".join(ws) + "\n",

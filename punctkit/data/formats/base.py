@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from punctkit.data.labels import LabelSet, Substitution
+from punctkit.data.labels import CaseLexicon, LabelSet, Substitution, cased_words
 from punctkit.data.tokenize import Passage, Written, read_passage
 from punctkit.data.utterance import Utterance  # noqa: F401 (the readers' and writers' type, re-exported)
 from punctkit.files import PunctkitError, iter_lines, stdin_lines
@@ -47,6 +47,12 @@ class OutputOptions:
     max_cue_seconds: float = 7.0
     max_line_chars: int = 42
     max_cue_lines: int = 2
+    lexicon: CaseLexicon | None = None  # the model's Mixed forms: corpus words in their labels' case
+
+    def corpus_words(self, words: list[str], labels: list[str]) -> list[str]:
+        """Words as the corpus formats write them: a true-case model's in the case of their labels
+        (as `punctkit decode` writes them, so that scoring reads what users see); else as they came."""
+        return cased_words(words, labels, self.inventory, self.lexicon) if self.inventory else list(words)
 
 
 # one punctuated unit: the utterance, its labels, its words as shown and its probability rows

@@ -127,11 +127,12 @@ def readable_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: st
 
 def twocol_emit(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path, rows: object = None,
                 opts: OutputOptions | None = None) -> Iterator[str]:
-    """`word<TAB>LABEL` lines of one utterance (the model's words, as the corpus writer writes them)
-    and a blank line; with probability rows, the chosen label's probability as a third column."""
+    """`word<TAB>LABEL` lines of one utterance (the model's words, as the corpus writer writes them:
+    a true-case model's in their labels' case) and a blank line; with probability rows, the chosen label's probability as a third column."""
     if not utt.words:
         return
-    for k, (w, lab) in enumerate(zip(utt.words, labels)):
+    words = opts.corpus_words(utt.words, labels) if opts is not None else utt.words
+    for k, (w, lab) in enumerate(zip(words, labels)):
         if rows is not None and opts is not None and opts.inventory is not None:
             yield f"{w}\t{lab}\t{chosen_prob(rows[k], opts.inventory, lab):.4f}"  # type: ignore[index]
         else:
