@@ -11,7 +11,7 @@ of the whole stream, which is known once `window` further words have arrived
 
 Everything here is pure windows logic plus one batching function over a
 `Predict` (torch or onnxruntime), so both backends work unchanged;
-punctkit/stream.py drives it word by word.
+punctkit/infer/stream.py drives it word by word.
 """
 from __future__ import annotations
 
