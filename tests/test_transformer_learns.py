@@ -117,10 +117,21 @@ def test_without_the_fix_the_task_is_not_learnt_in_budget(name):
 
 
 def test_configs_paper_keep_the_papers_setup():
-    """The *_paper configs set none of the fix's options (the papers had none)."""
-    for path in (ROOT / "recipes/iwslt/conf").glob("train_transformer_*_paper.yaml"):
+    """The *_paper configs set none of the fix's options (the papers had none), and the model they
+    build is the paper's: post-LN layers and the plain encoder-decoder's decoder input (issue 37;
+    punctkit's defaults are pre-LN and an aligned decoder input)."""
+    import torch
+
+    paths = sorted((ROOT / "recipes/iwslt/conf").glob("train_transformer_*_paper.yaml"))
+    assert paths
+    for path in paths:
         model = yaml.safe_load(path.read_text())["model"]
         assert not {"local_conv", "embed_std", "input_norm"} & set(model), path.name
+        net = build_model(model, vocab_size=VOCAB, n_labels=4)
+        layers = [m for m in net.modules()
+                  if isinstance(m, (torch.nn.TransformerEncoderLayer, torch.nn.TransformerDecoderLayer))]
+        assert layers and not any(m.norm_first for m in layers), path.name
+        assert getattr(net, "aligned_input", False) is False, path.name
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -106,7 +106,9 @@ class TransformerTagger(PunctModel):
         input_norm: LayerNorm on embeddings + positions, before the encoder (BERT).
         rnn_layers: bidirectional GRU layers under the self-attention; 0: none.
         The CPU-size configs set local_conv 5, embed_std 0.02, input_norm, learned positions
-        (RESULTS.md, "Why the Transformers learned slowly"); the defaults are the papers' setup.
+        (RESULTS.md, "Why the Transformers learned slowly"); the defaults of these four are the
+        papers' (off), but `norm_first` defaults to pre-LN (and the encoder-decoder's `aligned_input`
+        to on), unlike the papers: the `*_paper.yaml` configs set both back (post-LN, plain input).
     """
 
     def __init__(
