@@ -53,7 +53,7 @@ from punctkit.archive import FRONTEND_LIMIT, TOTAL_LIMIT, WEIGHTS_LIMIT, MiB, fi
 from punctkit.data.labels import CaseLexicon
 from punctkit.config import check_model_section
 from punctkit.decode.options import OPTIONS_FILE, SEARCH_KEYS, read_options, resolve
-from punctkit.files import PunctkitError, atomic_write, parse_yaml, require_file
+from punctkit.files import PunctkitError, atomic_write, parse_json, parse_yaml, read_json_file, require_file
 from punctkit.score import read_score
 from punctkit.text.frontend import CONF_FILE, Frontend, load_frontend
 from punctkit.text.plm import TOKENIZER_DIR, TOKENIZER_FILES
@@ -192,12 +192,12 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
     hist = exp / "history.json"
     if hist.is_file():
         try:
-            h = json.loads(hist.read_text(encoding="utf-8"))
+            h = read_json_file(hist)
             card["epochs"] = len(h)
             scores = [e["valid_f1"] for e in h if e.get("valid_f1") is not None]
             card["best_dev_f1"] = max(scores) if scores else None
-        except (json.JSONDecodeError, TypeError, KeyError):
-            pass
+        except (PunctkitError, TypeError, KeyError, AttributeError):
+            pass  # a history that cannot be read gives the card no epochs
     card["results"] = {p.parent.name: _results(p) for p in card_results}
     for key, text in (notes or {}).items():
         if key in card:
@@ -477,7 +477,7 @@ def read_member(path: Path, z: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
 def _json(path: Path, name: str, raw: bytes) -> Any:
     """A JSON member's data; not JSON (nested past the parser's depth included) is a one-line error."""
     try:
-        return json.loads(raw)
+        return parse_json(raw.decode("utf-8"))  # the one JSON reader (files.json_data)
     except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, an int of 5000 digits
         raise _bad(path, f"corrupt packed model ({name} is not JSON)") from None
 
@@ -513,7 +513,7 @@ def local_files_only(data: bytes) -> bytes:
     """A tokenizer_config.json without its top-level `*_file` entries (`vocab_file`, `tokenizer_file`:
     paths that older transformers read instead of the files beside it); other bytes as they are."""
     try:
-        conf = json.loads(data)
+        conf = parse_json(data.decode("utf-8"))
     except (ValueError, RecursionError):
         return data  # not JSON: the tokenizer refuses it in one line
     if not isinstance(conf, dict) or not any(k.endswith("_file") for k in conf):
