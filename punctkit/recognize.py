@@ -32,21 +32,17 @@ from punctkit.align import BadUtterance, JobStats, ctm_lines, decode_pcm, has_sp
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, read_table, write_data_dir
 from punctkit.data.jobs import PartFiles, check_jobs, part_files
 from punctkit.data.labels import get_inventory
-from punctkit.data.tokenize import CLITICS
+from punctkit.data.tokenize import split_contraction
 from punctkit.data.utterance import Utterance
 from punctkit.files import PunctkitError
 from punctkit.project import Projection, project_marks
 
 
 def iwslt_split(word: str) -> list[str]:
-    """A recognized word as IWSLT tokens: lower-cased, a final contraction split off."""
-    w = word.lower()
-    if w.endswith("n't") and len(w) > 3:
-        return [w[:-3], "n't"]
-    k = w.rfind("'")
-    if k > 0 and w[k:] in CLITICS:
-        return [w[:k], w[k:]]
-    return [w]
+    """A recognized word as IWSLT tokens, lower-cased: a final contraction split off as prepare's
+    --split-contractions splits it (`don't` -> `do n't`, `it's` -> `it 's`; `we've`, `i'd` whole, as
+    in IWSLT's files), by the one rule (punctkit.data.tokenize.split_contraction)."""
+    return split_contraction(word.lower())
 
 
 def split_times(parts: list[str], start: float, end: float) -> list[tuple[float, float]]:

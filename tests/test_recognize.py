@@ -80,6 +80,7 @@ def test_iwslt_split() -> None:
     assert iwslt_split("don't") == ["do", "n't"] and iwslt_split("can't") == ["ca", "n't"]
     assert iwslt_split("It's") == ["it", "'s"] and iwslt_split("we're") == ["we", "'re"]
     assert iwslt_split("o'clock") == ["o'clock"] and iwslt_split("n't") == ["n't"]
+    assert iwslt_split("we've") == ["we've"] and iwslt_split("I'd") == ["i'd"]  # whole, as in IWSLT's files
 
 
 @given(st.text(alphabet="abcdnt'", min_size=1, max_size=10))
