@@ -300,3 +300,21 @@ def test_precision_auto_follows_the_device(tmp_path):
     assert resolve_precision("bf16", cpu, lines.append) == "bf16"
     warned = [m for m in lines if m.startswith("warning:")]
     assert len(warned) == (0 if native else 1) and all("\n" not in m for m in lines)
+
+
+@pytest.mark.parametrize("frontend, says", [
+    ({"kind": "bogus"}, "unknown frontend kind 'bogus'"),
+    ({"kind": "word", "min_count": -3}, "frontend section: option min_count of a 'word' frontend must be"),
+])
+def test_a_bad_frontend_section_fails_before_the_experiment_is_made(iwslt, tmp_path, frontend, says):
+    """The config's frontend section is checked with the rest of the config: one line, and no EXP
+    directory left behind (it was made, holding only the failed run's log)."""
+    from punct_util import PK
+
+    train, valid = make_dirs(iwslt, tmp_path, "1:200", "201:300")
+    conf = tmp_path / "c.yaml"
+    conf.write_text(json.dumps({"frontend": frontend, "model": {"type": "drnn_lwma"}}))
+    r = subprocess.run(PK + ["train", "--config", str(conf), "--train-dir", str(train), "--valid-dir", str(valid),
+                             "--exp", str(tmp_path / "exp")], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "exp").exists()

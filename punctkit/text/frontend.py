@@ -218,6 +218,14 @@ def train_frontend(conf: dict[str, Any], sentences: list[list[str]], out_dir: st
     return cls.train(sentences, out_dir, overwrite=overwrite, **options_of(cls, conf, "config frontend section"))
 
 
+def check_frontend_section(conf: dict[str, Any] | None, where: str) -> None:
+    """A config's `frontend:` section checked as `train_frontend` reads it (its kind, its options'
+    names and values), before anything is built: a one-line error starting with `where`."""
+    conf = dict(conf or {})
+    cls = _find(conf.pop("kind", "word"))
+    options_of(cls, conf, f"{where}: frontend section")
+
+
 # what the frontend functions take themselves: never an option's name
 TAKEN = frozenset({"in_dir", "out_dir", "sentences", "overwrite"})
 

@@ -41,6 +41,7 @@ import torch
 
 from punctkit.batch import collate
 from punctkit.config import load_config
+from punctkit.text.frontend import check_frontend_section
 from punctkit.data.labels import LabelSet, O, mark_of
 from punctkit.data.streams import IGNORE, Extra, Stream, WindowDataset, bucket_batches, shard, train_windows
 from punctkit.expdir import epoch_checkpoints, load_checkpoint, pick_device
@@ -388,6 +389,7 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
                            train_process, run, int(os.environ["RANK"]), lock_force=force)
     world = world_size_of(ngpu, nproc)
     conf = load_config(config, overrides)  # a bad config fails here, before the lock makes exp_dir
+    check_frontend_section(conf["frontend"], str(config) if isinstance(config, (str, Path)) else "config")
     model_needs(conf["model"])
     TrainOptions.from_section(conf["train"])
     with exp_lock(exp_dir, force, quiet):
