@@ -15,13 +15,13 @@ from typing import Any, Callable
 from punctkit.batch import audio_extra
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
 from punctkit.data.formats import FORMATS, write
-from punctkit.data.labels import LabelSet, cased_words, get_inventory
+from punctkit.data.labels import cased_words, get_inventory
 from punctkit.data.probs import PROBS_FILE, format_probs, write_probs
 from punctkit.data.streams import make_streams
 from punctkit.data.utterance import Utterance
 from punctkit.decode.combine import check_inventories, parse_weights
 from punctkit.decode.decoder import split_utterances
-from punctkit.decode.stream_end import close_stream
+from punctkit.decode.stream_end import close_ids
 from punctkit.decode.options import OPTIONS_FILE, options_lines, read_decode_config, resolve, write_options
 from punctkit.expdir import read_model_config
 from punctkit.files import PunctkitError, atomic_write, check_not_input
@@ -96,7 +96,7 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     utts, nbest_lines, rows = [], [], {}
     lexicon = engine.frontend.case_lexicon if inv.true_case else None
     for s, (h, dist) in zip(units, hyps):
-        h = [(ended(ids, dist, inv), score) for ids, score in h]  # the stream's end ends a sentence
+        h = [(close_ids(ids, dist, inv), score) for ids, score in h]  # the stream's end ends a sentence
         best = h[0][0]
         for uttid, a, b in s.utt_spans():
             labels = [inv.labels[i] for i in best[a:b]]
@@ -122,12 +122,6 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     if log:
         log(f"decode: {len(utts)} utterances, {n_words} words -> {out}")
     return {"utterances": len(utts), "words": n_words, "out": str(out), "options": opts}
-
-
-def ended(ids: list[int], rows: Any, inv: LabelSet) -> list[int]:
-    """Label ids of a whole stream with its last word's label closed (decode/stream_end.py)."""
-    closed = close_stream([inv.labels[i] for i in ids[-1:]], rows[-1:], inv)
-    return ids[:-1] + [inv.index(lab) for lab in closed]
 
 
 def _stderr(msg: str) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from punctkit.data.labels import LabelSet, get_inventory
-from punctkit.decode.stream_end import close_stream, closing_label
+from punctkit.decode.stream_end import close_ids, close_stream, closing_label
 
 
 def _row(inv, mass: dict[str, float]) -> np.ndarray:
@@ -44,5 +44,8 @@ def test_only_the_last_word_and_not_a_fixed_mark():
     assert close_stream(["O", "O", "O"], rows, inv) == ["O", "O", "PERIOD"]
     assert close_stream(["O", "O", "COMMA"], rows, inv, fixed=[None, None, "COMMA"]) == ["O", "O", "COMMA"]
     assert close_stream([], rows[:0], inv) == []
+    ids = [inv.index("O")] * 3  # the label ids of decode and training's validation, closed alike
+    assert close_ids(ids, rows, inv) == [inv.index(lab) for lab in close_stream(["O"] * 3, rows, inv)]
+    assert close_ids([], rows[:0], inv) == []
     commas = LabelSet("commas", ("COMMA",))  # an inventory without a sentence-final mark: nothing to add
     assert close_stream(["O"], np.array([[0.9, 0.1]]), commas) == ["O"]

@@ -18,7 +18,7 @@ from punctkit.data.streams import Stream, WindowDataset, bucket_batches
 from punctkit.data.labels import LabelSet
 from punctkit.decode.options import resolve
 from punctkit.decode.search import beam_search_rows, greedy_rows
-from punctkit.decode.stream_end import closing_label
+from punctkit.decode.stream_end import close_ids
 from punctkit.decode.windows import Hyps, Predicted, decode_windows_rows, tagger_predicted
 from punctkit.files import PunctkitError
 from punctkit.models.base import PunctModel
@@ -102,11 +102,7 @@ def validation(trained: dict[str, Any], frontend: Frontend, streams: list[Stream
         out = []
         for hyps, rows in decode_streams_rows(model, frontend, streams, opts.window, opts.step, opts.batch_size,
                                               device, opts.beam, extra=extra):
-            ids = hyps[0][0]
-            if inventory is not None and ids:
-                last = closing_label(inventory.labels[ids[-1]], rows[-1], inventory)
-                ids = ids[:-1] + [inventory.index(last)]
-            out.append(ids)
+            out.append(hyps[0][0] if inventory is None else close_ids(hyps[0][0], rows, inventory))
         return out
 
     return run, opts.search()

@@ -20,6 +20,13 @@ def closing_label(label: str, row: np.ndarray, inventory: LabelSet) -> str:
     return inventory.relabel(label, max(finals, key=lambda m: mass[m]))
 
 
+def close_ids(ids: list[int], rows: np.ndarray, inventory: LabelSet) -> list[int]:
+    """Label ids of a whole stream (rows: its distributions) with its last word's label closed."""
+    if not ids:
+        return ids
+    return ids[:-1] + [inventory.index(closing_label(inventory.labels[ids[-1]], rows[-1], inventory))]
+
+
 def close_stream(labels: list[str], rows: np.ndarray, inventory: LabelSet,
                  fixed: list[str | None] | None = None) -> list[str]:
     """`labels` of a whole stream with its last word's label closed (`closing_label`), unless the

@@ -23,7 +23,7 @@ from punctkit.decode.model_words import ModelWords
 from punctkit.decode.options import DecodeOptions
 from punctkit.decode.windows import Predict, Predicted, decode_windows_rows
 from punctkit.files import PunctkitError
-from punctkit.infer.backends import TEXT_KEYS, decode_options, pick_backend, torch_model
+from punctkit.infer.backends import TEXT_KEYS, decode_options, import_torch, pick_backend, torch_model
 from punctkit.infer.pipeline import Labeller
 from punctkit.package import EnsemblePackage, Package, read_package
 from punctkit.pretrained import default_model
@@ -135,7 +135,6 @@ class Punctuator(Labeller):
         from punctkit.batch import wants_audio
         from punctkit.decode.decoder import predict
         from punctkit.expdir import load_model, pick_device, read_model_config
-        from punctkit.infer.backends import import_torch
 
         torch = import_torch()
         conf = conf or read_model_config(exp_dir)
