@@ -133,7 +133,8 @@ def prepare(
     rules: Optional[Path] = typer.Option(None, help="YAML substitution rules (default: Faber 2020 table)"),
     lowercase: bool = typer.Option(False, help="lower-case every word"),
     rechunk: Optional[str] = typer.Option(None, callback=_chunk_spec_opt,
-                                          help="rechunk lengths, e.g. '25-50,50-75' or '60'"),
+                                          help="rechunk lengths, e.g. '25-50,50-75' or '60'; 'sentences': "
+                                               "each sentence its own unit"),
     block_len: Optional[int] = typer.Option(None, min=1, help="store each input as one stream of N-word blocks"),
     seed: int = typer.Option(1, help="seed for rechunking"),
     strict: bool = typer.Option(False, help="fail on the first repair instead of reporting it"),
@@ -272,6 +273,9 @@ def decode(
     window: Optional[int] = typer.Option(None, min=1, help="decoding window in words (default: the one the "
                                                             "model was trained at; a --config cannot change it)"),
     step: Optional[int] = typer.Option(None, min=1, help="window step in words"),
+    stream_end: Optional[str] = typer.Option(None, "--stream-end", help="sentence: a stream's last word ends a "
+                                             "sentence (default); open: streams are chunks cut anywhere, the "
+                                             "model's label stays"),
     ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
     config: Optional[Path] = typer.Option(None, "--config", help="conf/decode.yaml: defaults for these options "
                                                                  "(over the model's decode: section)"),
@@ -290,7 +294,7 @@ def decode(
 
     decode_dir(model_dirs if len(model_dirs) > 1 else model_dirs[0], data_dir, out, fmt, beam, nbest, batch_size,
                checkpoint, ngpu, window, step, log=lambda m: typer.echo(m, err=True), overwrite=overwrite,
-               config=config, probs=probs, weights=weights)  # logs its summary
+               config=config, probs=probs, weights=weights, stream_end=stream_end)  # logs its summary
 
 
 @app.command("average-checkpoints")

@@ -34,7 +34,7 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
                batch_size: int | None = None, checkpoint: str | None = None, ngpu: int = 0,
                window: int | None = None, step: int | None = None, log: Callable[[str], None] | None = None,
                overwrite: bool = False, config: str | Path | None = None, probs: bool = False,
-               weights: str | None = None) -> dict[str, Any]:
+               weights: str | None = None, stream_end: str | None = None) -> dict[str, Any]:
     """Label every word of `data_dir` and write `out` in the resolved format (+ an `nbest` file
     when nbest > 1, + a `probs` file with `probs`: each word's label distribution, data/probs.py)
     and the resolved options (`decode_options.yaml` in a data-directory `out`,
@@ -52,7 +52,7 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     """
     dirs = list(model_dir) if isinstance(model_dir, (list, tuple)) else [model_dir]
     given = {"format": fmt, "beam": beam, "nbest": nbest, "batch_size": batch_size, "checkpoint": checkpoint,
-             "window": window, "step": step}
+             "window": window, "step": step, "stream_end": stream_end}
     confs = [read_model_config(d) for d in dirs]
     all_opts = [resolve(given, c["decode"], read_decode_config(config), str(config), log=log or _stderr)
                 for c in confs]
@@ -96,7 +96,8 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     utts, nbest_lines, rows = [], [], {}
     lexicon = engine.frontend.case_lexicon if inv.true_case else None
     for s, (h, dist) in zip(units, hyps):
-        h = [(close_ids(ids, dist, inv), score) for ids, score in h]  # the stream's end ends a sentence
+        if opts.closes_streams:  # the stream's end ends a sentence
+            h = [(close_ids(ids, dist, inv), score) for ids, score in h]
         best = h[0][0]
         for uttid, a, b in s.utt_spans():
             labels = [inv.labels[i] for i in best[a:b]]

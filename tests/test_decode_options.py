@@ -69,7 +69,7 @@ def exp(tmp_path_factory) -> Path:
 
 def test_training_writes_the_decoding_it_validated_with(exp):
     conf = yaml.safe_load((exp / "config.yaml").read_text())
-    assert conf["decode"] == {"window": 30, "step": 15, "batch_size": 32, "beam": 1}
+    assert conf["decode"] == {"window": 30, "step": 15, "batch_size": 32, "beam": 1, "stream_end": "sentence"}
     hist = json.loads((exp / "history.json").read_text())
     assert hist[0]["valid_f1"] is not None  # validated (fit.py passes decode's validation)
 
@@ -79,7 +79,8 @@ def test_validation_scores_what_decode_gives_with_the_same_options(exp, tmp_path
     under the model's own options scores exactly the dev F1 training logged for it."""
     d = exp.parent
     cli("decode", exp, d / "valid", tmp_path / "hyp")
-    assert read_options(tmp_path / "hyp" / "decode_options.yaml").search() == SEQ2SEQ["decode"]
+    assert read_options(tmp_path / "hyp" / "decode_options.yaml").search() == {**SEQ2SEQ["decode"],
+                                                                              "stream_end": "sentence"}
     cli("score", d / "valid", tmp_path / "hyp", "--out", tmp_path)
     f1 = json.loads((tmp_path / "score.json").read_text())["overall"]["f1"]
     best = max(h["valid_f1"] for h in json.loads((exp / "history.json").read_text()))

@@ -524,3 +524,87 @@ def test_layer_probe_script_ranks_every_layer(tmp_path, iwslt):
         assert float(total) == pytest.approx(float(after) + float(before), abs=2e-3)
     bad = subprocess.run([sys.executable, str(script), str(tmp_path / "nope")], capture_output=True, text=True)
     assert bad.returncode != 0 and bad.stderr.strip().count("\n") == 0 and "nope" in bad.stderr
+
+
+# ------------------------------------------------------------------ interaction attention in the pre-trained stream
+
+def test_plm_interaction_with_zero_mix_is_the_pretrained_encoder_and_mixes_as_the_paper(tmp_path):
+    """The ITE: each of the encoder's self-attention layers gets its own P_λ; with P_λ = 0 it is the encoder
+    it was (padding still masked); with P_λ ≠ 0 each head attends with softmax((P_λ J + J) / √d_head)."""
+    from punctkit.models.plm_interaction import MIX, interaction_attention
+
+    fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")))
+    batch = _toy_batch(fe, n=3)
+    assert not batch["token_mask"].all()  # padded rows: the mask matters
+    torch.manual_seed(0)
+    plain = _build(fe, tnp=False).eval()
+    torch.manual_seed(0)
+    ite = _build(fe, tnp=False, plm_interaction=True).eval()
+    mixes = [p for n, p in ite.plm.named_parameters() if n.endswith(MIX)]
+    assert len(mixes) == 2 and all(m.shape == (4, 4) for m in mixes)  # one per layer, h x h
+    std = torch.cat([m.detach().flatten() for m in mixes]).std().item()
+    assert 0.3 * 0.1 / math.sqrt(32) < std < 3 * 0.1 / math.sqrt(32)
+    state = {k: v for k, v in ite.state_dict().items() if not k.endswith(MIX)}
+    assert plain.load_state_dict(state) is not None  # the same weights but P_λ
+    with torch.no_grad():
+        for m in mixes:
+            m.zero_()
+        keep = batch["word_mask"]
+        assert torch.allclose(ite(batch)[keep], plain(batch)[keep], atol=1e-5)
+        for m in mixes:
+            m.copy_(torch.randn(4, 4) * 100)  # a random BERT's scores are small: mix them hard
+        assert (ite(batch)[keep] - plain(batch)[keep]).abs().max() > 1e-2
+    # the attention function itself, head by head, with an additive padding mask
+    att = next(m for m in ite.plm.modules() if hasattr(m, MIX))
+    q, k, v = (torch.randn(2, 4, 5, 8, dtype=torch.double) for _ in range(3))
+    mask = torch.zeros(2, 1, 1, 5, dtype=torch.double)
+    mask[1, ..., 3:] = float("-inf")
+    mix = getattr(att, MIX).detach().double()
+    with torch.no_grad():
+        setattr(att, MIX, nn.Parameter(mix))
+        out, probs = interaction_attention(att.eval(), q, k, v, mask, scaling=8 ** -0.5)
+    J = q @ k.transpose(-1, -2)
+    for i in range(4):
+        Jhat = sum(mix[i, g] * J[:, g] for g in range(4)) + J[:, i]
+        p = torch.softmax(Jhat / math.sqrt(8) + mask[:, 0], -1)
+        assert torch.allclose(probs[:, i], p) and torch.allclose(out[:, :, i], p @ v[:, i])
+    assert (probs[1, :, :, 3:] == 0).all()
+
+
+def test_ff2_with_plm_interaction_trains_saves_and_refuses_other_encoders(tmp_path):
+    from punctkit.models.plm_interaction import MIX
+
+    fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")))
+    batch = _toy_batch(fe)
+    torch.manual_seed(0)
+    model = _build(fe, plm_interaction=True).train()
+    model(batch).logsumexp(-1).sum().backward()
+    grads = [p.grad for n, p in model.plm.named_parameters() if n.endswith(MIX)]
+    assert len(grads) == 2 and all(g is not None and g.abs().sum() > 0 for g in grads)
+    groups = {g["name"]: {id(p) for p in g["params"]} for g in model.param_groups()}
+    mixes = [p for n, p in model.plm.named_parameters() if n.endswith(MIX)]
+    assert all(id(p) in groups["new"] and id(p) not in groups["plm"] for p in mixes)  # new: new_lr_scale
+    assert sum(map(len, groups.values())) == len(list(model.parameters()))
+    torch.save(model.state_dict(), tmp_path / "m.pt")
+    again = _build(fe, plm_interaction=True)
+    again.load_state_dict(torch.load(tmp_path / "m.pt", weights_only=True))
+    with torch.no_grad():
+        assert torch.equal(model.eval()(batch), again.eval()(batch))
+    # the ONNX backend runs the same attention (punctuate without torch)
+    ort = pytest.importorskip("onnxruntime")
+    import numpy as np
+    from punctkit.onnx import export_onnx
+
+    with torch.no_grad():
+        for p in mixes:
+            p.copy_(torch.randn_like(p) * 50)
+        ref = model(batch)
+    sess = ort.InferenceSession(export_onnx(model, fe.vocab_size, fe.pad_id))
+    feed = {i.name: batch[i.name].numpy() for i in sess.get_inputs()}
+    out = sess.run(None, feed)[0]
+    keep = batch["word_mask"].numpy()
+    assert np.abs(out - ref.numpy())[keep].max() < 1e-4
+    mpnet = {"model_type": "mpnet", "vocab_size": fe.vocab_size, "hidden_size": 32, "num_hidden_layers": 1,
+             "num_attention_heads": 4, "intermediate_size": 64}
+    with pytest.raises(PunctkitError, match="plm_interaction needs an encoder whose attention goes through"):
+        _build(fe, plm={"config": mpnet}, plm_interaction=True)

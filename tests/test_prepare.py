@@ -33,6 +33,21 @@ def test_rechunk_deterministic_and_complete():
     assert [len(u.words) for u in fixed] == [60, 60, 10]
 
 
+def test_rechunk_sentences_keeps_each_sentence_whole(tmp_path):
+    assert parse_chunk_spec("sentences") == []
+    utts = rechunk(stream(30), "sentences", seed=1, prefix="s")
+    assert [len(u.words) for u in utts] == [7, 7, 7, 7, 2]  # a PERIOD every 7th word; the rest is the last
+    assert all(u.labels[-1] == "PERIOD" for u in utts[:-1]) and [u.uttid for u in utts][:2] == ["s-000001", "s-000002"]
+    assert [w for u in utts for w in u.words] == stream(30)[0].words
+    src = tmp_path / "talk.txt"
+    src.write_text("Hello there, friend. How are you?\n\nFine, thanks! And you\n")
+    prepare([src], tmp_path / "d", rechunk_spec="sentences")
+    dd = read_data_dir(tmp_path / "d")
+    assert [" ".join(u.words) for u in dd.utterances] == ["Hello there friend", "How are you", "Fine thanks",
+                                                          "And you"]
+    assert all(dd.utt2spk[u.uttid] == u.uttid for u in dd.utterances)  # each sentence its own stream
+
+
 def test_prepare_stream_blocks(tmp_path):
     src = tmp_path / "dev"
     src.write_text("".join(f"w{i}\t{'PERIOD' if i % 5 == 4 else 'O'}\n" for i in range(250)))

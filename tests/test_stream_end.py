@@ -49,3 +49,72 @@ def test_only_the_last_word_and_not_a_fixed_mark():
     assert close_ids([], rows[:0], inv) == []
     commas = LabelSet("commas", ("COMMA",))  # an inventory without a sentence-final mark: nothing to add
     assert close_stream(["O"], np.array([[0.9, 0.1]]), commas) == ["O"]
+
+
+# ------------------------------------------------------------------ stream_end: open (chunks cut anywhere)
+
+@pytest.fixture(scope="module")
+def chunks_and_model(tmp_path_factory):
+    """A tiny trained model and test2011 cut into 7-word chunks, each its own stream."""
+    from punct_util import tiny_conf, train_tiny
+    from punctkit.data.prepare import prepare
+
+    d = tmp_path_factory.mktemp("open")
+    train_tiny(d, tiny_conf({"type": "drnn_lwma", "n_layers": 1, "n_heads": 1, "d_model": 32}, epochs=1))
+    from conftest import IWSLT
+
+    prepare([IWSLT / "test2011"], d / "chunks", lines=(1, 700), rechunk_spec="7")
+    return d / "exp", d / "chunks"
+
+
+def test_open_streams_keep_the_models_last_label_in_decode_validation_and_punctuate(chunks_and_model, tmp_path):
+    from punct_util import cli
+    from punctkit.data.datadir import read_data_dir
+    from punctkit.data.labels import SENTENCE_END, mark_of
+    from punctkit.data.streams import make_streams
+    from punctkit.decode.decoder import validation
+    from punctkit.decode.options import DecodeOptions, read_options
+    from punctkit.infer.engine import Punctuator
+    from punctkit.text.frontend import load_frontend
+
+    exp, chunks = chunks_and_model
+    cli("decode", exp, chunks, tmp_path / "closed")
+    cli("decode", exp, chunks, tmp_path / "open", "--stream-end", "open")
+    closed, opened = (read_data_dir(tmp_path / x).utterances for x in ("closed", "open"))
+    assert len(closed) == 100 and all(mark_of(u.labels[-1]) in SENTENCE_END for u in closed)
+    ends = [mark_of(u.labels[-1]) in SENTENCE_END for u in opened]
+    assert sum(ends) < len(ends)  # the model's own: chunks end inside sentences
+    for c, o in zip(closed, opened):  # nothing but the last word differs
+        assert c.labels[:-1] == o.labels[:-1] and (c.labels[-1] == o.labels[-1]) == (mark_of(o.labels[-1]) in SENTENCE_END)
+    assert read_options(tmp_path / "open" / "decode_options.yaml").stream_end == "open"
+    # the library: a Punctuator with the option labels a stream as decode does
+    punct = Punctuator.from_experiment(exp, DecodeOptions(window=40, step=20, stream_end="open"))
+    words = opened[0].words
+    assert not punct.closes_streams and punct.label_words(words) == opened[0].labels
+    # training's validation, from a decode section that says so
+    fe = load_frontend(exp / "frontend")
+    streams = make_streams(read_data_dir(chunks))
+    inv = read_data_dir(chunks).inventory
+    for end, want in (("open", opened), ("sentence", closed)):
+        run, search = validation({"window": 40, "step": 20, "stream_end": end}, fe, streams, torch_cpu(), inventory=inv)
+        ids = run(punct.model)
+        assert search["stream_end"] == end
+        assert [[inv.labels[i] for i in x] for x in ids] == [u.labels for u in want]
+
+
+def torch_cpu():
+    import torch
+
+    return torch.device("cpu")
+
+
+def test_a_bad_stream_end_is_one_line(chunks_and_model, tmp_path):
+    from punct_util import PK
+
+    import subprocess
+
+    exp, chunks = chunks_and_model
+    r = subprocess.run([*PK, "decode", str(exp), str(chunks), str(tmp_path / "x"), "--stream-end", "maybe"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "--stream-end 'maybe': expected one of sentence, open" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "x").exists()

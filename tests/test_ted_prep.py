@@ -128,6 +128,21 @@ def test_cased_reference_takes_each_words_case_and_lists_the_rest(tmp_path):
         cased.cased_reference(xml, tmp_path / "ref", tmp_path / "out")
 
 
+def test_cased_reference_in_fabers_case4_holds_lower_case_words_and_u_labels(tmp_path):
+    xml = tmp_path / "tst.xml"
+    xml.write_text(XML)
+    words = "i 'm in the us with nasa and iphones".split()
+    labels = ["O"] * 6 + ["COMMA", "O", "PERIOD"]
+    write_data_dir(tmp_path / "ref", [Utterance("t-000001", words, labels)], get_inventory("4class"),
+                   {"t-000001": "t"})
+    cased.cased_reference(xml, tmp_path / "ref", tmp_path / "out", inventory="case4")
+    dd = read_data_dir(tmp_path / "out")
+    assert dd.inventory.name == "case4" and dd.utterances[0].words == words
+    assert dd.utterances[0].labels == ["U_O", "L_O", "L_O", "L_O", "U_O", "L_O", "U_COMMA", "L_O", "L_PERIOD"]
+    with pytest.raises(PunctkitError, match="case-aware inventory"):
+        cased.cased_reference(xml, tmp_path / "ref", tmp_path / "out4", inventory="4class")
+
+
 def test_cased_test2011_has_test_refs_blocks_words_and_marks(iwslt, tmp_path):
     prepare([iwslt / "test2011"], tmp_path / "test_ref", inventory="truecase4", block_len=100)
     n, missing = cased.cased_reference(iwslt / "IWSLT12.TED.MT.tst2011.en-fr.en.xml", tmp_path / "test_ref",

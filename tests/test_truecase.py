@@ -155,6 +155,44 @@ def test_stage3_gives_true_case_data_a_lowercasing_frontend_and_lexicon(tc_pkg):
     assert vocab == vocab.lower()
 
 
+@pytest.mark.parametrize("setting, reads_lower", [(None, True), (False, False), (True, True)])
+def test_cased_4class_text_is_read_lowercased_unless_the_config_says(tmp_path, setting, reads_lower):
+    """Published text prepared into 4class keeps its capitals in the data; a model that learned from
+    them would meet none in IWSLT's valid or a recognizer's words, so stage 3 lower-cases unless told."""
+    if not TED.is_dir():
+        pytest.skip(f"TED talks not found at {TED}")
+    from punctkit.config import load_config
+    from punctkit.data.prepare import prepare
+    from punctkit.train.inputs import prepare_inputs
+
+    text = [line for f in sorted(TED.iterdir())[:3] for line in f.read_text(encoding="utf-8").splitlines()]
+    (tmp_path / "ted.txt").write_text("\n".join(text) + "\n", encoding="utf-8")
+    prepare([tmp_path / "ted.txt"], tmp_path / "train", inventory="4class", block_len=100)
+    assert any(w != w.lower() for w in (tmp_path / "train" / "text").read_text(encoding="utf-8").split())
+    frontend = {"kind": "word", "min_count": 1} | ({} if setting is None else {"lowercase": setting})
+    conf = load_config({"frontend": frontend, "model": {"type": "drnn_lwma"}})
+    said: list[str] = []
+    fe = prepare_inputs(conf, tmp_path / "train", tmp_path / "inputs", log=said.append)
+    vocab = (tmp_path / "inputs" / "frontend" / "vocab.txt").read_text(encoding="utf-8")
+    assert fe.lowercase is reads_lower and (vocab == vocab.lower()) is reads_lower
+    assert any("carries case" in line for line in said) is (setting is None)
+
+
+def test_lowercase_text_is_read_as_it_is(tmp_path):
+    if not (ROOT.parent / "shared" / "data" / "iwslt" / "dev2012").is_file():
+        pytest.skip("IWSLT reference data not found")
+    from punctkit.config import load_config
+    from punctkit.data.prepare import prepare
+    from punctkit.train.inputs import prepare_inputs
+
+    prepare([ROOT.parent / "shared" / "data" / "iwslt" / "dev2012"], tmp_path / "train", block_len=100,
+            lines=(1, 3000))
+    said: list[str] = []
+    conf = load_config({"frontend": {"kind": "word", "min_count": 1}, "model": {"type": "drnn_lwma"}})
+    fe = prepare_inputs(conf, tmp_path / "train", tmp_path / "inputs", log=said.append)
+    assert not fe.lowercase and not any("carries case" in line for line in said)
+
+
 def test_decode_writes_words_in_the_case_their_labels_show(tc_pkg, tmp_path):
     from punctkit.data.datadir import read_data_dir
     from punctkit.decode_data import decode_dir

@@ -14,7 +14,8 @@ XML's `can't`, a word the XML lacks) has no case reference: it keeps TEST_REF's 
 `case_unknown` lists it (`uttid idx ...`, 0-based word indices within the utterance; an utterance
 without such words has no line), as `punctkit score` reads it. OUT has TEST_REF's utterance ids,
 words (equal ignoring case) and marks; each label's case class is read from its cased word
-(`--inventory`, truecase4 by default). The count of words without a case reference is printed,
+(`--inventory`, truecase4 by default; with Faber's case4/case6 the words are lower-cased, as their
+data hold them, and a label's U says the published word is capitalised). The count of words without a case reference is printed,
 and `OUT/cased_reference.log` lists each with its neighbours.
 """
 from __future__ import annotations
@@ -86,8 +87,9 @@ def cased_forms(words: list[str], source: list[str]) -> tuple[list[str], list[in
 def cased_reference(xml: Path, test_ref: Path, out: Path, inventory: str = "truecase4") -> tuple[int, int]:
     """Write OUT (see the module's docstring); returns (words, words without a case reference)."""
     inv = get_inventory(inventory)
-    if not inv.true_case:
-        raise PunctkitError(f"--inventory {inventory}: the cased reference needs a true-case inventory")
+    if not inv.case_aware:
+        raise PunctkitError(f"--inventory {inventory}: the cased reference needs a case-aware inventory "
+                            f"(truecase4, truecase6, case4, case6)")
     check_output_dir(out, (*DATA_DIR_FILES, CASE_UNKNOWN), inputs=[xml, test_ref])
     dd = read_data_dir(test_ref)
     words = [w for u in dd.utterances for w in u.words]
@@ -97,7 +99,7 @@ def cased_reference(xml: Path, test_ref: Path, out: Path, inventory: str = "true
     missing = set(unknown)
     for u in dd.utterances:
         span = range(pos, pos + len(u.words))
-        utts.append(Utterance(u.uttid, [cased[i] for i in span],
+        utts.append(Utterance(u.uttid, [cased[i] if inv.true_case else cased[i].lower() for i in span],
                               [inv.label_for(cased[i], mark_of(labels[i])) for i in span]))
         idx = [str(i - pos) for i in span if i in missing]
         if idx:
@@ -117,7 +119,7 @@ def main() -> int:
     ap.add_argument("xml", type=Path, help="IWSLT12.TED.MT.tst2011.en-fr.en.xml")
     ap.add_argument("test_ref", type=Path, help="test2011 as prepared (data/test_ref)")
     ap.add_argument("out", type=Path, help="the cased data directory to write (data/test_cased)")
-    ap.add_argument("--inventory", default="truecase4", help="a true-case inventory (truecase4, truecase6)")
+    ap.add_argument("--inventory", default="truecase4", help="a case-aware inventory (truecase4, truecase6, case4, case6)")
     a = ap.parse_args()
     try:
         n, missing = cased_reference(a.xml, a.test_ref, a.out, a.inventory)

@@ -6,7 +6,8 @@
 #   train_iwslt                  dev2012's first 90% (IWSLT-CPU's 266k training words, lower case)
 #   test_ref                     test2011 (IWSLT's lower-case words and marks)
 #   test_cased                   test2011's words and marks in the case of the published text
-#                                (local/cased_reference.py; case_unknown lists the words without one)
+#                                (local/cased_reference.py; case_unknown lists the words without one;
+#                                case-aware inventories only: truecase4/6, case4/6)
 # A talk is one stream (its lines are subtitle chunks) stored as consecutive 100-word blocks,
 # utt2spk mapping each block to its talk; ids are the talks' Kaldi-safe ids (local/talks.py).
 # The published text is repaired as punctkit prepare's options say (each repair counted with
@@ -53,7 +54,7 @@ echo "test_ref: test2011; test_cased: its words in the case of $IWSLT/IWSLT12.TE
 punctkit prepare "$IWSLT/test2011" --lines "$(lines 1 "$(wc -l < "$IWSLT/test2011")")" -o "$data/test_ref" \
   --inventory "$inventory" --block-len "$block_len"
 sets="$ted_sets valid"
-case $inventory in truecase*)  # test2011 in the published case: a reference only a true-case inventory holds
+case $inventory in truecase*|case*)  # test2011 in the published case: a reference only a case-aware inventory holds
   python local/cased_reference.py "$IWSLT/IWSLT12.TED.MT.tst2011.en-fr.en.xml" "$data/test_ref" "$data/test_cased" \
     --inventory "$inventory"
   sets="$sets test_cased";;

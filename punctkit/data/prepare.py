@@ -20,8 +20,13 @@ from punctkit.progress import progress
 SHOW_PROGRESS = 20  # inputs from which prepare shows a progress bar
 
 
+SENTENCES = "sentences"  # --rechunk sentences: each sentence its own unit (Faber's unrechunked data)
+
+
 def parse_chunk_spec(spec: str) -> list[tuple[int, int]]:
-    """`25-50,50-75` -> [(25, 50), (50, 75)]; `60` -> [(60, 60)]."""
+    """`25-50,50-75` -> [(25, 50), (50, 75)]; `60` -> [(60, 60)]; `sentences` -> [] (cut at sentence ends)."""
+    if spec.strip() == SENTENCES:
+        return []
     ranges = []
     for part in spec.split(","):
         m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
@@ -44,15 +49,30 @@ def cut(words: list[str], labels: list[str], lengths: "iter[int]", prefix: str) 
     return out
 
 
+def sentence_lengths(labels: list[str]) -> list[int]:
+    """The lengths of the sentences of a labelled word stream: each ends at a sentence-final mark
+    (the stream's rest, if it has no such mark at its end, is the last)."""
+    out, start = [], 0
+    for i, lab in enumerate(labels):
+        if mark_of(lab) in SENTENCE_END:
+            out.append(i + 1 - start)
+            start = i + 1
+    return out + ([len(labels) - start] if start < len(labels) else [])
+
+
 def rechunk(utts: list[Utterance], spec: str, seed: int, prefix: str) -> list[Utterance]:
     """Join all utterances and cut again, once per range of `spec` (Faber 2020 §4.3.1).
 
     Each range gives one copy of the data; lengths are drawn uniformly from the
     range with a generator seeded by `seed`, so the result is deterministic.
+    `sentences`: one copy cut at the sentence ends, each sentence a unit (the sentence
+    boundaries kept: Faber's unrechunked data).
     """
     words, labels = flatten(utts)
     out: list[Utterance] = []
     ranges = parse_chunk_spec(spec)
+    if not ranges:
+        return cut(words, labels, iter(sentence_lengths(labels)), prefix)
     for k, (a, b) in enumerate(ranges, 1):
         rng = random.Random(seed * 1000 + k)
         lengths = iter(lambda: rng.randint(a, b), None)

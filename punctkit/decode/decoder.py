@@ -95,14 +95,16 @@ def validation(trained: dict[str, Any], frontend: Frontend, streams: list[Stream
     """What training validates with: a function from a model to the best label ids of each dev
     stream, decoded under the options resolved from the training config's `decode:` section
     (the same options `punctkit decode` starts from), and that section resolved. With `inventory`,
-    each dev stream's last word ends a sentence, as `punctkit decode` ends it (decode/stream_end.py)."""
+    each dev stream's last word ends a sentence, as `punctkit decode` ends it (decode/stream_end.py),
+    unless the section says `stream_end: open`."""
     opts = resolve(trained=trained, log=log)
 
     def run(model: PunctModel) -> list[list[int]]:
         out = []
         for hyps, rows in decode_streams_rows(model, frontend, streams, opts.window, opts.step, opts.batch_size,
                                               device, opts.beam, extra=extra):
-            out.append(hyps[0][0] if inventory is None else close_ids(hyps[0][0], rows, inventory))
+            close = inventory is not None and opts.closes_streams
+            out.append(close_ids(hyps[0][0], rows, inventory) if close else hyps[0][0])
         return out
 
     return run, opts.search()

@@ -21,14 +21,18 @@ from punctkit.files import PunctkitError, atomic_write, read_yaml_mapping
 OPTIONS_FILE = "decode_options.yaml"  # written next to a decoding output (pack's card reads it)
 FIXED_BY_TRAINING = ("window",)
 # what the resolved options of a run record (and what a model's `decode:` section holds)
-SEARCH_KEYS = ("window", "step", "batch_size", "beam")
+SEARCH_KEYS = ("window", "step", "batch_size", "beam", "stream_end")
+STREAM_ENDS = ("sentence", "open")  # what the end of a stream is (decode/stream_end.py)
 
 
 @dataclass(frozen=True)
 class DecodeOptions:
     """How a model decodes: windows of `window` words every `step` words, `batch_size` windows
     at once, a `beam` for encoder-decoders (taggers take the arg-max), `nbest` lists, the
-    output `format` and the `checkpoint` (None: model.avg.pt, model.best.pt, the last epoch)."""
+    output `format` and the `checkpoint` (None: model.avg.pt, model.best.pt, the last epoch).
+    `stream_end`: `sentence` (a stream's last word ends a sentence: a document, a talk, a
+    recording) or `open` (streams are chunks cut anywhere, as Faber's rechunked test sets: the
+    model's own label stays)."""
 
     window: int = 100
     step: int = 50
@@ -37,6 +41,12 @@ class DecodeOptions:
     nbest: int = 1
     format: str = "datadir"
     checkpoint: str | None = None
+    stream_end: str = "sentence"
+
+    @property
+    def closes_streams(self) -> bool:
+        """Whether a stream's last word takes a sentence-final mark (decode/stream_end.py)."""
+        return self.stream_end == "sentence"
 
     def search(self) -> dict[str, Any]:
         """The settings that decide the labels (a model's `decode:` section)."""
@@ -98,6 +108,9 @@ def check(opts: DecodeOptions, given: tuple[str, ...] = ()) -> None:
         raise PunctkitError(f"{name} {opts.step}: must be between 1 and the window ({opts.window} words)")
     if not isinstance(opts.format, str):
         raise PunctkitError(f"decode option format: expected a format's name, got {opts.format!r}")
+    if opts.stream_end not in STREAM_ENDS:
+        name = "--stream-end" if "stream_end" in given else "decode option stream_end"
+        raise PunctkitError(f"{name} {opts.stream_end!r}: expected one of {', '.join(STREAM_ENDS)}")
     if opts.checkpoint is not None and not isinstance(opts.checkpoint, str):
         raise PunctkitError(f"decode option checkpoint: expected a file name or null, got {opts.checkpoint!r}")
 

@@ -55,6 +55,12 @@ class Engine(Protocol):
         """The longest window: the context a segment of a long stream needs on each side."""
         ...
 
+    @property
+    def closes_streams(self) -> bool:
+        """Whether a stream's last word ends a sentence (decode option `stream_end`; an ensemble:
+        when every member's does)."""
+        ...
+
     def decode(self, streams: list[Stream], extra: Extra | None = None) -> list[Predicted]:
         """Per stream: its n-best label ids (one per input word) and the 1-best's distributions
         (words x labels, inventory order). `extra`: the audio of a data directory's streams."""
@@ -167,6 +173,10 @@ class Punctuator(Labeller):
     @property
     def reach(self) -> int:
         return self.options.window
+
+    @property
+    def closes_streams(self) -> bool:
+        return self.options.closes_streams
 
     def decode(self, streams: list[Stream], extra: Extra | None = None) -> list[Predicted]:
         """Per stream: n-best label ids and the 1-best's distributions, one per input word. A model

@@ -136,6 +136,10 @@ class Ensemble(Labeller):
         return max(m.reach for m in self.members)
 
     @property
+    def closes_streams(self) -> bool:
+        return all(m.closes_streams for m in self.members)
+
+    @property
     def backend(self) -> str:
         return "+".join(m.backend for m in self.members)
 

@@ -58,7 +58,8 @@ def split_rows(pairs: Iterable[tuple[str, np.ndarray]], n_labels: int) -> tuple[
 class Labeller:
     """The labelling API of every engine (a Punctuator, an Ensemble), built on its `decode`:
     one stream's labels in bounded memory, independent utterances batched, probabilities,
-    readable text. Subclasses give `inventory`, `frontend`, `chunk_words`, `grid`, `reach`, `decode`."""
+    readable text. Subclasses give `inventory`, `frontend`, `chunk_words`, `grid`, `reach`, `closes_streams`,
+    `decode`."""
 
     # what an engine gives (infer/engine.py: Engine): attributes or properties
     inventory: LabelSet
@@ -66,6 +67,7 @@ class Labeller:
     frontend: "Frontend"
     grid: int
     reach: int
+    closes_streams: bool
 
     def decode(self, streams: list[Stream], extra: Any = None) -> list[Predicted]:
         raise NotImplementedError
@@ -99,7 +101,7 @@ class Labeller:
             ids, rows = self._rows([[w for w, _ in seg]])[0]
             fixed = [f for _, f in seg[a:b]]
             labels = fixed_labels(self.inventory, ids[a:b], fixed)
-            if last:  # the stream's end ends a sentence
+            if last and self.closes_streams:  # the stream's end ends a sentence
                 labels = close_stream(labels, rows[a:b], self.inventory, fixed)
             return zip(labels, rows[a:b]) if probs else iter(labels)
 

@@ -123,7 +123,7 @@ class PunctStream:
                 label = inv.relabel(label, mark_of(inv.labels[ids[j - 1]])) if inv.case_aware \
                     else inv.labels[ids[j - 1]]
             assert w is not None
-            if ended and j == upto:  # the stream's end ends a sentence
+            if ended and j == upto and p.closes_streams:  # the stream's end ends a sentence
                 label = closing_label(label, rows[j - 1], inv)
             self.render.input_cased = self.cased[i - self.base]
             out.append(("".join(self.words[i - self.base:j - self.base]), label, self.render.show(w, label)))

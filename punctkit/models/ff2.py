@@ -2,13 +2,16 @@
 Punctuation Restoration", 2022), and the plain PLM fine-tune baseline.
 
 `ff2`: two streams over the same word-pieces of a pre-trained LM's tokenizer:
-  (a) the pre-trained encoder (a local Hugging Face directory, e.g. MiniLM),
+  (a) the pre-trained encoder (a local Hugging Face directory, e.g. MiniLM); with
+      `plm_interaction: true` its self-attention becomes interaction attention too, the
+      paper's Interaction Transformer Encoder (punctkit/models/plm_interaction.py),
   (b) TNP, a small randomly initialised Transformer whose self-attention is
       interaction attention (punctkit/nn/interaction.py);
 their outputs are concatenated, go through one Transformer fusion layer
 (8 heads) and a linear classifier at each word's label piece (its first
 word-piece). Ablations: `tnp: false` (PLM + fusion + classifier) and
-`interaction: false` (plain attention in TNP).
+`interaction: false` with `plm_interaction: false` (plain attention in both streams: the
+paper's "w/o Interaction").
 
 `plm_tagger`: the pre-trained encoder + a linear classifier at each word's
 first piece (the baseline FF2 has to beat).
@@ -30,6 +33,7 @@ from torch import nn
 
 from punctkit.files import PunctkitError
 from punctkit.models.base import Batch, PunctModel, gather_words
+from punctkit.models.plm_interaction import MIX, add_interaction
 from punctkit.models.registry import register
 from punctkit.nn.interaction import InteractionEncoder
 from punctkit.text.plm import check_vocab, load_pretrained, resolve_plm_dir, transformers_module
@@ -75,10 +79,12 @@ def _encode(encoder: nn.Module, batch: Batch) -> torch.Tensor:
 
 
 def _groups(model: nn.Module, encoder: nn.Module, new_lr_scale: float) -> list[dict[str, Any]]:
-    """Parameter groups: the encoder at scale 1, everything else at `new_lr_scale`."""
-    enc = {id(p) for p in encoder.parameters()}
+    """Parameter groups: the encoder's pre-trained weights at scale 1, everything else (the new layers,
+    and the P_λ that `plm_interaction` adds to the encoder) at `new_lr_scale`."""
+    pretrained = [p for n, p in encoder.named_parameters() if not n.endswith(MIX)]
+    enc = {id(p) for p in pretrained}
     new = [p for p in model.parameters() if id(p) not in enc]
-    return [{"params": list(encoder.parameters()), "lr_scale": 1.0, "name": "plm"},
+    return [{"params": pretrained, "lr_scale": 1.0, "name": "plm"},
             {"params": new, "lr_scale": float(new_lr_scale), "name": "new"}]
 
 
@@ -88,7 +94,8 @@ class FF2(PunctModel):
 
     Args:
         plm: the pre-trained encoder (see the module docstring).
-        tnp: use the second stream; interaction: interaction attention in TNP (else plain).
+        tnp: use the second stream; interaction: interaction attention in TNP (else plain);
+        plm_interaction: interaction attention in the pre-trained encoder (the paper's ITE).
         tnp_layers, tnp_dim, tnp_heads, tnp_ff: TNP size (paper: 6 layers, small).
         fusion_heads, fusion_ff: the one fusion layer (paper: 8 heads, 3072 hidden).
         dropout: TNP, fusion and classifier dropout (paper 0.2); the encoder keeps its own.
@@ -106,6 +113,7 @@ class FF2(PunctModel):
         plm: PlmSpec = "auto",
         tnp: bool = True,
         interaction: bool = True,
+        plm_interaction: bool = False,
         tnp_layers: int = 6,
         tnp_dim: int = 256,
         tnp_heads: int = 8,
@@ -120,6 +128,8 @@ class FF2(PunctModel):
     ) -> None:
         super().__init__()
         self.plm = build_plm(plm, vocab_size, plm_attention_dropout)
+        if plm_interaction:
+            add_interaction(self.plm)
         d_plm = self.plm.config.hidden_size
         self.new_lr_scale = new_lr_scale
         self.use_tnp = tnp

@@ -19,6 +19,11 @@ import torch.nn.functional as F
 from torch import nn
 
 
+def mix_heads(scores: torch.Tensor, mix: torch.Tensor) -> torch.Tensor:
+    """Ĵ = P_λ J + J: score maps (B, H, T, T) mixed across heads by the (H, H) matrix `mix`."""
+    return torch.einsum("kg,bgij->bkij", mix, scores) + scores
+
+
 class InteractionAttention(nn.Module):
     """Self-attention whose head score maps are mixed by a learned h×h matrix.
 
@@ -61,7 +66,7 @@ class InteractionAttention(nn.Module):
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=drop)
         else:
             scores = q @ k.transpose(-1, -2)                      # J: (B, H, T, T)
-            scores = torch.einsum("kg,bgij->bkij", self.mix, scores) + scores
+            scores = mix_heads(scores, self.mix)
             scores = scores / math.sqrt(self.d_head)
             if mask is not None:
                 scores = scores.masked_fill(~mask[:, None, None, :], float("-inf"))

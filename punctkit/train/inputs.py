@@ -1,7 +1,9 @@
 """Stage 3 (`punctkit prepare-inputs`): what a model reads, learned from the training data.
 
 - the frontend (vocabulary, BPE or sentencepiece model) into `OUT/frontend`; true-case data
-  give one that reads words lower-cased and holds the case lexicon of their Mixed forms;
+  give one that reads words lower-cased and holds the case lexicon of their Mixed forms; other
+  training text that carries case (4class data of published text) is read lower-cased too, unless
+  the config says `frontend.lowercase: false` (`reads_lowercase`);
 - the word vectors a config derives (`embeddings: {w2v_train: ...}` -> `OUT/w2v.txt`,
   `{plm_vectors: ...}` -> `OUT/plm_vectors.txt`);
 - the embedding matrix a model starts from (`embedding_matrix`: stage 3's vectors, or the
@@ -35,7 +37,7 @@ def prepare_inputs(conf: dict[str, Any], train_dir: str | Path, out_dir: str | P
     check_output_dir(out, INPUTS_FILES, overwrite=overwrite, inputs=[train_dir])
     dd = read_data_dir(train_dir)
     fe = build_frontend(conf, dd, out / "frontend", overwrite, log)
-    derived_vectors(conf["embeddings"], dd, out, log)
+    derived_vectors(conf["embeddings"], dd, out, log, lowercase=fe.lowercase)
     return fe
 
 
@@ -44,9 +46,8 @@ def build_frontend(conf: dict[str, Any], dd: Any, out: Path, overwrite: bool = F
     """The config's frontend learned from data dir `dd` into `out`. True-case data (exact forms in its
     text) give a frontend that reads words lower-cased and holds the case lexicon of their Mixed forms."""
     fconf = dict(conf["frontend"] or {})
-    if dd.inventory.true_case:
-        fconf["lowercase"] = True
-    sentences = _sentences(dd)
+    fconf["lowercase"] = reads_lowercase(fconf, dd, log)
+    sentences = _sentences(dd, fconf["lowercase"])
     if "split_contractions" not in fconf and iwslt_tokens(w for s in sentences for w in s):
         fconf["split_contractions"] = True
         log("the training text has IWSLT's split contractions (do n't, i 'm): readers split users' words so")
@@ -59,15 +60,37 @@ def build_frontend(conf: dict[str, Any], dd: Any, out: Path, overwrite: bool = F
     return fe
 
 
+CASED_SHARE = 0.01  # training text with more words than this carrying a capital is cased text
+
+
+def reads_lowercase(fconf: dict[str, Any], dd: Any, log: Callable[[str], None] = print) -> bool:
+    """Whether the model reads words lower-cased: always for true-case data (the case is in the labels);
+    else as the config's `frontend.lowercase` says; unset, when the training text carries case (more
+    than CASED_SHARE of its words have a capital): a model that learned from capitals would meet
+    none in lower-cased input (IWSLT's valid and test, a recognizer's words)."""
+    if dd.inventory.true_case:
+        return True
+    if fconf.get("lowercase") is not None:
+        return bool(fconf["lowercase"])
+    words = [w for u in dd.utterances for w in u.words]
+    cased = sum(1 for w in words if w != w.lower())
+    if cased <= CASED_SHARE * len(words):
+        return False
+    log(f"the training text carries case ({100.0 * cased / len(words):.1f} % of its words have capitals) and its "
+        f"labels do not: the model reads words lower-cased (set frontend.lowercase: false to read case)")
+    return True
+
+
 DERIVED_VECTORS = {"w2v_train": "w2v.txt", "plm_vectors": "plm_vectors.txt"}
 
 
 def derived_vectors(econf: dict[str, Any], dd: Any, out: Path, log: Callable[[str], None] = print,
-                    look_in: tuple[Path, ...] = ()) -> Path | None:
+                    look_in: tuple[Path, ...] = (), lowercase: bool = False) -> Path | None:
     """The word vectors an `embeddings:` section derives from the training data: word2vec trained
     on its text (`w2v_train`), or static vectors of its words from a pre-trained LM (`plm_vectors`),
     written to `out`/w2v.txt or plm_vectors.txt; a file already in one of `look_in` is used as it
-    is (training reuses stage 3's; stage 3 always rebuilds). None when the section derives none."""
+    is (training reuses stage 3's; stage 3 always rebuilds). None when the section derives none.
+    `lowercase`: the frontend reads words lower-cased, so the vectors are of lower-cased words."""
     key = next((k for k in DERIVED_VECTORS if econf.get(k) is not None), None)
     if key is None:
         return None
@@ -85,15 +108,15 @@ def derived_vectors(econf: dict[str, Any], dd: Any, out: Path, log: Callable[[st
         raise PunctkitError(f"embeddings.{key}: unknown option(s) {', '.join(bad)} (known: {', '.join(known)})")
     if key == "plm_vectors":
         opts["show"] = True
-    n = make(_sentences(dd), path, **opts)
+    n = make(_sentences(dd, lowercase), path, **opts)
     log(f"{key}: {n} words -> {path}")
     return path
 
 
-def _sentences(dd: Any) -> list[list[str]]:
+def _sentences(dd: Any, lowercase: bool) -> list[list[str]]:
     """Training text for frontends and word vectors: each utterance's words (sentencepiece skips very long
-    lines), lower-cased for true-case data (the model reads words lower-cased: `Frontend.lowercase`)."""
-    if dd.inventory.true_case:
+    lines), lower-cased when the model reads words lower-cased (`Frontend.lowercase`)."""
+    if lowercase:
         return [[w.lower() for w in u.words] for u in dd.utterances if u.words]
     return [u.words for u in dd.utterances if u.words]
 
@@ -104,7 +127,7 @@ def embedding_matrix(conf: dict[str, Any], frontend: Frontend, inputs: Path, exp
     vectors of `inputs` (stage 3's) or `exp`, made into `exp` when neither has them); None without any."""
     econf = dict(conf["embeddings"])
     if not econf.get("word"):
-        path = derived_vectors(econf, dd, exp, log, look_in=(inputs, exp))
+        path = derived_vectors(econf, dd, exp, log, look_in=(inputs, exp), lowercase=frontend.lowercase)
         if path is not None:
             econf["word"] = str(path)
     if not (econf.get("word") or econf.get("speech")):
