@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Kim 2019's n x m sweep and the layer-wise vs top-only attention arm (issue 37) on recipes/ted's
-# 4class train_1m, conf/train_drnn_lwma_sweep.yaml (5 epochs each, one thread). Run from recipes/ted;
+# 4class train_1m, conf/train_drnn_lwma_sweep.yaml (10 epochs each, one thread). Run from recipes/ted;
 # rerun to resume: finished arms stop at once, an interrupted one resumes from its last epoch.
 #   local/kim_sweep.sh [--stage 1]   (stage 1: the 4class data in data_4class)
 set -euo pipefail
