@@ -34,13 +34,9 @@ class ModelWords:
         out_ids, out_rows = [], []
         for a, b in itertools.pairwise(self.starts):
             first, last = a, b - 1
-            if first == last or not inventory.case_aware:
-                out_ids.append(ids[last])
-                out_rows.append(rows[last])
-                continue
-            label = inventory.relabel(inventory.labels[ids[first]], mark_of(inventory.labels[ids[last]]))
-            out_ids.append(inventory.index(label))
-            out_rows.append(case_times_mark(rows[first], rows[last], inventory))
+            out_ids.append(word_label(ids[first], ids[last], inventory))
+            split = first != last and inventory.case_aware
+            out_rows.append(case_times_mark(rows[first], rows[last], inventory) if split else rows[last])
         return out_ids, np.stack(out_rows) if out_rows else rows[:0]
 
 
@@ -51,6 +47,14 @@ class ModelWords:
         best, out_rows = self.collapse(hyps[0][0], rows, inventory)
         return [(best, hyps[0][1])] + [(self.collapse(ids, rows, inventory)[0], score)
                                        for ids, score in hyps[1:]], out_rows
+
+
+def word_label(first: int, last: int, inventory: LabelSet) -> int:
+    """The label id of an input word the model read as several words, from the label ids of its
+    first and last: the mark of the last, the case of the first (without case: the last's)."""
+    if first == last or not inventory.case_aware:
+        return last
+    return inventory.index(inventory.relabel(inventory.labels[first], mark_of(inventory.labels[last])))
 
 
 def case_times_mark(case_row: np.ndarray, mark_row: np.ndarray, inventory: LabelSet) -> np.ndarray:

@@ -21,10 +21,10 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from punctkit.data.formats import split_text
-from punctkit.data.labels import default_substitution, mark_of
+from punctkit.data.labels import default_substitution
 from punctkit.data.tokenize import Casing, Renderer, Written, carries_case
 from punctkit.decode.lookahead import Span, delay, label_windows, word_window
-from punctkit.decode.model_words import ModelWords
+from punctkit.decode.model_words import ModelWords, word_label
 from punctkit.decode.stream_end import closing_label
 from punctkit.files import PunctkitError, parse_json
 from punctkit.infer.pipeline import Labeller
@@ -118,10 +118,7 @@ class PunctStream:
         out: list[Committed] = []
         heads = [i for i in range(self.done, upto) if self.written[i - self.base] is not None] + [upto]
         for i, j in zip(heads, heads[1:]):  # model words i..j-1 are one input word
-            w, label = self.written[i - self.base], inv.labels[ids[i]]
-            if j - i > 1:  # the mark of its last piece, the case of its first
-                label = inv.relabel(label, mark_of(inv.labels[ids[j - 1]])) if inv.case_aware \
-                    else inv.labels[ids[j - 1]]
+            w, label = self.written[i - self.base], inv.labels[word_label(ids[i], ids[j - 1], inv)]
             assert w is not None
             if ended and j == upto and p.closes_streams:  # the stream's end ends a sentence
                 label = closing_label(label, rows[j - 1], inv)
