@@ -62,3 +62,23 @@ def test_benchmark_scripts_check_their_numbers():
                                ("bench_serve.sh", ["--requests", "1e3", "m.pkt", "t.txt"], "--requests must be a whole number")):
         r = subprocess.run(["bash", str(ROOT / "utils" / script), *args], capture_output=True, text=True)
         assert r.returncode == 1 and r.stderr.strip().endswith(f"got '{args[1]}'") and says in r.stderr, r.stderr
+
+
+def test_bench_punctuate_names_the_cpu_and_its_vector_flags(tmp_path):
+    """Timings are recorded with the CPU they ran on (machines differ: int8 and bf16 help only where
+    the CPU has vnni / bf16 / amx)."""
+    words = tmp_path / "words.txt"
+    words.write_text("so what do you think nasa will do next i think they will go to mars\n" * 3)
+    out = tmp_path / "bench.tsv"
+    model = ROOT / "punctkit" / "pretrained" / "ted_truecase.pkt"
+    r = subprocess.run(["bash", str(ROOT / "utils" / "bench_punctuate.sh"), "--repeat", "1", "--threads", "1",
+                        "--text", str(words), "--out", str(out), str(model)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("# cpu: ") and "flags:" in first
+    cpu_flags = set(next(line for line in Path("/proc/cpuinfo").read_text().splitlines()
+                         if line.startswith("flags")).split(":", 1)[1].split())
+    named = first.split("flags:", 1)[1].split()
+    assert set(named) <= cpu_flags and ("avx2" in named) == ("avx2" in cpu_flags)
+    lines = out.read_text().splitlines()
+    assert lines[0] == first and lines[1].split("\t")[0] == str(model) and float(lines[1].split("\t")[3]) > 0

@@ -12,7 +12,8 @@
 # Prints one line per model: model, words, seconds (best of --repeat runs),
 # words/s of the whole process, and words/s of punctuate's own work (read,
 # decode, write: without the Python/torch start-up and model load), tab-separated;
-# with --out, appends the same lines to that file.
+# with --out, appends the same lines to that file. The first line (`# cpu: ...`) names the CPU
+# and its vector flags (avx2, avx512*, amx*), also appended to --out.
 # --cores pins the process to those CPUs with taskset (when installed).
 set -euo pipefail
 
@@ -46,6 +47,14 @@ if [ -n "$text" ]; then
 else
   cut -f1 "$data" | awk 'NF { printf "%s%s", $1, (++n % 100 ? " " : "\n") } END { if (n % 100) print "" }' > "$tmp/words.txt"
 fi
+
+# the CPU every timing ran on: machines differ between sessions (int8 and bf16 help only where
+# the CPU has vnni / bf16 / amx instructions)
+cpu=$(sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo 2>/dev/null | head -1)
+flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512_vnni|avx512_bf16|avx512_fp16|amx_[a-z0-9]+|avx_vnni)$' | tr '\n' ' ')
+cpuline="# cpu: ${cpu:-unknown}, $(nproc) cores; flags: ${flags:-none of avx2/avx512/amx}"
+echo "$cpuline"
+if [ -n "$out" ]; then printf '%s\n' "$cpuline" >> "$out"; fi
 
 for model in "$@"; do
   [ -r "$model" ] || { echo "$0: model not found: $model" >&2; exit 1; }
