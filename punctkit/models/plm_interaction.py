@@ -39,8 +39,7 @@ def interaction_attention(module: nn.Module, query: torch.Tensor, key: torch.Ten
         scores = mix_heads(scores, mix)                                 # Ĵ = P_λ J + J
     scores = scores * scaling
     if attention_mask is not None:
-        scores = scores.masked_fill(~attention_mask, float("-inf")) if attention_mask.dtype == torch.bool \
-            else scores + attention_mask
+        scores = scores + attention_mask                                 # additive: eager_mask, registered below
     probs = nn.functional.dropout(scores.softmax(dim=-1), p=dropout, training=module.training)
     return (probs @ value).transpose(1, 2).contiguous(), probs
 

@@ -72,11 +72,11 @@ def reads_lowercase(fconf: dict[str, Any], dd: Any, log: Callable[[str], None] =
         return True
     if fconf.get("lowercase") is not None:
         return bool(fconf["lowercase"])
-    words = [w for u in dd.utterances for w in u.words]
-    cased = sum(1 for w in words if w != w.lower())
-    if cased <= CASED_SHARE * len(words):
+    n = sum(len(u.words) for u in dd.utterances)
+    cased = sum(1 for u in dd.utterances for w in u.words if w != w.lower())
+    if cased <= CASED_SHARE * n:
         return False
-    log(f"the training text carries case ({100.0 * cased / len(words):.1f} % of its words have capitals) and its "
+    log(f"the training text carries case ({100.0 * cased / n:.1f} % of its words have capitals) and its "
         f"labels do not: the model reads words lower-cased (set frontend.lowercase: false to read case)")
     return True
 
