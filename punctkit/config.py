@@ -35,6 +35,9 @@ DEFAULTS: dict[str, Any] = {
         "batch_size": 32,              # windows per batch
         "window": 100,                 # training window length in words
         "epochs": 10,
+        "iters_per_epoch": None,       # null: an epoch is one pass over the data; N: an epoch is the next N
+                                       # batches of passes that go on across epochs (ESPnet's num_iters_per_epoch;
+                                       # a validation and a checkpoint every N batches: train/epochs.py)
         "max_minutes": None,           # wall-clock limit of the whole run (over resumes)
         "patience": None,              # early stopping: epochs without dev F1 improvement
         "seed": 1,

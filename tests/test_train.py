@@ -195,6 +195,57 @@ def test_training_lowers_loss_and_kill_resume_equals_uninterrupted(dirs, tmp_pat
         train(copy.deepcopy(conf), *dirs, b, resume=False, quiet=True)
 
 
+def test_iters_per_epoch_runs_passes_on_across_epochs_and_resumes_at_the_batch(dirs, tmp_path):
+    """ESPnet's num_iters_per_epoch: epochs of N batches cut from passes that go on across them;
+    a checkpoint in the middle of a pass resumes at the next batch (the data an uninterrupted run sees)."""
+    from punctkit.train.epochs import epoch_batches, pass_batches
+    from punctkit.train.options import TrainOptions
+    from punctkit.train.trainer import TrainState
+
+    dd = read_data_dir(dirs[0])
+    fe = train_frontend({"kind": "word", "min_count": 1}, [u.words for u in dd.utterances], tmp_path / "fe")
+    ds = WindowDataset(make_streams(dd), fe)
+    opts = TrainOptions.from_section({"window": 40, "batch_size": 8, "seed": 3, "iters_per_epoch": 3})
+    passes = [pass_batches(ds, opts, p) for p in (1, 2, 3)]
+    size = len(passes[0])
+    assert size > 3 and size % 3 and passes[0] != passes[1]
+    state = TrainState()
+    epochs = [list(epoch_batches(ds, opts, state, e)) for e in (1, 2, 3)]
+    assert all(len(e) == 3 for e in epochs)
+    assert sum(epochs, []) == sum(passes, [])[:9]  # pass 1, then pass 2 from its first batch
+    assert (state.data_pass, state.pass_batches, state.pass_size) == (9 // size + 1, 9 % size, size)
+    resumed = TrainState(**copy.deepcopy(state.__dict__))  # as a checkpoint restores it
+    assert list(epoch_batches(ds, opts, resumed, 4)) == sum(passes, [])[9:12]
+    plain = TrainOptions.from_section({"window": 40, "batch_size": 8, "seed": 3})
+    assert list(epoch_batches(ds, plain, TrainState(), 2)) == passes[1]  # default: an epoch is a pass
+
+    conf = copy.deepcopy(TINY)
+    conf["train"].update(iters_per_epoch=3, epochs=4)
+    full = train(copy.deepcopy(conf), *dirs, tmp_path / "a", quiet=True)
+    assert [h["steps"] for h in full.history] == [3, 6, 9, 12]
+    assert [h["passes"] for h in full.history] == [round(n / size, 4) for n in (3, 6, 9, 12)]
+    assert "passes over the data" in (tmp_path / "a" / "train.log").read_text()
+
+    def kill_after_epoch_1(tr):
+        if tr.state.epoch == 1:
+            raise Kill
+
+    with pytest.raises(Kill):
+        train(copy.deepcopy(conf), *dirs, tmp_path / "b", quiet=True, on_epoch_end=[kill_after_epoch_1])
+    again = train(copy.deepcopy(conf), *dirs, tmp_path / "b", quiet=True)
+    assert [h["loss"] for h in again.history] == [h["loss"] for h in full.history]
+    ref, got = _params(tmp_path / "a", 4), _params(tmp_path / "b", 4)
+    assert all(torch.equal(ref[k], got[k]) for k in ref)
+
+    # cut by max_minutes after one batch, then given time: the next epoch starts at batch 2
+    conf["train"].update(max_minutes=1e-9, epochs=2)
+    st = train(copy.deepcopy(conf), *dirs, tmp_path / "m", quiet=True)
+    assert st.stopped == "max_minutes" and (st.data_pass, st.pass_batches) == (1, 1)
+    conf["train"].update(max_minutes=None)
+    st = train(copy.deepcopy(conf), *dirs, tmp_path / "m", quiet=True)
+    assert st.step == 4 and st.data_pass * size - size + st.pass_batches == 4
+
+
 def test_patience_and_max_minutes_stop_early(dirs, tmp_path):
     conf = copy.deepcopy(TINY)
     conf["train"].update(epochs=50, lr=0.0, patience=2)  # lr 0: dev F1 never improves

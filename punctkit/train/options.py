@@ -38,6 +38,7 @@ class TrainOptions:
     batch_size: int
     window: int
     epochs: int
+    iters_per_epoch: int | None
     max_minutes: float | None
     patience: int | None
     seed: int
@@ -72,7 +73,8 @@ NUMBER_RULES: dict[str, tuple[bool, float, bool, float | None, bool]] = {
     "warmup": (True, 0, True, None, False), "newbob_factor": (False, 0, False, 1, False),
     "newbob_threshold": (False, float("-inf"), False, None, False), "min_lr": (False, 0, True, None, False),
     "batch_size": (True, 1, True, None, False), "window": (True, 1, True, None, False),
-    "epochs": (True, 1, True, None, False), "max_minutes": (False, 0, False, None, True),
+    "epochs": (True, 1, True, None, False), "iters_per_epoch": (True, 1, True, None, True),
+    "max_minutes": (False, 0, False, None, True),
     "patience": (True, 1, True, None, True), "seed": (True, 0, True, None, False),
     "clip": (False, 0, True, None, False), "label_smoothing": (False, 0, True, 1, False),
     "focal_gamma": (False, 0, True, None, False), "n_average": (True, 1, True, None, False),

@@ -43,7 +43,7 @@ from punctkit.batch import collate
 from punctkit.config import load_config
 from punctkit.text.frontend import check_frontend_section
 from punctkit.data.labels import LabelSet, O, mark_of
-from punctkit.data.streams import IGNORE, Extra, Stream, WindowDataset, bucket_batches, shard, train_windows
+from punctkit.data.streams import IGNORE, Extra, Stream, WindowDataset
 from punctkit.expdir import epoch_checkpoints, load_checkpoint, pick_device
 from punctkit.files import PunctkitError, atomic_write
 from punctkit.models.base import PunctModel
@@ -52,6 +52,7 @@ from punctkit.progress import progress
 from punctkit.train import checkpoint as ckpt
 from punctkit.train.ddp import ddp_net, ddp_process, spawn, world_size_of
 from punctkit.train.distill import DistillOptions, distill_loss
+from punctkit.train.epochs import epoch_batches, passes_done
 from punctkit.train.experiment import (Callback, RunArgs, Validate, Validation, augmenter, build_model, exp_lock,
                                        load_experiment, read_run_config, record_config, resume_policy, run_log,
                                        train_soft_labels)
@@ -77,6 +78,9 @@ class TrainState:
     bad_epochs: int = 0
     elapsed: float = 0.0          # seconds of training over all runs (max_minutes)
     stopped: str = ""             # why training ended early ("patience", "max_minutes")
+    data_pass: int = 0            # with train.iters_per_epoch: the pass under way (train/epochs.py),
+    pass_batches: int = 0         # its batches trained
+    pass_size: int = 0            # and its batches in all
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -203,14 +207,11 @@ class Trainer:
     def train_epoch(self, epoch: int, t0: float) -> float:
         """One pass over this epoch's windows; returns the mean loss."""
         t = self.opts
-        self.train_set.set_windows(train_windows(self.train_set.streams, t.window, t.seed, epoch,
-                                                 t.time_delay), epoch)
-        lengths = [self.train_set.n_words(i) for i in range(len(self.train_set))]
-        order = shard(bucket_batches(lengths, t.batch_size, True, t.seed * 1000 + epoch), self.rank,
-                      self.world_size)
+        order = epoch_batches(self.train_set, t, self.state, epoch, self.rank, self.world_size)
         self.model.train()
         total, n = 0.0, 0
-        bar = progress(order, show=self.rank == 0, desc=f"epoch {epoch}", unit="batch", leave=False)
+        bar = progress(order, show=self.rank == 0, desc=f"epoch {epoch}", unit="batch", leave=False,
+                       total=t.iters_per_epoch)
         for idx in bar:
             batch = {k: v.to(self.device) for k, v in
                      collate([self.train_set[i] for i in idx], self.train_set.frontend.pad_id).items()}
@@ -283,9 +284,13 @@ class Trainer:
             st.history.append({"epoch": epoch, "loss": loss, "valid_f1": score, "lr": self.schedule.lr,
                                "valid_ser": m["SER"] if m else None, "steps": st.step,
                                "minutes": round(st.elapsed / 60, 2)})
+            passes = ""
+            if t.iters_per_epoch is not None:
+                st.history[-1]["passes"] = round(passes_done(st), 4)
+                passes = f" ({passes_done(st):.2f} passes over the data)"
             f1 = f"{score:.2f}" if score is not None else "-"
             self.log(f"epoch {epoch}: train loss {loss:.4f}, dev F1 {f1}, lr {self.schedule.lr:.3g}, "
-                     f"{st.step} steps, {st.elapsed / 60:.1f} min{' (best)' if improved else ''}")
+                     f"{st.step} steps{passes}, {st.elapsed / 60:.1f} min{' (best)' if improved else ''}")
             if t.patience is not None and st.bad_epochs >= t.patience:
                 st.stopped = "patience"
             if self.out_of_time(t0):
