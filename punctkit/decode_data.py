@@ -96,8 +96,7 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     utts, nbest_lines, rows = [], [], {}
     lexicon = engine.frontend.case_lexicon if inv.true_case else None
     for s, (h, dist) in zip(units, hyps):
-        if opts.closes_streams:  # the stream's end ends a sentence
-            h = [(close_ids(ids, dist, inv), score) for ids, score in h]
+        h = [(close_ids(ids, dist, inv, closes=opts.closes_streams), score) for ids, score in h]
         best = h[0][0]
         for uttid, a, b in s.utt_spans():
             labels = [inv.labels[i] for i in best[a:b]]

@@ -67,7 +67,7 @@ def test_chunked_stream_equals_whole_stream(punct):
                                             [Stream("s", ["s"], [0], words[:n], [IGNORE] * n)],
                                             punct.window, punct.step, 32)
         # the stream's end ends a sentence (decode/stream_end.py)
-        expect = close_stream([punct.inventory.labels[i] for i in hyps[0][0]], rows, punct.inventory)
+        expect = close_stream([punct.inventory.labels[i] for i in hyps[0][0]], rows, punct.inventory, closes=True)
         for chunk in (1, 20, 100, 333):
             punct.chunk_words = chunk
             assert punct.label_words(words[:n]) == expect, (n, chunk)
@@ -302,7 +302,7 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
     with zipfile.ZipFile(tmp_path / "plm.pkt") as z:
         assert {"frontend/plm/tokenizer.json", "frontend/plm/config.json"} <= set(z.namelist())
         assert "config" in yaml.safe_load(z.read("config.yaml"))["model"]["plm"]  # rebuilt from its config
-    expect = close_stream([inv.labels[i] for i in hyps[0][0]], rows, inv)  # the stream's end ends a sentence
+    expect = close_stream([inv.labels[i] for i in hyps[0][0]], rows, inv, closes=True)  # the stream's end ends a sentence
     assert Punctuator.load(tmp_path / "plm.pkt").label_words(words) == expect
 
 

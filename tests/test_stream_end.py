@@ -41,14 +41,15 @@ def test_case_aware_labels_keep_their_case_and_sum_the_mark_over_cases(name):
 def test_only_the_last_word_and_not_a_fixed_mark():
     inv = get_inventory("4class")
     rows = np.stack([_row(inv, {"O": 0.7, "PERIOD": 0.3})] * 3)
-    assert close_stream(["O", "O", "O"], rows, inv) == ["O", "O", "PERIOD"]
-    assert close_stream(["O", "O", "COMMA"], rows, inv, fixed=[None, None, "COMMA"]) == ["O", "O", "COMMA"]
-    assert close_stream([], rows[:0], inv) == []
+    assert close_stream(["O", "O", "O"], rows, inv, closes=True) == ["O", "O", "PERIOD"]
+    assert close_stream(["O", "O", "COMMA"], rows, inv, fixed=[None, None, "COMMA"], closes=True) == ["O", "O", "COMMA"]
+    assert close_stream([], rows[:0], inv, closes=True) == []
     ids = [inv.index("O")] * 3  # the label ids of decode and training's validation, closed alike
-    assert close_ids(ids, rows, inv) == [inv.index(lab) for lab in close_stream(["O"] * 3, rows, inv)]
-    assert close_ids([], rows[:0], inv) == []
+    assert close_ids(ids, rows, inv, closes=True) == [inv.index(lab) for lab in close_stream(["O"] * 3, rows, inv, closes=True)]
+    assert close_ids([], rows[:0], inv, closes=True) == []
+    assert close_stream(["O"] * 3, rows, inv, closes=False) == ["O"] * 3 and close_ids(ids, rows, inv, closes=False) == ids
     commas = LabelSet("commas", ("COMMA",))  # an inventory without a sentence-final mark: nothing to add
-    assert close_stream(["O"], np.array([[0.9, 0.1]]), commas) == ["O"]
+    assert close_stream(["O"], np.array([[0.9, 0.1]]), commas, closes=True) == ["O"]
 
 
 # ------------------------------------------------------------------ stream_end: open (chunks cut anywhere)
@@ -91,6 +92,10 @@ def test_open_streams_keep_the_models_last_label_in_decode_validation_and_punctu
     punct = Punctuator.from_experiment(exp, DecodeOptions(window=40, step=20, stream_end="open"))
     words = opened[0].words
     assert not punct.closes_streams and punct.label_words(words) == opened[0].labels
+    # and each utterance of an utterance format (Whisper's segments, a data dir) as its own stream
+    assert list(punct.label_utterances([(u.words, None) for u in opened])) == [u.labels for u in opened]
+    closing = Punctuator.from_experiment(exp, DecodeOptions(window=40, step=20))
+    assert list(closing.label_utterances([(u.words, None) for u in closed])) == [u.labels for u in closed]
     # training's validation, from a decode section that says so
     fe = load_frontend(exp / "frontend")
     streams = make_streams(read_data_dir(chunks))

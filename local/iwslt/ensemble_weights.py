@@ -71,16 +71,17 @@ def grid(n: int, step: float, max_members: int | None = None) -> list[tuple[floa
 
 
 def f1_of(weights: tuple[float, ...], tables: list[dict[str, np.ndarray]], streams: list[Stream],
-          inv: LabelSet, ref: Transcript) -> float:
+          inv: LabelSet, ref: Transcript, closes: bool = True) -> float:
     """Overall valid F1 of the weighted average's arg-max labels, each stream's last word ending a
-    sentence as `punctkit decode` ends it (punctkit/decode/stream_end.py)."""
+    sentence as `punctkit decode` ends it (punctkit/decode/stream_end.py), unless not `closes`
+    (`--stream-end open`)."""
     hyp = []
     for s in streams:
         spans = [(u, a, b) for u, a, b in s.utt_spans() if b > a]
         if not spans:
             continue
         rows = np.concatenate([combine([t[u] for t in tables], weights) for u, _, _ in spans])
-        labels = close_stream([inv.labels[i] for i in rows.argmax(1)], rows, inv)
+        labels = close_stream([inv.labels[i] for i in rows.argmax(1)], rows, inv, closes=closes)
         hyp += [Utterance(u, s.words[a:b], labels[a - spans[0][1]:b - spans[0][1]]) for u, a, b in spans]
     return float(score(ref, Transcript.from_utterances(hyp, "ensemble", ref.marks, keyed=True))["overall"]["f1"])
 
@@ -90,6 +91,8 @@ def main() -> None:
     ap.add_argument("members", nargs="+", type=Path, help="experiment dirs or packed models (2 or more)")
     ap.add_argument("--valid", type=Path, required=True, help="validation data directory (text + labels)")
     ap.add_argument("--step", type=float, default=0.1, help="grid step of the weights (default 0.1)")
+    ap.add_argument("--stream-end", choices=("sentence", "open"), default="sentence",
+                    help="as punctkit decode --stream-end: whether a stream's last word ends a sentence")
     ap.add_argument("--max-members", type=int, default=None,
                     help="only weightings with at most this many non-zero weights (a package's size and speed)")
     args = ap.parse_args()
@@ -104,10 +107,11 @@ def main() -> None:
         if missing:
             raise PunctkitError(f"{args.valid}: utterance '{missing[0]}' has no probabilities from every member")
         streams = make_streams(read_data_dir(args.valid, inv, need_labels=False), inv)
+        closes = args.stream_end == "sentence"
         for k, m in enumerate(args.members):
             one = tuple(float(i == k) for i in range(len(tables)))
-            print(f"member {k} {m}: valid F1 {f1_of(one, tables, streams, inv, ref):.2f}")
-        scored = [(f1_of(w, tables, streams, inv, ref), w) for w in grid(len(tables), args.step, args.max_members)]
+            print(f"member {k} {m}: valid F1 {f1_of(one, tables, streams, inv, ref, closes):.2f}")
+        scored = [(f1_of(w, tables, streams, inv, ref, closes), w) for w in grid(len(tables), args.step, args.max_members)]
         best_f1, best = max(scored, key=lambda x: (x[0], -max(x[1])))  # ties: the more even weights
         print(f"best weights {','.join(f'{w:g}' for w in best)}: valid F1 {best_f1:.2f} "
               f"({len(scored)} weightings tried)")

@@ -103,8 +103,7 @@ def validation(trained: dict[str, Any], frontend: Frontend, streams: list[Stream
         out = []
         for hyps, rows in decode_streams_rows(model, frontend, streams, opts.window, opts.step, opts.batch_size,
                                               device, opts.beam, extra=extra):
-            close = inventory is not None and opts.closes_streams
-            out.append(close_ids(hyps[0][0], rows, inventory) if close else hyps[0][0])
+            out.append(close_ids(hyps[0][0], rows, inventory, closes=inventory is not None and opts.closes_streams))
         return out
 
     return run, opts.search()

@@ -1,7 +1,11 @@
 """The end of a stream ends a sentence: the stream's last word, when the model gave it no
 sentence-final mark (a window cut at the stream's end has no right context to show one), takes
 the sentence-final mark its distribution ranks highest, its case class kept. A mark the input
-fixed (--keep-input-marks) is kept as it is."""
+fixed (--keep-input-marks) is kept as it is.
+
+Whether it does is the decode option `stream_end` (DecodeOptions.closes_streams; `open` for
+chunks cut anywhere): `close_ids` and `close_stream` take it as `closes`, a required keyword, so
+that no path of decode, validation or punctuate can close a stream the options leave open."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,17 +24,18 @@ def closing_label(label: str, row: np.ndarray, inventory: LabelSet) -> str:
     return inventory.relabel(label, max(finals, key=lambda m: mass[m]))
 
 
-def close_ids(ids: list[int], rows: np.ndarray, inventory: LabelSet) -> list[int]:
-    """Label ids of a whole stream (rows: its distributions) with its last word's label closed."""
-    if not ids:
+def close_ids(ids: list[int], rows: np.ndarray, inventory: LabelSet, *, closes: bool) -> list[int]:
+    """Label ids of a whole stream (rows: its distributions) with its last word's label closed
+    when `closes` (the decode option), else as they are."""
+    if not ids or not closes:
         return ids
     return ids[:-1] + [inventory.index(closing_label(inventory.labels[ids[-1]], rows[-1], inventory))]
 
 
-def close_stream(labels: list[str], rows: np.ndarray, inventory: LabelSet,
-                 fixed: list[str | None] | None = None) -> list[str]:
-    """`labels` of a whole stream with its last word's label closed (`closing_label`), unless the
-    input fixed that word's mark."""
-    if not labels or (fixed is not None and fixed[-1] is not None):
+def close_stream(labels: list[str], rows: np.ndarray, inventory: LabelSet, fixed: list[str | None] | None = None,
+                 *, closes: bool) -> list[str]:
+    """`labels` of a whole stream with its last word's label closed (`closing_label`) when `closes`
+    (the decode option), unless the input fixed that word's mark."""
+    if not labels or not closes or (fixed is not None and fixed[-1] is not None):
         return labels
     return labels[:-1] + [closing_label(labels[-1], rows[-1], inventory)]

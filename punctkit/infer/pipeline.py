@@ -101,8 +101,8 @@ class Labeller:
             ids, rows = self._rows([[w for w, _ in seg]])[0]
             fixed = [f for _, f in seg[a:b]]
             labels = fixed_labels(self.inventory, ids[a:b], fixed)
-            if last and self.closes_streams:  # the stream's end ends a sentence
-                labels = close_stream(labels, rows[a:b], self.inventory, fixed)
+            if last:  # the stream's end ends a sentence, unless the options leave it open
+                labels = close_stream(labels, rows[a:b], self.inventory, fixed, closes=self.closes_streams)
             return zip(labels, rows[a:b]) if probs else iter(labels)
 
         for it in items:
@@ -118,7 +118,8 @@ class Labeller:
 
     def label_utterances(self, utts: Iterable[tuple[list[str], Fixed | None]],
                          probs: bool = False) -> Iterator[Any]:
-        """Labels of independent utterances (each its own stream, its last word ending a sentence),
+        """Labels of independent utterances (each its own stream, its last word ending a sentence
+        unless the decode option `stream_end` is `open`),
         batched across utterances; with `probs`, (labels, words x labels array) per utterance."""
         group: list[tuple[list[str], Fixed | None]] = []
         size = 0
@@ -131,7 +132,8 @@ class Labeller:
             for words, fixed in group:
                 if words:
                     ids, rows = done[k]
-                    labels = close_stream(fixed_labels(self.inventory, ids, fixed), rows, self.inventory, fixed)
+                    labels = close_stream(fixed_labels(self.inventory, ids, fixed), rows, self.inventory, fixed,
+                                          closes=self.closes_streams)
                     k += 1
                 else:
                     labels, rows = [], np.zeros((0, n_labels))
