@@ -47,6 +47,9 @@ DEFAULTS: dict[str, Any] = {
         "focal_gamma": 2.0,
         "class_weights": None,         # None | auto | [w_O, w_COMMA, ...]
         "n_average": 5,                # model.avg.pt = mean of the best N epochs
+        "keep_checkpoints": None,      # null: every epoch's checkpoint stays; N: the best N epochs by dev F1
+                                       # (at least n_average) and the last (to resume) stay, the others are
+                                       # removed as training goes (ESPnet's keep_nbest_models)
         "max_tokens": None,            # refuse windows longer than this in tokens
         "threads": 0,                  # torch CPU threads for training and decoding (0: torch's default;
                                        # 1 is much faster when other jobs share the cores)

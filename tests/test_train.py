@@ -246,6 +246,24 @@ def test_iters_per_epoch_runs_passes_on_across_epochs_and_resumes_at_the_batch(d
     assert st.step == 4 and st.data_pass * size - size + st.pass_batches == 4
 
 
+def test_keep_checkpoints_keeps_the_best_and_the_last_and_resumes(dirs, tmp_path):
+    from punctkit.train.checkpoint import best_epochs
+
+    conf = copy.deepcopy(TINY)
+    conf["train"].update(epochs=5, keep_checkpoints=1, n_average=2)
+    exp = tmp_path / "k"
+    (exp / "checkpoints").mkdir(parents=True)
+    (exp / "checkpoints" / "notes.txt").write_text("mine")  # not punctkit's: stays
+    st = train(copy.deepcopy(conf), *dirs, exp, quiet=True)
+    kept = sorted(int(p.stem.split("_")[1]) for p in (exp / "checkpoints").glob("epoch_*.pt"))
+    assert kept == sorted(set(best_epochs(st.history, 2)) | {5}) and len(kept) < 5
+    assert (exp / "checkpoints" / "notes.txt").read_text() == "mine" and (exp / "model.avg.pt").is_file()
+    conf["train"]["epochs"] = 6
+    st = train(copy.deepcopy(conf), *dirs, exp, quiet=True)  # resumes from the last, which was kept
+    assert st.epoch == 6 and "resumed from" in (exp / "train.log").read_text()
+    assert 6 in [int(p.stem.split("_")[1]) for p in (exp / "checkpoints").glob("epoch_*.pt")]
+
+
 def test_patience_and_max_minutes_stop_early(dirs, tmp_path):
     conf = copy.deepcopy(TINY)
     conf["train"].update(epochs=50, lr=0.0, patience=2)  # lr 0: dev F1 never improves

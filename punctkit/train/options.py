@@ -48,6 +48,7 @@ class TrainOptions:
     focal_gamma: float
     class_weights: str | list[float] | None
     n_average: int
+    keep_checkpoints: int | None
     max_tokens: int | None
     threads: int
     rdrop: float
@@ -78,6 +79,7 @@ NUMBER_RULES: dict[str, tuple[bool, float, bool, float | None, bool]] = {
     "patience": (True, 1, True, None, True), "seed": (True, 0, True, None, False),
     "clip": (False, 0, True, None, False), "label_smoothing": (False, 0, True, 1, False),
     "focal_gamma": (False, 0, True, None, False), "n_average": (True, 1, True, None, False),
+    "keep_checkpoints": (True, 1, True, None, True),
     "max_tokens": (True, 1, True, None, True), "threads": (True, 0, True, None, False),
     "rdrop": (False, 0, True, None, False),
 }

@@ -160,6 +160,20 @@ class Trainer:
             "schedule": self.schedule.state_dict(), "rng": ckpt.rng_state(), "state": asdict(self.state)})
         with atomic_write(self.exp / "history.json") as f:
             json.dump(self.state.history, f, indent=1)
+        self.prune()
+
+    def prune(self) -> None:
+        """With `keep_checkpoints: N`, remove the epoch checkpoints that are neither among the best
+        max(N, n_average) by dev F1 nor the last (only `epoch_K.pt` files, which this trainer wrote)."""
+        n = self.opts.keep_checkpoints
+        if n is None:
+            return
+        epochs = epoch_checkpoints(self.ckpt_dir)
+        hist = [h for h in self.state.history if h["epoch"] in epochs]
+        keep = set(ckpt.best_epochs(hist, max(n, self.opts.n_average))) | {self.state.epoch}
+        for e, path in epochs.items():
+            if e not in keep:
+                path.unlink()
 
     def resume(self) -> bool:
         """Restore everything from the last epoch checkpoint; False when there is none."""
