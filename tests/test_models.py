@@ -106,8 +106,11 @@ RECIPE_CONFIGS = sorted(Path(__file__).resolve().parents[1].glob("recipes/*/conf
 def test_every_recipe_config_names_known_options(path):
     """Each training config of every recipe loads, and its model section names only options
     its model takes (the paper-size configs are never trained in the suite)."""
+    from punctkit.train.options import TrainOptions
+
     conf = load_config(path)
     assert model_class(conf["model"]).type_name == conf["model"]["type"]
+    TrainOptions.from_section(conf["train"])  # and its train section passes the options' rules
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))
