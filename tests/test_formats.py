@@ -86,6 +86,8 @@ def test_repair_word():
     assert repair_word("weâ€™re") == "we're"
     assert repair_word("â™?â™?and") == "and"
     assert repair_word("--") == ""
+    # as a true-case model may write them back (Capitalized): read the same
+    assert repair_word("Â™?â™?and") == "and" and repair_word("Â€™s") == "'s"
 
 
 @pytest.mark.parametrize("content,msg", [

@@ -15,6 +15,9 @@
 # with --out, appends the same lines to that file. The first line (`# cpu: ...`) names the CPU
 # and its vector flags (avx2, avx512*, amx*), also appended to --out.
 # --cores pins the process to those CPUs with taskset (when installed).
+# --score true (with --data, a twocol reference) also runs the shipped path's F1 once per model:
+# `punctuate --format twocol` with the same options, scored by `punctkit score` against --data;
+# a sixth column, the overall punctuation F1 (utils/plot_front.py draws words/s against it).
 set -euo pipefail
 
 threads=2
@@ -24,12 +27,16 @@ out=
 data=
 text=             # plain text to punctuate as it is (default: --data's words, 100 a line)
 punctuate_args=   # more options for punctkit punctuate, e.g. "--step 150"
-help_message="Usage: $0 [--threads N] [--cores LIST] [--repeat N] [--data TWOCOL] [--text FILE] [--out FILE] [--punctuate-args \"...\"] MODEL.pkt..."
+score=false       # true: also the test set's F1 through punctuate --format twocol (needs --data)
+help_message="Usage: $0 [--threads N] [--cores LIST] [--repeat N] [--data TWOCOL] [--text FILE] [--out FILE] [--punctuate-args \"...\"] [--score true] MODEL.pkt..."
 . "$(dirname "$(readlink -f "$0")")/parse_options.sh"
 [ $# -ge 1 ] || { echo "$help_message" >&2; exit 1; }
 case "$threads" in ''|*[!0-9]*) echo "$0: --threads must be a whole number (0: the backend's default), got '$threads'" >&2; exit 1 ;; esac
 case "$repeat" in ''|*[!0-9]*|0) echo "$0: --repeat must be a whole number >= 1, got '$repeat'" >&2; exit 1 ;; esac
 
+if [ "$score" = true ] && [ -n "$text" ]; then
+  echo "$0: --score true scores against --data's twocol reference: give --data, not --text" >&2; exit 1
+fi
 root=$(dirname "$(dirname "$(readlink -f "$0")")")
 data=${data:-$root/../shared/data/iwslt/test2011}
 [ -n "$text" ] || [ -r "$data" ] || { echo "$0: test data not found: $data (use --data or --text)" >&2; exit 1; }
@@ -75,7 +82,17 @@ for model in "$@"; do
   done
   rate=$(echo "$nwords / $best" | bc -l)
   line=$(printf '%s\t%d\t%.2f\t%.0f\t%s' "$model" "$nwords" "$best" "$rate" "$inner")
-  printf '%s\t(model, words, seconds, words/s whole process, words/s without start-up; threads %s%s%s)\n' \
-    "$line" "$threads" "${cores:+, cores $cores}" "${punctuate_args:+, $punctuate_args}"
+  columns="model, words, seconds, words/s whole process, words/s without start-up"
+  if [ "$score" = true ]; then
+    # shellcheck disable=SC2086  # an option list, split on purpose
+    "$punctkit" punctuate -m "$model" --threads "$threads" $punctuate_args --format twocol "$tmp/words.txt" \
+      -o "$tmp/hyp.tsv" 2>"$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
+    f1=$("$punctkit" score "$data" "$tmp/hyp.tsv" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["overall"]["f1"])') \
+      || { echo "$0: scoring $model against $data failed" >&2; exit 1; }
+    line=$(printf '%s\t%.1f' "$line" "$f1")
+    columns="$columns, F1"
+  fi
+  printf '%s\t(%s; threads %s%s%s)\n' "$line" "$columns" "$threads" "${cores:+, cores $cores}" \
+    "${punctuate_args:+, $punctuate_args}"
   if [ -n "$out" ]; then printf '%s\n' "$line" >> "$out"; fi
 done

@@ -61,11 +61,13 @@ def punctuator2_kind(line: str) -> str:
 
 # ---------------------------------------------------------------- repairs of words
 
+# the first character also upper case: a word that starts with the damage may come back from
+# a true-case model Capitalized (`â™?i` -> `Â™?i`), and its reading must not change with that
 _MOJIBAKE = [
-    (re.compile("â€[™˜]"), "'"),        # ’ ‘ read as cp1252
-    (re.compile("â€[œ\u009d?]"), ""),   # “ ” (the last byte is often lost as '?')
-    (re.compile("â€[”“]"), " - "),      # — –
-    (re.compile("â™[ª?«]"), ""),        # ♪ ♫: music notes in TED subtitles
+    (re.compile("[âÂ]€[™˜]"), "'"),        # ’ ‘ read as cp1252
+    (re.compile("[âÂ]€[œ\u009d?]"), ""),   # “ ” (the last byte is often lost as '?')
+    (re.compile("[âÂ]€[”“]"), " - "),      # — –
+    (re.compile("[âÂ]™[ª?«]"), ""),        # ♪ ♫: music notes in TED subtitles
 ]
 
 
