@@ -14,7 +14,7 @@ batch after the last one trained, and the data seen is the data of an uninterrup
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from punctkit.data.streams import bucket_batches, shard, train_windows
 from punctkit.files import PunctkitError
@@ -30,14 +30,19 @@ def pass_batches(train_set, opts: TrainOptions, n: int, rank: int = 0, world_siz
 
 
 def epoch_batches(train_set, opts: TrainOptions, state, epoch: int, rank: int = 0,
-                  world_size: int = 1) -> Iterator[list[int]]:
-    """The batches of `epoch`: pass `epoch`'s, or with `iters_per_epoch` the next that many from
-    the cursor (`state.data_pass`, `state.pass_batches`, `state.pass_size`), which moves as each
-    batch is handed out (a batch handed out is trained before anything is saved)."""
+                  world_size: int = 1) -> tuple[Iterable[list[int]], int]:
+    """The batches of `epoch` and their number: pass `epoch`'s, or with `iters_per_epoch` the next
+    that many from the cursor (`state.data_pass`, `state.pass_batches`, `state.pass_size`)."""
     n = opts.iters_per_epoch
     if n is None:
-        yield from pass_batches(train_set, opts, epoch, rank, world_size)
-        return
+        order = pass_batches(train_set, opts, epoch, rank, world_size)
+        return order, len(order)
+    return _from_cursor(train_set, opts, state, n, rank, world_size), n
+
+
+def _from_cursor(train_set, opts: TrainOptions, state, n: int, rank: int, world_size: int) -> Iterator[list[int]]:
+    """The next `n` batches of the passes; the cursor moves as each batch is handed out (a batch
+    handed out is trained before anything is saved)."""
     order: list[list[int]] = []
     if state.data_pass and state.pass_batches < state.pass_size:  # go on in the pass under way
         order = pass_batches(train_set, opts, state.data_pass, rank, world_size)

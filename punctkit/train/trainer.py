@@ -221,11 +221,10 @@ class Trainer:
     def train_epoch(self, epoch: int, t0: float) -> float:
         """One pass over this epoch's windows; returns the mean loss."""
         t = self.opts
-        order = epoch_batches(self.train_set, t, self.state, epoch, self.rank, self.world_size)
+        order, size = epoch_batches(self.train_set, t, self.state, epoch, self.rank, self.world_size)
         self.model.train()
         total, n = 0.0, 0
-        bar = progress(order, show=self.rank == 0, desc=f"epoch {epoch}", unit="batch", leave=False,
-                       total=t.iters_per_epoch)
+        bar = progress(order, show=self.rank == 0, desc=f"epoch {epoch}", unit="batch", leave=False, total=size)
         for idx in bar:
             batch = {k: v.to(self.device) for k, v in
                      collate([self.train_set[i] for i in idx], self.train_set.frontend.pad_id).items()}
