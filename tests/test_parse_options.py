@@ -82,4 +82,3 @@ def test_bench_punctuate_names_the_cpu_and_its_vector_flags(tmp_path):
     assert set(named) <= cpu_flags and ("avx2" in named) == ("avx2" in cpu_flags)
     lines = out.read_text().splitlines()
     assert lines[0] == first and lines[1].split("\t")[0] == str(model) and float(lines[1].split("\t")[3]) > 0
-

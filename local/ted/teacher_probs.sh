@@ -30,7 +30,13 @@ done
 [ -f "$data/text" ] || { echo "$0: $data: not a data directory (no text file)" >&2; exit 1; }
 
 split=$data/split$parts
-[ -f "$split/$parts/text" ] || punctkit split-data "$data" "$parts" --per-spk
+if [ ! -f "$split/$parts/text" ] || [ "$data/text" -nt "$split/$parts/text" ]; then
+  # a new split (or one older than the data): parts decoded from an earlier one would not match it
+  if compgen -G "$out/split$parts/*/.done" >/dev/null; then
+    echo "$0: $data changed since $out's parts were decoded: label it into a new OUT" >&2; exit 1
+  fi
+  punctkit split-data "$data" "$parts" --per-spk
+fi
 mkdir -p "$out/split$parts" "$out/log"
 todo=()
 for k in $(seq 1 "$parts"); do

@@ -300,7 +300,7 @@ class Trainer:
             passes = ""
             if t.iters_per_epoch is not None:
                 st.history[-1]["passes"] = round(passes_done(st), 4)
-                passes = f" ({passes_done(st):.2f} passes over the data)"
+                passes = f" ({st.history[-1]['passes']:.2f} passes over the data)"
             f1 = f"{score:.2f}" if score is not None else "-"
             self.log(f"epoch {epoch}: train loss {loss:.4f}, dev F1 {f1}, lr {self.schedule.lr:.3g}, "
                      f"{st.step} steps{passes}, {st.elapsed / 60:.1f} min{' (best)' if improved else ''}")

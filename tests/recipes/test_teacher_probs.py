@@ -47,6 +47,11 @@ def test_parts_resume_and_join_into_the_whole_decode(iwslt, tmp_path):
     assert len(joined) == len(dd.utterances)
     r = run("--parts", 3, exp, data, out)  # all done: nothing decoded again
     assert r.returncode == 0 and "0 part(s) to decode" in r.stdout
+    # the data changed after its parts were decoded: refused, the parts and the joined probs kept
+    write_data_dir(data, dd.utterances[:-1], dd.inventory, utt2spk=spk)
+    r = run("--parts", 3, exp, data, out)
+    assert r.returncode == 1 and "changed since" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert (out / "hyp" / "probs").read_text().splitlines() == joined
 
 
 @pytest.mark.parametrize("args, says", [
