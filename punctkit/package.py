@@ -56,7 +56,8 @@ from punctkit.decode.options import OPTIONS_FILE, SEARCH_KEYS, read_options, res
 from punctkit.files import PunctkitError, atomic_write, parse_json, parse_yaml, read_json_file, require_file
 from punctkit.score import read_score
 from punctkit.text.frontend import CONF_FILE, Frontend, load_frontend
-from punctkit.text.plm import TOKENIZER_DIR, TOKENIZER_FILES
+from punctkit.text.plm import TOKENIZER_DIR
+from punctkit.text.plm_tokenizer import TOKENIZER_FILES
 
 FORMAT_NAME = "punctkit-model"
 FORMAT_VERSION = 1

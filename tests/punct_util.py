@@ -22,6 +22,17 @@ def cli(*args: Any, ok: bool = True) -> subprocess.CompletedProcess:
     return r
 
 
+def json_without(code: str, blocked: tuple[str, ...] = ("torch", "transformers")) -> Any:
+    """Run Python `code` (which prints one JSON value) in a fresh process that cannot import `blocked`;
+    the value it printed."""
+    import json
+
+    guard = "".join(f"sys.modules[{m!r}] = None\n" for m in blocked)
+    r = subprocess.run([sys.executable, "-c", f"import sys, json\n{guard}{code}"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
 def tiny_conf(model: dict[str, Any], epochs: int) -> dict[str, Any]:
     """A training config for `model` that trains in seconds on `train_tiny`'s 8000 words."""
     return {"frontend": {"kind": "word", "min_count": 2}, "model": model,

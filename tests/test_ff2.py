@@ -153,10 +153,10 @@ def test_wordpiece_alignment_roundtrip_tiny_vocab(tmp_path, label_on):
     assert fe.tokens(["unbelievable"]) == ["un", "##believ", "##able"]
     assert fe.tokens(["xyz"]) == ["[UNK]"]
     ids, pos = fe.encode(WORDS)
-    assert fe.tok.convert_ids_to_tokens(ids)[:1] == ["[CLS]"] and ids[-1] == fe.tok.sep_token_id
+    assert fe.tok.tokens(ids)[:1] == ["[CLS]"] and ids[-1] == fe.tok.sep_id
     first = ["the", "cat", "un", "re", "sat", "[UNK]", "sat"]
     last = ["the", "cat", "##able", "##ation", "sat", "[UNK]", "sat"]
-    assert fe.tok.convert_ids_to_tokens([ids[p] for p in pos]) == (first if label_on == "first" else last)
+    assert fe.tok.tokens([ids[p] for p in pos]) == (first if label_on == "first" else last)
     _roundtrip(fe, WORDS)
     assert fe.n_tokens(WORDS) == len(ids) == 2 + 1 + 1 + 3 + 3 + 1 + 1 + 1
 
@@ -167,7 +167,7 @@ def test_long_windows_are_cut_keeping_every_label_piece(tmp_path):
     assert fe.n_tokens(words) == 13 > 12
     ids, pos = fe.encode(words)
     assert len(ids) <= 12 and len(pos) == 5
-    assert fe.tok.convert_ids_to_tokens([ids[p] for p in pos]) == ["un", "re", "the", "un", "cat"]
+    assert fe.tok.tokens([ids[p] for p in pos]) == ["un", "re", "the", "un", "cat"]
     assert fe.encode(words[:2]) == ([2, 10, 11, 12, 13, 14, 15, 3], [1, 4])  # short: untouched
     with pytest.raises(PunctkitError, match="at most 10 words"):
         fe.encode(["cat"] * 11)
@@ -193,9 +193,9 @@ def test_wordpiece_alignment_roundtrip_minilm(tmp_path):
     assert len(fe.word_ids("unsegmented")) > 1 and len(fe.word_ids("transcripts")) > 1
     _roundtrip(fe, words)
     ids, pos = fe.encode(words)
-    firsts = fe.tok.convert_ids_to_tokens([ids[p] for p in pos])
+    firsts = fe.tok.tokens([ids[p] for p in pos])
     assert firsts[:2] == ["so", "the"] and not any(t.startswith("##") for t in firsts)
-    assert fe.tok.convert_ids_to_tokens(ids[pos[4]:pos[5]])[1].startswith("##")  # 'unsegmented' pieces
+    assert fe.tok.tokens(ids[pos[4]:pos[5]])[1].startswith("##")  # 'unsegmented' pieces
     assert fe.vocab_size == 30522
 
 

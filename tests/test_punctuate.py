@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import tracemalloc
 import zipfile
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import IWSLT
-from punct_util import cli, tiny_conf, train_tiny
+from punct_util import cli, json_without, tiny_conf, train_tiny
 from punctkit.data.formats import read
 from punctkit.data.prepare import prepare
 from punctkit.data.tokenize import detokenize, display_words
@@ -167,8 +168,6 @@ def test_jsonl_and_kaldi_text(tiny, punct, tmp_path):
 def test_stdin_encoding_and_content_detection(tiny, tmp_path):
     """`punctuate -` decodes stdin's bytes like a file: Latin-1 is a one-line error naming the
     line and offset, read with --encoding; a CTM is detected by its content, whatever its name."""
-    import subprocess
-
     from punct_util import PK
 
     def run(*args, data: bytes | None) -> subprocess.CompletedProcess:
@@ -298,12 +297,17 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
     (hyps, rows), = decode_streams_rows(model, fe, [Stream("s", ["s"], [0], words, [IGNORE] * len(words))], 40, 20,
                                         32)
     cli("pack", tmp_path / "exp", "-o", tmp_path / "plm.pkt")
+    cli("pack", tmp_path / "exp", "-o", tmp_path / "plm_onnx.pkt", "--onnx", "--onnx-only")
     shutil.rmtree(plm)
     with zipfile.ZipFile(tmp_path / "plm.pkt") as z:
         assert {"frontend/plm/tokenizer.json", "frontend/plm/config.json"} <= set(z.namelist())
         assert "config" in yaml.safe_load(z.read("config.yaml"))["model"]["plm"]  # rebuilt from its config
     expect = close_stream([inv.labels[i] for i in hyps[0][0]], rows, inv, closes=True)  # the stream's end ends a sentence
     assert Punctuator.load(tmp_path / "plm.pkt").label_words(words) == expect
+    # as ONNX only, it runs where neither torch nor transformers can be imported, with the same labels
+    assert json_without("from punctkit import Punctuator\n"
+                        f"p = Punctuator.load({str(tmp_path / 'plm_onnx.pkt')!r}, threads=1)\n"
+                        f"print(json.dumps(p.label_words({words!r})))") == expect
 
 
 def test_step_option_equals_decode_with_that_step(tiny):

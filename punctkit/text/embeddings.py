@@ -158,7 +158,7 @@ def input_word_vectors(sents: list[list[str]], path: str | Path = "auto") -> tup
     vocab = sorted({w for s in sents for w in s})
     vecs = np.zeros((len(vocab), table.shape[1]), dtype=np.float32)
     for i, w in enumerate(vocab):
-        ids = tok(w, add_special_tokens=False)["input_ids"] or [tok.unk_token_id]
+        ids = tok.ids(w) or [tok.unk_id]
         vecs[i] = table[ids].mean(0)
     return vocab, vecs
 

