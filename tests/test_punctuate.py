@@ -308,6 +308,20 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
     assert json_without("from punctkit import Punctuator\n"
                         f"p = Punctuator.load({str(tmp_path / 'plm_onnx.pkt')!r}, threads=1)\n"
                         f"print(json.dumps(p.label_words({words!r})))") == expect
+    # and streams there (the student's `--stream --lookahead`): unlimited is offline punctuate; with a
+    # look-ahead of 5 words every word comes out once, in order, 5 words late at most
+    text, streamed, late = json_without(
+        "from punctkit import Punctuator\n"
+        f"p = Punctuator.load({str(tmp_path / 'plm_onnx.pkt')!r}, threads=1)\n"
+        f"words = {words!r}\n"
+        "s = p.stream(lookahead=5); out = []; late = 0\n"
+        "for n, w in enumerate(words, 1):\n"
+        "    out += [x for _, _, x in s.feed(w)]; late = max(late, n - len(out))\n"
+        "out += [x for _, _, x in s.finish()]\n"
+        "print(json.dumps([' '.join(x for _, _, x in p.stream().run(words)) == p.punctuate(' '.join(words)),"
+        " out, late]))")
+    assert text and late == 5
+    assert [w.strip(".,?!").lower() for w in streamed] == [w.lower() for w in words]
 
 
 def test_step_option_equals_decode_with_that_step(tiny):

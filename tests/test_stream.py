@@ -293,6 +293,21 @@ def test_ff2_streams(punct, tmp_path):
     _check_tagger(p, words)
 
 
+def test_plm_tagger_streams(punct, tmp_path):
+    """The fast student's kind (a fine-tuned encoder, one label per word's first piece) streams as every
+    tagger: unlimited equals punctuate, look-ahead 2 commits on time and equals whole-stream decoding."""
+    pytest.importorskip("transformers", reason="the plm extra (transformers) is not installed")
+    from test_ff2 import VOCAB, tiny_bert, tiny_tokenizer_dir
+
+    from punctkit.text.plm import PlmFrontend, load_tokenizer
+
+    fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")))
+    p = _random_tagger(punct, {"type": "plm_tagger", "plm": {"config": tiny_bert(fe.vocab_size)}}, fe)
+    rng = random.Random(2)
+    words = [rng.choice(VOCAB[5:]).lstrip("#") for _ in range(120)]
+    _check_tagger(p, words)
+
+
 # ------------------------------------------------------------------ the line protocol (property tests)
 
 TOKENS = st.sampled_from(["so", "i", "think", "we", "should", "go", "now", "what", "do", "you", "know", "hello,",
