@@ -124,6 +124,8 @@ def _offline_model_conf(model_conf: dict[str, Any], frontend_dir: Path) -> dict[
         path = spec.get("path", "auto") if isinstance(spec, dict) else spec
         plm_conf = read_plm_config(resolve_plm_dir(path))
     conf["plm"] = {"config": plm_conf}
+    if isinstance(spec, dict) and spec.get("layers") is not None:
+        conf["plm"]["layers"] = spec["layers"]  # the encoder was cut to its first N layers
     return conf
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -350,6 +352,39 @@ def test_any_local_plm_dir_loads_and_bad_dirs_fail_in_one_line(tmp_path):
     assert str(mismatch) in err(lambda: PlmFrontend.from_path(mismatch))
     msg = err(lambda: build_model({"type": "ff2", "plm": str(mismatch)}, vocab_size=len(VOCAB) + 10, n_labels=4))
     assert str(mismatch) in msg and "do not match" in msg
+
+
+def test_plm_cut_to_its_first_layers_keeps_their_weights_and_packs_its_depth(tmp_path):
+    """`plm: {path: DIR, layers: N}` (a student cut from a deeper encoder): the first N layers with the
+    saved weights, the same outputs as the full encoder's N-th layer; the depth survives packing's
+    offline config; more layers than the encoder has, or not a whole number, is a one-line error."""
+    from punctkit.package import _offline_model_conf
+
+    d = tiny_plm_dir(tmp_path / "bert")
+    full = transformers.BertModel.from_pretrained(str(d)).eval()
+    conf = {"type": "plm_tagger", "plm": {"path": str(d), "layers": 1}}
+    cut = build_model(conf, vocab_size=len(VOCAB), n_labels=4).eval()
+    assert len(cut.plm.encoder.layer) == 1 and cut.plm.config.num_hidden_layers == 1
+    # transformers would report every weight of the left-out layers, as a table on stderr: not here
+    r = subprocess.run([sys.executable, "-c", "from punctkit.models.registry import build_model\n"
+                        f"build_model({conf!r}, vocab_size={len(VOCAB)}, n_labels=4)"], capture_output=True, text=True)
+    assert r.returncode == 0 and "UNEXPECTED" not in r.stderr and "layer.1." not in r.stderr, r.stderr
+    ids = torch.tensor([[2, 5, 6, 7, 8, 9, 3]])
+    with torch.no_grad():
+        want = full(input_ids=ids, output_hidden_states=True).hidden_states[1]
+        got = cut.plm(input_ids=ids).last_hidden_state
+    assert torch.allclose(got, want, atol=1e-6)
+    # pack replaces the path by the encoder's config.json and keeps the cut, so the package's model
+    # has the depth of its weights
+    offline = _offline_model_conf(conf, tmp_path / "no_frontend")
+    assert offline["plm"]["layers"] == 1 and offline["plm"]["config"]["num_hidden_layers"] == 2
+    rebuilt = build_model(offline, vocab_size=len(VOCAB), n_labels=4)
+    assert {k: v.shape for k, v in rebuilt.state_dict().items()} == {k: v.shape for k, v in cut.state_dict().items()}
+    for bad, words in ((3, "the encoder has 2"), (0, "whole number"), ("1", "whole number")):
+        with pytest.raises(PunctkitError, match=words) as e:
+            build_model({"type": "plm_tagger", "plm": {"path": str(d), "layers": bad}}, vocab_size=len(VOCAB),
+                        n_labels=4)
+        assert "\n" not in str(e.value)
 
 
 @pytest.mark.skipif(not HAVE_MINILM, reason=NO_MINILM)

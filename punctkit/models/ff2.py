@@ -19,7 +19,9 @@ first piece (the baseline FF2 has to beat).
 `plm` names the encoder: `auto`/`minilm` (the packaged MiniLM), a directory
 path, or a mapping `{path: DIR}` / `{config: {model_type: bert, ...}}` (a
 randomly initialised encoder of that Hugging Face config: tests, or a
-checkpoint that will overwrite the weights anyway). Both models expose
+checkpoint that will overwrite the weights anyway). `layers: N` in the mapping
+keeps the encoder's first N layers (a student cut from a deeper encoder, e.g.
+`{path: mpnet, layers: 3}`; `train.init` then copies a teacher's first N by name). Both models expose
 `param_groups()`: the encoder at the trainer's rate, the new layers at
 `new_lr_scale` times it.
 """
@@ -36,7 +38,7 @@ from punctkit.models.base import Batch, PunctModel, gather_words
 from punctkit.models.plm_interaction import MIX, add_interaction
 from punctkit.models.registry import register
 from punctkit.nn.interaction import InteractionEncoder
-from punctkit.text.plm import check_vocab, load_pretrained, resolve_plm_dir, transformers_module
+from punctkit.text.plm import check_vocab, load_pretrained, read_plm_config, resolve_plm_dir, transformers_module
 
 PlmSpec = str | dict[str, Any]
 
@@ -53,6 +55,10 @@ def build_plm(plm: PlmSpec, vocab_size: int | None = None, attention_dropout: fl
     tf = transformers_module("model 'ff2'/'plm_tagger'")
     spec = {"path": plm} if isinstance(plm, (str, os.PathLike)) else dict(plm or {})
     over = {} if attention_dropout is None else {"attention_probs_dropout_prob": float(attention_dropout)}
+    if spec.get("layers") is not None:
+        full = spec["config"] if isinstance(spec.get("config"), dict) else \
+            read_plm_config(resolve_plm_dir(spec.get("path", "auto")))
+        over["num_hidden_layers"] = plm_layers(spec["layers"], full.get("num_hidden_layers"))
     if "config" in spec:
         conf = {**spec["config"], **over}
         try:
@@ -71,6 +77,16 @@ def build_plm(plm: PlmSpec, vocab_size: int | None = None, attention_dropout: fl
     if getattr(encoder, "pooler", None) is not None:
         encoder.pooler = None  # unused: we tag tokens (and unused parameters upset DDP)
     return encoder
+
+
+def plm_layers(layers: Any, available: Any) -> int:
+    """`plm.layers`, checked: a whole number from 1 to the encoder's own depth (more layers than the
+    checkpoint has would be new random ones, silently)."""
+    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
+        raise PunctkitError(f"model plm layers must be a whole number >= 1, not {layers!r}")
+    if isinstance(available, int) and layers > available:
+        raise PunctkitError(f"model plm layers: {layers}, but the encoder has {available} (keep at most those)")
+    return layers
 
 
 def _encode(encoder: nn.Module, batch: Batch) -> torch.Tensor:

@@ -93,12 +93,20 @@ def load_pretrained(d: str | os.PathLike, what: str = "the PLM", **config: Any) 
     """The pre-trained encoder (transformers AutoModel) in directory `d`, loaded offline and without
     code from outside transformers (`auto_map`); `config` overrides entries of its config.json
     (e.g. attention_probs_dropout_prob)."""
-    auto_model = transformers_module(what).AutoModel
+    tf = transformers_module(what)
+    # an encoder cut to its first layers (`num_hidden_layers`, model plm `layers`): transformers would
+    # warn, as a table, of every weight of the layers left out
+    quiet, before = "num_hidden_layers" in config, tf.utils.logging.get_verbosity()
+    if quiet:
+        tf.utils.logging.set_verbosity_error()
     try:
-        return auto_model.from_pretrained(str(d), local_files_only=True, trust_remote_code=False, **config)
+        return tf.AutoModel.from_pretrained(str(d), local_files_only=True, trust_remote_code=False, **config)
     except Exception as e:  # OSError (no weights), ValueError, safetensors errors ...
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise PunctkitError(f"{d}: cannot load the pre-trained weights ({first})") from None
+    finally:
+        if quiet:
+            tf.utils.logging.set_verbosity(before)
 
 
 def input_embeddings(d: str | os.PathLike) -> Any:
