@@ -22,6 +22,17 @@ def test_split_contractions_are_words():
                      ("do", "O"), ("n't", "PERIOD")]
 
 
+def test_split_contractions_in_capitals_keep_their_apostrophe():
+    """A recognizer's capitals (`IT 'S`), or a clitic a true-case model capitalised (`'S`), are the
+    same words: the apostrophe stays on them, as on `'s`, and nothing is dropped."""
+    pairs, s = seg("IT 'S TRUE , WE 'RE HERE AND I 'M SURE THEY ’LL COME .")
+    assert [w for w, _ in pairs] == ["IT", "'S", "TRUE", "WE", "'RE", "HERE", "AND", "I", "'M", "SURE", "THEY",
+                                     "'LL", "COME"]
+    assert s.dropped_symbols == 0 and pairs[2] == ("TRUE", "COMMA")
+    # quotes around words that begin with those letters are still quotes
+    assert [w for w, _ in seg("she said 'Sure' and 'mostly' so")[0]] == ["she", "said", "Sure", "and", "mostly", "so"]
+
+
 def test_quotes_and_brackets_dropped_and_counted():
     pairs, s = seg('He said "yes" (twice).')
     assert pairs == [("He", "O"), ("said", "O"), ("yes", "O"), ("twice", "PERIOD")]
