@@ -1,12 +1,13 @@
-"""The end of a stream ends a sentence (punctkit/decode/stream_end.py): the last word's label takes
-the sentence-final mark its distribution ranks highest when the model gave it none."""
+"""A stream is whole sentences (punctkit/decode/stream_end.py): the last word's label takes the
+sentence-final mark its distribution ranks highest when the model gave it none, and a case-aware
+model's first word is capitalised when the model gave it lower case."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from punctkit.data.labels import LabelSet, get_inventory
-from punctkit.decode.stream_end import close_ids, close_stream, closing_label
+from punctkit.decode.stream_end import close_ids, close_stream, closing_label, opening_label
 
 
 def _row(inv, mass: dict[str, float]) -> np.ndarray:
@@ -50,6 +51,59 @@ def test_only_the_last_word_and_not_a_fixed_mark():
     assert close_stream(["O"] * 3, rows, inv, closes=False) == ["O"] * 3 and close_ids(ids, rows, inv, closes=False) == ids
     commas = LabelSet("commas", ("COMMA",))  # an inventory without a sentence-final mark: nothing to add
     assert close_stream(["O"], np.array([[0.9, 0.1]]), commas, closes=True) == ["O"]
+
+
+@pytest.mark.parametrize("name,capital", [("truecase4", "C"), ("truecase6", "C"), ("case4", "U")])
+def test_the_first_word_of_a_case_aware_stream_begins_a_sentence(name, capital):
+    inv = get_inventory(name)
+    mark = inv.marks[0]
+    assert opening_label(f"L_{mark}", inv) == f"{capital}_{mark}"  # its mark kept
+    kept = [lab for lab in inv.labels if not lab.startswith("L_")]
+    assert all(opening_label(lab, inv) == lab for lab in kept)  # C, U, M (and case4's U) stay
+    rows = np.stack([_row(inv, {inv.labels[0]: 0.9, f"L_{inv.marks[1]}": 0.1})] * 3)
+    labels = ["L_O", "L_O", "L_O"]
+    out = close_stream(labels, rows, inv, closes=True)
+    assert out[0] == f"{capital}_O" and out[1] == "L_O" and out[2].startswith("L_") and out[2] != "L_O"
+    assert close_stream(labels, rows, inv, closes=False) == labels  # stream_end: open: neither end
+    # a later part of a stream read in segments neither opens nor, before its end, closes it
+    assert close_stream(labels, rows, inv, closes=True, opens=False, ends=False) == labels
+    assert close_stream(labels, rows, inv, closes=True, opens=True, ends=False) == [f"{capital}_O", "L_O", "L_O"]
+    ids = [inv.index(lab) for lab in labels]
+    assert close_ids(ids, rows, inv, closes=True) == [inv.index(lab) for lab in out]
+    plain = get_inventory("4class")  # no case in the labels: the renderer capitalises by rule
+    assert opening_label("O", plain) == "O"
+
+
+def test_a_lower_case_line_begins_with_a_capital_in_every_path(tmp_path):
+    """The shipped true-case model gives 'the' at a stream's start lower case (no left context shows
+    a sentence start); punctuate, --stream at any look-ahead, an utterance format and the library
+    all begin the stream with a capital, and the words pass through."""
+    from punct_util import PK
+    import json
+    import subprocess
+
+    from punctkit.infer.engine import Punctuator
+
+    line = "the nasa team met in new york and i think they were right"
+    punct = Punctuator.load()
+    raw = punct.label_words(line.split())  # the labels as the engine gives them, opened
+    assert raw[0].startswith("C_")
+    shown = punct.punctuate(line)
+    assert shown.split()[0] == "The" and shown.lower().replace(".", "").replace(",", "").split() == line.split()
+    for args in ([], ["--stream"], ["--stream", "--lookahead", "2"], ["--stream", "--lookahead", "0"]):
+        r = subprocess.run(PK + ["punctuate", *args], input=line + "\n", capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert "".join(r.stdout.split()).startswith("TheNASA"), (args, r.stdout)
+    # a NeMo manifest: each line an utterance, each its own stream
+    src = tmp_path / "m.jsonl"
+    src.write_text("".join(json.dumps({"audio_filepath": f"{k}.wav", "pred_text": t}) + "\n"
+                           for k, t in enumerate([line, "the next one starts here"])))
+    r = subprocess.run(PK + ["punctuate", str(src), "--format", "nemo", "-o", str(tmp_path / "out.jsonl")], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    texts = [json.loads(x)["pred_text_punctuated"] for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [t.split()[0] for t in texts] == ["The", "The"]
+
 
 
 # ------------------------------------------------------------------ stream_end: open (chunks cut anywhere)

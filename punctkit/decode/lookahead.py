@@ -22,7 +22,7 @@ import numpy as np
 
 from punctkit.data.streams import IGNORE, Stream, Window, WindowDataset
 from punctkit.data.labels import LabelSet
-from punctkit.decode.stream_end import closing_label
+from punctkit.decode.stream_end import closing_label, opening_label
 from punctkit.decode.windows import Predict
 from punctkit.files import PunctkitError
 
@@ -111,8 +111,8 @@ def decode_lookahead(streams: list[list[str]], frontend: object, window: int, st
     (the same labels as streaming them word by word); the windows not in `cache` in one batch.
     Windows are shared between look-aheads (word i at look-ahead L and word i+1 at L-1 use
     the same one), so a sweep over look-aheads of the same streams passes one `cache`.
-    With `inventory`, each stream's last word ends a sentence, as a stream's end does when that
-    word is still held then (decode/stream_end.py: a look-ahead of 0 commits it as it comes)."""
+    With `inventory`, each stream's first word begins a sentence, and its last word ends one, as a
+    stream's end does when that word is still held then (decode/stream_end.py: a look-ahead of 0 commits it as it comes)."""
     cache = {} if cache is None else cache
     plan = [(k, i, word_window(i, len(s), window, step, lookahead)) for k, s in enumerate(streams)
             for i in range(len(s))]
@@ -124,6 +124,10 @@ def decode_lookahead(streams: list[list[str]], frontend: object, window: int, st
     out: list[list[int]] = [[] for _ in streams]
     for k, i, w in plan:
         out[k].append(cache[(k, w)][0][i - w[0]])
+    if inventory is not None:  # the stream's first word begins a sentence (decode/stream_end.py)
+        for row in out:
+            if row:
+                row[0] = inventory.index(opening_label(inventory.labels[row[0]], inventory))
     if inventory is not None and delay(window, lookahead) > 0:  # (with no delay every word is out at once)
         for k, i, w in plan:
             if i == len(streams[k]) - 1:

@@ -1,16 +1,22 @@
-"""The end of a stream ends a sentence: the stream's last word, when the model gave it no
-sentence-final mark (a window cut at the stream's end has no right context to show one), takes
-the sentence-final mark its distribution ranks highest, its case class kept. A mark the input
-fixed (--keep-input-marks) is kept as it is.
+"""A stream is whole sentences: its end ends one and its start begins one.
+
+- The stream's last word, when the model gave it no sentence-final mark (a window cut at the
+  stream's end has no right context to show one), takes the sentence-final mark its distribution
+  ranks highest, its case class kept. A mark the input fixed (--keep-input-marks) is kept as it is.
+- The stream's first word, when a case-aware model gave it lower case (a window at the stream's
+  start has no left context to show a sentence start: "the NASA team met ..."), is capitalised
+  (C; U in Faber's case4), its mark kept. Case the model gave inside the stream is its own:
+  valid chose the model's case over capitals ruled by the predicted marks (RESULTS.md, recipes/ted).
 
 Whether it does is the decode option `stream_end` (DecodeOptions.closes_streams; `open` for
-chunks cut anywhere): `close_ids` and `close_stream` take it as `closes`, a required keyword, so
-that no path of decode, validation or punctuate can close a stream the options leave open."""
+chunks cut anywhere, which neither end nor begin sentences): `close_ids` and `close_stream` take
+it as `closes`, a required keyword, so that no path of decode, validation or punctuate can close
+a stream the options leave open."""
 from __future__ import annotations
 
 import numpy as np
 
-from punctkit.data.labels import SENTENCE_END, LabelSet, mark_of
+from punctkit.data.labels import SENTENCE_END, LabelSet, case_of, mark_of
 
 
 def closing_label(label: str, row: np.ndarray, inventory: LabelSet) -> str:
@@ -24,18 +30,34 @@ def closing_label(label: str, row: np.ndarray, inventory: LabelSet) -> str:
     return inventory.relabel(label, max(finals, key=lambda m: mass[m]))
 
 
+def opening_label(label: str, inventory: LabelSet) -> str:
+    """The label of a stream's first word: capitalised (`LabelSet.make`) where a case-aware
+    inventory's label gives it lower case, else `label`."""
+    if not inventory.case_aware or case_of(label) != "L":
+        return label
+    return inventory.make(mark_of(label), capitalised=True)
+
+
 def close_ids(ids: list[int], rows: np.ndarray, inventory: LabelSet, *, closes: bool) -> list[int]:
-    """Label ids of a whole stream (rows: its distributions) with its last word's label closed
-    when `closes` (the decode option), else as they are."""
+    """Label ids of a whole stream (rows: its distributions) with its first word's label opened
+    and its last word's closed when `closes` (the decode option), else as they are."""
     if not ids or not closes:
         return ids
-    return ids[:-1] + [inventory.index(closing_label(inventory.labels[ids[-1]], rows[-1], inventory))]
+    labels = close_stream([inventory.labels[i] for i in ids], rows, inventory, closes=closes)
+    return [inventory.index(lab) for lab in labels]
 
 
 def close_stream(labels: list[str], rows: np.ndarray, inventory: LabelSet, fixed: list[str | None] | None = None,
-                 *, closes: bool) -> list[str]:
-    """`labels` of a whole stream with its last word's label closed (`closing_label`) when `closes`
-    (the decode option), unless the input fixed that word's mark."""
-    if not labels or not closes or (fixed is not None and fixed[-1] is not None):
+                 *, closes: bool, opens: bool = True, ends: bool = True) -> list[str]:
+    """`labels` of a stream (rows: their distributions) with its first word's label opened
+    (`opening_label`) and its last word's closed (`closing_label`, unless the input fixed that
+    word's mark) when `closes` (the decode option). For a part of a stream read in segments,
+    `opens`: the part begins the stream; `ends`: it ends the stream."""
+    if not labels or not closes:
         return labels
-    return labels[:-1] + [closing_label(labels[-1], rows[-1], inventory)]
+    out = list(labels)
+    if opens:
+        out[0] = opening_label(out[0], inventory)
+    if ends and (fixed is None or fixed[-1] is None):
+        out[-1] = closing_label(out[-1], rows[-1], inventory)
+    return out

@@ -84,8 +84,8 @@ class Labeller:
     def stream_labels(self, items: Iterable[tuple[str, str | None]], probs: bool = False) -> Iterator[Any]:
         """The label of every word of one stream of (word, fixed mark or None), in order, in bounded memory;
         with `probs`, (label, row): the row is the model's distribution over the inventory's labels
-        (also for a word whose mark is fixed). The stream's last word ends a sentence
-        (decode/stream_end.py), unless the input fixed its mark.
+        (also for a word whose mark is fixed). The stream's first word begins a sentence and its last
+        word ends one (decode/stream_end.py), unless the input fixed that mark.
 
         Segments start on the window grid (multiples of `grid`) and overlap by
         at least the longest window on each side of the words they keep, so every kept
@@ -101,8 +101,10 @@ class Labeller:
             ids, rows = self._rows([[w for w, _ in seg]])[0]
             fixed = [f for _, f in seg[a:b]]
             labels = fixed_labels(self.inventory, ids[a:b], fixed)
-            if last:  # the stream's end ends a sentence, unless the options leave it open
-                labels = close_stream(labels, rows[a:b], self.inventory, fixed, closes=self.closes_streams)
+            first = buf_start + a == 0
+            if first or last:  # the stream's start and end bound sentences, unless the options leave them open
+                labels = close_stream(labels, rows[a:b], self.inventory, fixed, closes=self.closes_streams,
+                                      opens=first, ends=last)
             return zip(labels, rows[a:b]) if probs else iter(labels)
 
         for it in items:

@@ -6,8 +6,8 @@
 
 A word's label is decided once `lookahead` further words have arrived (unlimited:
 once no later window can hold it, a window's worth of words later) or the stream
-ends (punctkit/decode/lookahead.py; its last word then ends a sentence,
-decode/stream_end.py); a committed word is never revised, and the
+ends (punctkit/decode/lookahead.py; its first word begins a sentence and its last
+word then ends one, decode/stream_end.py); a committed word is never revised, and the
 next sentence's capitalisation follows the committed marks. `PunctStream` does no
 I/O, so an async handler (a websocket) can drive it (`feed` is CPU work: run it in an
 executor, one call at a time per stream); `stream_lines` is the line protocol of
@@ -25,7 +25,7 @@ from punctkit.data.labels import default_substitution
 from punctkit.data.tokenize import Casing, Renderer, Written, carries_case
 from punctkit.decode.lookahead import Span, delay, label_windows, word_window
 from punctkit.decode.model_words import ModelWords, word_label
-from punctkit.decode.stream_end import closing_label
+from punctkit.decode.stream_end import closing_label, opening_label
 from punctkit.files import PunctkitError, parse_json
 from punctkit.infer.pipeline import Labeller
 
@@ -120,6 +120,8 @@ class PunctStream:
         for i, j in zip(heads, heads[1:]):  # model words i..j-1 are one input word
             w, label = self.written[i - self.base], inv.labels[word_label(ids[i], ids[j - 1], inv)]
             assert w is not None
+            if i == 0 and p.closes_streams:  # the stream's start begins a sentence
+                label = opening_label(label, inv)
             if ended and j == upto and p.closes_streams:  # the stream's end ends a sentence
                 label = closing_label(label, rows[j - 1], inv)
             self.render.input_cased = self.cased[i - self.base]
