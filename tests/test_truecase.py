@@ -114,6 +114,21 @@ def test_true_case_labels_show_each_class():
         "The NASA team met in New York with an iPhone on Youtube."
 
 
+@pytest.mark.parametrize("word,style,shown", [
+    ("tv's", "upper", "TV's"), ("fbi's", "upper", "FBI's"), ("nasa'll", "upper", "NASA'll"),
+    ("mcdonald's", "mixed", "McDonald's"), ("it's", "capital", "It's"), ("i'm", "capital", "I'm"),
+    ("don't", "capital", "Don't"), ("TV'S", "lower", "tv's"),
+    ("o'clock", "upper", "O'CLOCK"), ("we've", "capital", "We've"),  # not split off in IWSLT's text: whole
+])
+def test_a_contractions_case_class_is_its_stems(word, style, shown):
+    """'TV's' is 'TV' + ''s' (issue 34): a case class applies to the stem, the contraction stays lower,
+    in decode's words and in punctuate's shown words alike (apply_case is the one place)."""
+    from punctkit.data.labels import apply_case
+
+    assert apply_case(word, style, CaseLexicon({"mcdonald": "McDonald"})) == shown
+    assert apply_case(word, style, CaseLexicon({"mcdonald": "McDonald"})).lower() == word.lower()  # the word passes
+
+
 def test_what_carries_case():
     def written(t: str):
         return split_text(t, INV4, default_substitution(INV4)).written

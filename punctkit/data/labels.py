@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from punctkit.data.contractions import split_contraction
 from punctkit.files import PunctkitError, read_yaml_mapping
 
 O = "O"
@@ -184,9 +185,14 @@ class CaseLexicon:
 
 def apply_case(word: str, style: str | None, lexicon: CaseLexicon | None = None) -> str:
     """`word` in the case that a class's style asks for (None: unchanged). The style applies to the
-    word's letters only; `mixed` takes the lexicon's form (Capitalized without one)."""
+    word's letters only; `mixed` takes the lexicon's form (Capitalized without one). A word with a
+    contraction that the training text splits off (`tv's`, `mcdonald's`) is cased on its stem, the
+    contraction lower case: `TV's`, `McDonald's`, as the labels of `TV 's` and `McDonald 's` show them."""
     if style is None:
         return word
+    stem, *rest = split_contraction(word)
+    if rest:
+        return apply_case(stem, style, lexicon) + rest[0].lower()
     if style == "lower":
         return word.lower()
     if style == "capital":

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from sys import intern
 from typing import Iterable
 
+from punctkit.data.contractions import SPLIT_CONTRACTIONS, split_contraction  # noqa: F401 (re-exported)
 from punctkit.data.labels import (
     CASE_STYLES, CASES, O, MARK_TEXT, SENTENCE_END, CaseLexicon, LabelSet, Substitution, apply_case, capitalise,
     case_class, case_of, mark_of,
@@ -46,10 +47,6 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _INITIALS = re.compile(r"^(?:\w\.)+\w$")  # u.s -> u.s.
-# The contractions IWSLT's files split off their word (PTB style, as in dev2012 and test2011:
-# `do n't`, `ca n't`, `wo n't`, `it 's`, `i 'm`, `they 're`, `i 'll`); `'ve` and `'d` stay on it
-# there (`we've`, `i'd`, `he'd`), and so they do here.
-SPLIT_CONTRACTIONS = ("n't", "'s", "'re", "'m", "'ll")
 
 
 @dataclass
@@ -80,17 +77,6 @@ def tokens(text: str) -> list[tuple[str, str]]:
         else:
             out.append(("x", tok))
     return _absorb_abbreviation_periods(out)
-
-
-def split_contraction(word: str) -> list[str]:
-    """`word` as IWSLT's tokens, its case kept: a final contraction of SPLIT_CONTRACTIONS split off
-    (`don't` -> `do n't`, `can't` -> `ca n't`, `won't` -> `wo n't`, `TV's` -> `TV 's`,
-    `McDonald's` -> `McDonald 's`); any other word whole (`we've`, `o'clock`, `n't`, `'s`)."""
-    low = word.lower().replace("’", "'")
-    for c in SPLIT_CONTRACTIONS:
-        if low.endswith(c) and len(low) > len(c):
-            return [word[:-len(c)], word[-len(c):]]
-    return [word]
 
 
 def iwslt_tokens(words: Iterable[str]) -> bool:
