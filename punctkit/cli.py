@@ -105,6 +105,7 @@ def _chunk_spec_opt(spec: Optional[str]) -> Optional[str]:
 
 OWH = ("write into an output directory that holds files punctkit does not write "
        "(they are kept: punctkit never deletes a file it did not write)")
+OWF = OWH + "; a file output replaces an existing file that punctkit did not write"
 
 
 @app.command()
@@ -114,7 +115,7 @@ def convert(
     from_fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*FORMATS), help=f"{CORPUS} (detected when omitted)"),
     to_fmt: Optional[str] = typer.Option(None, "--to", callback=_one_of(*FORMATS), help=f"{CORPUS} (default: text, or datadir for a dir/)"),
     inventory: Optional[str] = typer.Option(None, callback=_one_of(*INVENTORY_NAMES), help="label inventory (default: inferred; 4class for text)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWF),
     encoding: Optional[str] = ENCODING,
 ) -> None:
     """Convert punctuated data between formats."""
@@ -279,7 +280,7 @@ def decode(
     ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
     config: Optional[Path] = typer.Option(None, "--config", help="conf/decode.yaml: defaults for these options "
                                                                  "(over the model's decode: section)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWF),
     probs: bool = typer.Option(False, "--probs", help="also write each word's label probabilities "
                                                       "(OUT/probs or OUT.probs: uttid p,p,.. p,p,.., inventory order)"),
     weights: Optional[str] = typer.Option(None, "--weights", help="with several MODEL_DIRS: their weights "
@@ -342,13 +343,15 @@ def bpe_apply(
     model: Path = typer.Argument(..., help="directory written by `bpe train` (or a model's frontend/)"),
     src: Path = typer.Argument(..., help="data directory (its text) or a text file of words"),
     out: Optional[Path] = typer.Argument(None, help="output file (default: standard output)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace OUT even if punctkit did not write it"),
 ) -> None:
     """Print (or write) the pieces of every line."""
-    from punctkit.files import atomic_write, check_not_input
+    from punctkit.files import atomic_write, check_output_file
     from punctkit.text.frontend import load_frontend, piece_lines
 
     if out is not None:
-        check_not_input(out, [src, model, *(f for d in (src, model) if d.is_dir() for f in d.glob("*"))])
+        check_output_file(out, [src, model, *(f for d in (src, model) if d.is_dir() for f in d.glob("*"))],
+                          overwrite=overwrite)
     lines = piece_lines(load_frontend(model), src)
     if out is None:
         for ln in lines:
@@ -660,7 +663,7 @@ def punctuate(
     ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
     backend: str = typer.Option("auto", callback=_one_of("auto", "torch", "onnx"), help="torch | onnx (models packed with --onnx) | auto: onnx when "
                                              "the model has it and onnxruntime is installed"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OWF),
     stream: bool = typer.Option(False, "--stream", help="read words as they come (plain words, or JSON lines "
                                 "{\"text\": ..., \"final\": true|false}); write each line's committed words "
                                 "at once"),

@@ -24,7 +24,7 @@ from punctkit.decode.decoder import split_utterances
 from punctkit.decode.stream_end import close_ids
 from punctkit.decode.options import OPTIONS_FILE, options_lines, read_decode_config, resolve, write_options
 from punctkit.expdir import read_model_config
-from punctkit.files import PunctkitError, atomic_write, check_not_input
+from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file
 from punctkit.infer.engine import Engine, Punctuator
 from punctkit.infer.ensemble import Ensemble
 
@@ -66,15 +66,13 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     if weights is not None or len(dirs) > 1:
         check_inventories([str(d) for d in dirs], [get_inventory(c["resolved"]["inventory"]) for c in confs])
     inputs = [data_dir, *dirs, *(f for d in (data_dir, *dirs) for f in Path(d).glob("*") if f.is_file())]
-    check_not_input(out, inputs)
     if opts.format == "datadir":
+        check_not_input(out, inputs)
         check_data_dir_output(out, overwrite, inputs)
-    else:
-        check_not_input(f"{out}.{OPTIONS_FILE}", inputs)
-        if opts.nbest > 1:
-            check_not_input(f"{out}.nbest", inputs)
-        if probs:
-            check_not_input(f"{out}.{PROBS_FILE}", inputs)
+    else:  # files: none replaces a file punctkit did not write, without --overwrite
+        for path in [out, f"{out}.{OPTIONS_FILE}"] + [f"{out}.nbest"] * (opts.nbest > 1) \
+                + [f"{out}.{PROBS_FILE}"] * probs:
+            check_output_file(path, inputs, overwrite=overwrite)
     dd = read_data_dir(data_dir, need_labels=False)
     inv = get_inventory(confs[0]["resolved"]["inventory"])
     if any(u.labels for u in dd.utterances) and dd.inventory.name != inv.name:

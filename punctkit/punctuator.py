@@ -21,7 +21,7 @@ from punctkit.data.formats import AsrUtterance, Utterance, detect_for, get_forma
 from punctkit.data.formats.base import OutputOptions, Punctuated
 from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import default_substitution
-from punctkit.files import PunctkitError, atomic_write, check_not_input
+from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file
 from punctkit.infer.engine import Punctuator
 from punctkit.infer.pipeline import Fixed, Labeller, label_units
 from punctkit.text.frontend import Frontend
@@ -132,9 +132,11 @@ def punctuate_file(punct: Labeller, src: str | Path, out: str | Path | None = No
         raise PunctkitError(f"--probs: --format {fmt} cannot show probabilities (formats that do: {shows})")
     inputs = [] if str(src) == "-" else [src]
     if not to_stdout:
-        check_not_input(out, inputs)  # type: ignore[arg-type]
         if writer.directory:  # fail before punctuating, not after
+            check_not_input(out, inputs)  # type: ignore[arg-type]
             check_data_dir_output(out, overwrite, inputs)  # type: ignore[arg-type]
+        else:  # a file punctkit did not write is not replaced without --overwrite
+            check_output_file(out, inputs, overwrite=overwrite)  # type: ignore[arg-type]
     if writer.needs_times and not reader.times:
         timed = " or ".join(n for n in INPUT_FORMATS if get_format(n, "units").times)
         raise PunctkitError(f"--format {fmt} needs word times: input format {timed}, not {reader.name}")

@@ -85,9 +85,11 @@ def test_convert_into_data_dir_with_user_files(user_dir, tmp_path):
     assert snapshot(user_dir) == before
     cli("convert", BAD / "corpus.tc", user_dir, "--to", "datadir", "--overwrite")
     assert {k: v for k, v in snapshot(user_dir).items() if k in before} == before
-    # a plain file output is the user's explicit choice: it may replace a file that exists
+    # a plain file output replaces a file punctkit did not write only with --overwrite
     (tmp_path / "out.txt").write_text("old\n")
-    cli("convert", user_dir, tmp_path / "out.txt")
+    one_line_error(cli("convert", user_dir, tmp_path / "out.txt", ok=False), "out.txt", "--overwrite")
+    assert (tmp_path / "out.txt").read_text() == "old\n"
+    cli("convert", user_dir, tmp_path / "out.txt", "--overwrite")
     assert "Chris" in (tmp_path / "out.txt").read_text()
 
 
@@ -216,3 +218,45 @@ def test_pack_replaces_a_package_but_no_other_file(tiny, user_dir):
         one_line_error(cli("pack", exp, exp, "-o", target, ok=False), str(target), "not a punctkit package")
     one_line_error(cli("pack", exp, "-o", user_dir, ok=False), str(user_dir), "is a directory")
     assert snapshot(user_dir) == before
+
+
+@pytest.mark.parametrize("fmt", ["readable", "twocol", "kaldi_text", "jsonl"])
+def test_a_file_output_never_replaces_a_users_file(tiny, user_dir, tmp_path, fmt):
+    """punctuate -o, convert and decode --format F write over an existing file only when punctkit
+    wrote it (the mark atomic_write leaves) or with --overwrite; a copy of punctkit's output is the user's."""
+    model, exp, data = tiny / "tiny.pkt", tiny / "exp", tiny / "test"
+    src = tmp_path / "in.txt"
+    src.write_text("thank you so much chris and it is truly a great honor\n")
+    notes = user_dir / "notes.txt"
+    before = snapshot(user_dir)
+    one_line_error(cli("punctuate", src, "-m", model, "--format", fmt, "-o", notes, ok=False), str(notes), "--overwrite")
+    one_line_error(cli("convert", src, notes, ok=False), str(notes), "--overwrite")
+    one_line_error(cli("decode", exp, data, notes, "--format", "kaldi_text", ok=False), str(notes), "--overwrite")
+    assert snapshot(user_dir) == before
+    out = tmp_path / "out"
+    cli("punctuate", src, "-m", model, "--format", fmt, "-o", out)
+    cli("punctuate", src, "-m", model, "--format", fmt, "-o", out)  # its own output: replaced on a rerun
+    cli("decode", exp, data, tmp_path / "hyp", "--format", "kaldi_text")
+    cli("decode", exp, data, tmp_path / "hyp", "--format", "kaldi_text")  # and its options file beside it
+    copy = tmp_path / "copy"
+    shutil.copy(out, copy)  # a copy the user made is the user's
+    one_line_error(cli("punctuate", src, "-m", model, "--format", fmt, "-o", copy, ok=False), str(copy), "--overwrite")
+    cli("punctuate", src, "-m", model, "--format", fmt, "-o", notes, "--overwrite")  # asked for: replaced
+    assert notes.read_text() == out.read_text()
+
+
+def test_what_punctkit_wrote_carries_its_mark(tmp_path):
+    from punctkit.files import atomic_write, check_output_file, written_by_punctkit
+
+    p = tmp_path / "f.txt"
+    p.write_text("the user's\n")
+    assert not written_by_punctkit(p)
+    with pytest.raises(PunctkitError, match="did not write it"):
+        check_output_file(p)
+    check_output_file(p, overwrite=True)
+    check_output_file(tmp_path / "absent.txt")
+    with atomic_write(p) as f:
+        f.write("punctkit's\n")
+    assert written_by_punctkit(p)
+    check_output_file(p)
+    assert not written_by_punctkit(tmp_path)  # a directory is nobody's file here

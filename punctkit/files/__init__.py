@@ -14,12 +14,14 @@ from punctkit.files.decoding import (
 from punctkit.files.errors import PunctkitError, finite_number, positive_number, require_file, where
 from punctkit.files.json_data import MAX_JSON_DEPTH, json_value, parse_json, read_json_file
 from punctkit.files.locks import LOCK_NAME, DirLock
-from punctkit.files.outputs import OutputDir, atomic_write, check_not_input, check_output_dir, output_dir, write_lines
+from punctkit.files.outputs import (OutputDir, atomic_write, check_not_input, check_output_dir, check_output_file,
+                                    output_dir, write_lines, written_by_punctkit)
 from punctkit.files.yaml_data import MAX_YAML_DEPTH, MAX_YAML_VALUES, parse_yaml, read_yaml_mapping
 
 __all__ = [
     "PunctkitError", "where", "finite_number", "positive_number", "require_file",
-    "atomic_write", "write_lines", "check_not_input", "OutputDir", "check_output_dir", "output_dir",
+    "atomic_write", "write_lines", "check_not_input", "check_output_file", "written_by_punctkit", "OutputDir",
+    "check_output_dir", "output_dir",
     "LOCK_NAME", "DirLock",
     "BOMS", "ENCODING_OPTION", "text_encoding", "text_codec", "decode_lines", "iter_lines", "stdin_lines",
     "peek_stdin", "sample_lines",

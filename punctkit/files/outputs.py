@@ -1,5 +1,13 @@
-"""Atomic outputs: files written under a temporary name and renamed into place, and output
-directories that never delete what punctkit did not write (`check_not_input`, `output_dir`)."""
+"""Atomic outputs: files written under a temporary name and renamed into place, and outputs that
+never replace or delete what punctkit did not write (`check_not_input`, `check_output_file`,
+`output_dir`).
+
+Every file `atomic_write` writes carries the extended attribute `user.punctkit` (set on the
+temporary file before the rename), so a later command knows a file at its output path as its
+own: a file output (`punctuate -o`, `convert`, `decode --format text`) replaces an existing file
+only when punctkit wrote it, or with `--overwrite`. A copy (`cp`) or an edit that writes a new
+file drops the mark; where the file system keeps no user attributes, every existing file counts
+as the user's."""
 from __future__ import annotations
 
 import contextlib
@@ -42,6 +50,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         with open(tmp, mode, encoding=None if "b" in mode else encoding) as f:
             yield f
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs are ordinary files
+        _mark_ours(tmp)
         os.replace(tmp, p)
     except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
@@ -59,6 +68,33 @@ def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
     with atomic_write(path) as f:
         for ln in lines:
             f.write(ln + "\n")
+
+
+OWNER_ATTR = "user.punctkit"  # on every file atomic_write wrote
+
+
+def _mark_ours(path: str | os.PathLike) -> None:
+    with contextlib.suppress(OSError, AttributeError):  # no user attributes there: unmarked
+        os.setxattr(path, OWNER_ATTR, b"1")
+
+
+def written_by_punctkit(path: str | os.PathLike) -> bool:
+    """Whether the file at `path` is one punctkit wrote (it carries `OWNER_ATTR`)."""
+    try:
+        return os.getxattr(path, OWNER_ATTR) == b"1"
+    except (OSError, AttributeError):
+        return False
+
+
+def check_output_file(out: str | os.PathLike, inputs: Iterable[str | os.PathLike] = (), *,
+                      overwrite: bool = False) -> None:
+    """Raise a one-line error when the file output `out` is one of `inputs` (`check_not_input`), or
+    exists as a regular file that punctkit did not write and `overwrite` is not given."""
+    check_not_input(out, inputs)
+    p = Path(out)
+    if p.is_file() and not overwrite and not written_by_punctkit(p):
+        raise PunctkitError(f"{p}: exists and punctkit did not write it; name another output, move it away, "
+                            f"or give --overwrite to replace it")
 
 
 def _resolved(path: str | os.PathLike) -> Path:

@@ -35,7 +35,7 @@ from punctkit.data.formats.base import (
     AsrUtterance, OutputOptions, Punctuated, Report, Source, TextInput, Utterance, as_source, chosen_prob, source_name,
 )
 from punctkit.data.labels import O, LabelSet, Substitution, default_substitution, get_inventory, inventory_for
-from punctkit.files import PunctkitError, check_not_input, peek_stdin, sample_lines, text_codec, write_lines
+from punctkit.files import PunctkitError, check_not_input, check_output_file, peek_stdin, sample_lines, text_codec, write_lines
 
 # corpus reader: (path, inventory or None, rules, report, lowercase, lines, encoding) -> utterances, inventory
 Reader = Callable[..., "tuple[list[Utterance], LabelSet | None]"]
@@ -83,7 +83,7 @@ def _lines_writer(lines: Lines) -> Writer:
     """A corpus writer from a function giving the file's lines (written atomically, never over an input)."""
     def write_file(utts: list[Utterance], path: str | Path, inventory: LabelSet | None = None,
                    overwrite: bool = False, inputs: Iterable[str | Path] = ()) -> None:
-        check_not_input(path, list(inputs))
+        check_output_file(path, list(inputs), overwrite=overwrite)
         write_lines(path, lines(utts))
     return write_file
 
