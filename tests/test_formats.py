@@ -135,7 +135,7 @@ def test_output_not_half_written(tmp_path):
     out.write_text("old\n")
     bad = [Utterance("u", ["a"], ["NOT_A_LABEL"])]
     with pytest.raises(KeyError):
-        write(bad, out, "punctuator2")
+        write(bad, out, "punctuator2", overwrite=True)  # the user consents; the failed write still leaves it whole
     assert out.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["o.txt"]
 
