@@ -12,6 +12,8 @@ def split_contraction(word: str) -> list[str]:
     """`word` as IWSLT's tokens, its case kept: a final contraction of SPLIT_CONTRACTIONS split off
     (`don't` -> `do n't`, `can't` -> `ca n't`, `won't` -> `wo n't`, `TV's` -> `TV 's`,
     `McDonald's` -> `McDonald 's`); any other word whole (`we've`, `o'clock`, `n't`, `'s`)."""
+    if "'" not in word and "’" not in word:  # most words: nothing to split (called per word shown)
+        return [word]
     low = word.lower().replace("’", "'")
     for c in SPLIT_CONTRACTIONS:
         if low.endswith(c) and len(low) > len(c):
