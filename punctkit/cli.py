@@ -304,10 +304,14 @@ def average_checkpoints_cmd(
     n: int = typer.Option(5, "--n", min=1, help="average the N epochs with the best dev F1"),
     out: Optional[Path] = typer.Option(None, help="output file (default EXP/model.avg.pt)"),
     checkpoints: Optional[List[Path]] = typer.Option(None, "--checkpoint", help="average these files instead"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out even if punctkit did not write it"),
 ) -> None:
     """Average model checkpoints (the best N epochs by dev F1, or the files given)."""
+    from punctkit.files import check_output_file
     from punctkit.train.checkpoint import average_named
 
+    if out is not None:  # a file the user names (EXP/model.avg.pt is the experiment's own)
+        check_output_file(out, checkpoints or [], overwrite=overwrite)
     paths = average_named(exp, n, out, checkpoints or None)
     typer.echo(f"average-checkpoints: {len(paths)} checkpoints -> {out or exp / 'model.avg.pt'}", err=True)
 
@@ -371,10 +375,14 @@ def w2v_train(
     min_count: int = typer.Option(1, min=1, help="ignore rarer words"),
     seed: int = typer.Option(1, help="random seed"),
     workers: int = typer.Option(1, min=1, help="threads (1 is reproducible)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace OUT even if punctkit did not write it"),
 ) -> None:
     """Train skip-gram word2vec (gensim) on a data dir's text, as Faber 2020."""
     from punctkit.data.datadir import read_data_dir
+    from punctkit.files import check_output_file
     from punctkit.text.embeddings import train_word2vec
+
+    check_output_file(out, [data_dir, *(f for f in data_dir.glob("*") if data_dir.is_dir())], overwrite=overwrite)
 
     sents = [u.words for u in read_data_dir(data_dir, need_labels=False).utterances]
     n = train_word2vec(sents, out, dim, window, epochs, min_count, seed, workers)

@@ -260,3 +260,16 @@ def test_what_punctkit_wrote_carries_its_mark(tmp_path):
     assert written_by_punctkit(p)
     check_output_file(p)
     assert not written_by_punctkit(tmp_path)  # a directory is nobody's file here
+
+
+def test_w2v_train_and_average_checkpoints_never_replace_a_users_file(tiny, user_dir, tmp_path):
+    exp, data, notes = tiny / "exp", tiny / "test", user_dir / "notes.txt"
+    before = snapshot(user_dir)
+    one_line_error(cli("w2v-train", data, notes, "--dim", "4", "--epochs", "1", ok=False), str(notes), "--overwrite")
+    one_line_error(cli("average-checkpoints", exp, "--n", "1", "--out", notes, ok=False), str(notes), "--overwrite")
+    assert snapshot(user_dir) == before
+    vec = tmp_path / "w2v.txt"
+    cli("w2v-train", data, vec, "--dim", "4", "--epochs", "1")
+    cli("w2v-train", data, vec, "--dim", "4", "--epochs", "1")  # its own file: replaced on a rerun
+    cli("average-checkpoints", exp, "--n", "1", "--out", tmp_path / "avg.pt")
+    cli("average-checkpoints", exp, "--n", "1", "--out", tmp_path / "avg.pt")
