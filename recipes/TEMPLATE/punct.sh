@@ -189,9 +189,11 @@ if [ "$stage" -le 8 ] && [ "$stop_stage" -ge 8 ]; then
         c >= n { exit } END { print "" }' "$2"
     }
     first_words "$demo_words" "$data/$x/text" 1 > "$demo/words.txt.tmp" && mv "$demo/words.txt.tmp" "$demo/words.txt"
-    punctkit convert "$data/$x" "$demo/ref_all.txt" --to text
+    # the demo directory is this stage's own: its files are replaced on a rerun also where the file
+    # system keeps no mark of punctkit's files (--overwrite; README, "Safety")
+    punctkit convert "$data/$x" "$demo/ref_all.txt" --to text --overwrite
     first_words "$demo_words" "$demo/ref_all.txt" > "$demo/ref.txt.tmp" && mv "$demo/ref.txt.tmp" "$demo/ref.txt"
-    punctkit punctuate -m "$exp/model.pkt" "$demo/words.txt" -o "$demo/hyp.txt"
+    punctkit punctuate -m "$exp/model.pkt" "$demo/words.txt" -o "$demo/hyp.txt" --overwrite
     log "stage 8: demo: the first $demo_words words of $x, punctuated by $exp/model.pkt (files in $demo)"
     echo "reference: $(cat "$demo/ref.txt")"
     echo "punctkit:  $(cat "$demo/hyp.txt")"
