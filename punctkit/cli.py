@@ -382,7 +382,7 @@ def w2v_train(
     from punctkit.files import check_output_file
     from punctkit.text.embeddings import train_word2vec
 
-    check_output_file(out, [data_dir, *(f for f in data_dir.glob("*") if data_dir.is_dir())], overwrite=overwrite)
+    check_output_file(out, [data_dir, *(data_dir.glob("*") if data_dir.is_dir() else ())], overwrite=overwrite)
 
     sents = [u.words for u in read_data_dir(data_dir, need_labels=False).utterances]
     n = train_word2vec(sents, out, dim, window, epochs, min_count, seed, workers)

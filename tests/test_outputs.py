@@ -244,7 +244,8 @@ def test_a_file_output_never_replaces_a_users_file(tiny, user_dir, tmp_path, fmt
     src.write_text("thank you so much chris and it is truly a great honor\n")
     notes = user_dir / "notes.txt"
     before = snapshot(user_dir)
-    one_line_error(cli("punctuate", src, "-m", model, "--format", fmt, "-o", notes, ok=False), str(notes), "--overwrite")
+    one_line_error(cli("punctuate", src, "-m", model, "--format", fmt, "-o", notes, ok=False), str(notes),
+                   "--overwrite")
     one_line_error(cli("convert", src, notes, ok=False), str(notes), "--overwrite")
     one_line_error(cli("decode", exp, data, notes, "--format", "kaldi_text", ok=False), str(notes), "--overwrite")
     assert snapshot(user_dir) == before

@@ -98,8 +98,8 @@ def test_a_lower_case_line_begins_with_a_capital_in_every_path(tmp_path):
     src = tmp_path / "m.jsonl"
     src.write_text("".join(json.dumps({"audio_filepath": f"{k}.wav", "pred_text": t}) + "\n"
                            for k, t in enumerate([line, "the next one starts here"])))
-    r = subprocess.run(PK + ["punctuate", str(src), "--format", "nemo", "-o", str(tmp_path / "out.jsonl")], capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(PK + ["punctuate", str(src), "--format", "nemo", "-o", str(tmp_path / "out.jsonl")],
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     texts = [json.loads(x)["pred_text_punctuated"] for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [t.split()[0] for t in texts] == ["The", "The"]

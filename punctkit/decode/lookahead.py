@@ -112,7 +112,8 @@ def decode_lookahead(streams: list[list[str]], frontend: object, window: int, st
     Windows are shared between look-aheads (word i at look-ahead L and word i+1 at L-1 use
     the same one), so a sweep over look-aheads of the same streams passes one `cache`.
     With `inventory`, each stream's first word begins a sentence, and its last word ends one, as a
-    stream's end does when that word is still held then (decode/stream_end.py: a look-ahead of 0 commits it as it comes)."""
+    stream's end does when that word is still held then (decode/stream_end.py: a look-ahead of 0
+    commits it as it comes)."""
     cache = {} if cache is None else cache
     plan = [(k, i, word_window(i, len(s), window, step, lookahead)) for k, s in enumerate(streams)
             for i in range(len(s))]

@@ -43,8 +43,10 @@ def close_ids(ids: list[int], rows: np.ndarray, inventory: LabelSet, *, closes: 
     and its last word's closed when `closes` (the decode option), else as they are."""
     if not ids or not closes:
         return ids
-    labels = close_stream([inventory.labels[i] for i in ids], rows, inventory, closes=closes)
-    return [inventory.index(lab) for lab in labels]
+    out = list(ids)  # only its two ends change
+    out[0] = inventory.index(opening_label(inventory.labels[out[0]], inventory))
+    out[-1] = inventory.index(closing_label(inventory.labels[out[-1]], rows[-1], inventory))
+    return out
 
 
 def close_stream(labels: list[str], rows: np.ndarray, inventory: LabelSet, fixed: list[str | None] | None = None,

@@ -35,7 +35,9 @@ from punctkit.data.formats.base import (
     AsrUtterance, OutputOptions, Punctuated, Report, Source, TextInput, Utterance, as_source, chosen_prob, source_name,
 )
 from punctkit.data.labels import O, LabelSet, Substitution, default_substitution, get_inventory, inventory_for
-from punctkit.files import PunctkitError, check_not_input, check_output_file, peek_stdin, sample_lines, text_codec, write_lines
+from punctkit.files import (
+    PunctkitError, check_not_input, check_output_file, peek_stdin, sample_lines, text_codec, write_lines,
+)
 
 # corpus reader: (path, inventory or None, rules, report, lowercase, lines, encoding) -> utterances, inventory
 Reader = Callable[..., "tuple[list[Utterance], LabelSet | None]"]
