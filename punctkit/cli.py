@@ -260,7 +260,8 @@ def train(
 
 @app.command()
 def decode(
-    model_dirs: List[Path] = typer.Argument(..., help="experiment dir written by punctkit train; several: "
+    model_dirs: List[Path] = typer.Argument(..., help="experiment dir written by punctkit train, or a packed "
+                                                      "model (punctkit pack: run as punctuate runs it); several: "
                                                       "an ensemble (label probabilities averaged)"),
     data_dir: Path = typer.Argument(..., help="data directory to punctuate (text; labels optional)"),
     out: Path = typer.Argument(..., help="output data directory or file"),
@@ -285,6 +286,8 @@ def decode(
                                                       "(OUT/probs or OUT.probs: uttid p,p,.. p,p,.., inventory order)"),
     weights: Optional[str] = typer.Option(None, "--weights", help="with several MODEL_DIRS: their weights "
                                                                   "(e.g. 0.6,0.4; default equal)"),
+    threads: Optional[int] = typer.Option(None, "--threads", min=0, help="CPU threads (0: the library's default; "
+                                                                         "default: the model's training threads)"),
 ) -> None:
     """Predict one label per word of a data directory; the options it ran with go to
     OUT/decode_options.yaml (OUT.decode_options.yaml for a file)."""
@@ -295,7 +298,8 @@ def decode(
 
     decode_dir(model_dirs if len(model_dirs) > 1 else model_dirs[0], data_dir, out, fmt, beam, nbest, batch_size,
                checkpoint, ngpu, window, step, log=lambda m: typer.echo(m, err=True), overwrite=overwrite,
-               config=config, probs=probs, weights=weights, stream_end=stream_end)  # logs its summary
+               config=config, probs=probs, weights=weights, stream_end=stream_end,
+               threads=threads)  # logs its summary
 
 
 @app.command("average-checkpoints")

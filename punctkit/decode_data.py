@@ -1,10 +1,12 @@
 """`punctkit decode`: a data directory labelled by the inference engine built from one or more
-trained model directories (an ensemble), written as a data directory or a corpus file.
+trained model directories or packed models (an ensemble), written as a data directory or a corpus file.
 
 A model dir (written by `punctkit train`) holds `config.yaml` (with its `resolved:` section),
 `frontend/`, and checkpoints (`model.avg.pt`, `model.best.pt`, `checkpoints/epoch_N.pt`).
-The engine (punctkit/infer/: `Punctuator.from_experiment`, `Ensemble`) is the one `punctuate`,
-`serve` and `--stream` run from a package, so what a recipe scores is what users run.
+A package (`punctkit pack`, a file) decodes as `punctuate` runs it (ONNX where it has a graph,
+int8 where packed so): a recipe scores, or a teacher labels, with exactly what users run.
+The engine (punctkit/infer/: `Punctuator.from_experiment`, `.from_package`, `Ensemble`) is the one
+`punctuate`, `serve` and `--stream` run from a package, so what a recipe scores is what users run.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from punctkit.expdir import read_model_config
 from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file
 from punctkit.infer.engine import Engine, Punctuator
 from punctkit.infer.ensemble import Ensemble
+from punctkit.package import EnsemblePackage, Package, read_package
 
 
 def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, out: str | Path,
@@ -34,7 +37,8 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
                batch_size: int | None = None, checkpoint: str | None = None, ngpu: int = 0,
                window: int | None = None, step: int | None = None, log: Callable[[str], None] | None = None,
                overwrite: bool = False, config: str | Path | None = None, probs: bool = False,
-               weights: str | None = None, stream_end: str | None = None) -> dict[str, Any]:
+               weights: str | None = None, stream_end: str | None = None,
+               threads: int | None = None) -> dict[str, Any]:
     """Label every word of `data_dir` and write `out` in the resolved format (+ an `nbest` file
     when nbest > 1, + a `probs` file with `probs`: each word's label distribution, data/probs.py)
     and the resolved options (`decode_options.yaml` in a data-directory `out`,
@@ -49,11 +53,16 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     own options, frontend and windows; each word's label is the arg-max of their distributions
     averaged with `weights` (`0.6,0.4`; default equal). The options file records the first
     model's options; n-best lists need a single model.
+
+    A model that is a file is a package (`punctkit pack`): its packed config and decoding options
+    (under the command line's), its backend as `punctuate` picks it; --checkpoint and n-best lists
+    need an experiment dir. `threads`: CPU threads (None: the first model's training threads).
     """
     dirs = list(model_dir) if isinstance(model_dir, (list, tuple)) else [model_dir]
     given = {"format": fmt, "beam": beam, "nbest": nbest, "batch_size": batch_size, "checkpoint": checkpoint,
              "window": window, "step": step, "stream_end": stream_end}
-    confs = [read_model_config(d) for d in dirs]
+    pkgs = [_package(d, checkpoint, nbest) if Path(d).is_file() else None for d in dirs]
+    confs = [p.conf if p is not None else read_model_config(d) for d, p in zip(dirs, pkgs)]
     all_opts = [resolve(given, c["decode"], read_decode_config(config), str(config), log=log or _stderr)
                 for c in confs]
     opts = all_opts[0]
@@ -81,9 +90,11 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     streams = make_streams(dd, inv)
     nbest = opts.nbest
     units = split_utterances(streams) if nbest > 1 else streams
-    threads = int(confs[0]["train"].get("threads") or 0)  # the first model's training threads, if any
-    members = [Punctuator.from_experiment(d, o, c, ngpu, threads=threads, show=True)
-               for d, c, o in zip(dirs, confs, all_opts)]
+    if threads is None:  # the first model's training threads, if any
+        threads = int(confs[0].get("train", {}).get("threads") or 0)
+    members = [Punctuator.from_experiment(d, o, c, ngpu, threads=threads, show=True) if p is None
+               else Punctuator.from_package(p, ngpu, threads, options=o)
+               for d, p, c, o in zip(dirs, pkgs, confs, all_opts)]
     words = [w for s in units for w in s.words]
     for d, m in zip(dirs, members):
         if m.frontend.unk_rate(words) == 1.0:
@@ -120,6 +131,20 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     if log:
         log(f"decode: {len(utts)} utterances, {n_words} words -> {out}")
     return {"utterances": len(utts), "words": n_words, "out": str(out), "options": opts}
+
+
+def _package(path: str | Path, checkpoint: str | None, nbest: int | None) -> Package:
+    """A packed model to decode with; one-line errors for what only an experiment dir has."""
+    pkg = read_package(path)
+    if isinstance(pkg, EnsemblePackage):
+        raise PunctkitError(f"{path}: an ensemble package of {len(pkg.members)} models: decode with its members' "
+                            f"packages or experiment dirs (several MODEL_DIRS are an ensemble)")
+    if checkpoint is not None:
+        raise PunctkitError(f"--checkpoint {checkpoint}: {path} is a package (its weights are fixed): give the "
+                            f"experiment dir to decode another checkpoint")
+    if nbest is not None and nbest > 1:
+        raise PunctkitError(f"--nbest {nbest}: n-best lists come from an experiment dir's search; {path} is a package")
+    return pkg
 
 
 def _stderr(msg: str) -> None:

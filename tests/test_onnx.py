@@ -165,3 +165,35 @@ def test_onnx_only_package_has_no_torch_weights_and_labels_as_onnx(packed, tmp_p
                 dst.writestr(n, src.read(n))
     r = cli("punctuate", "-m", tmp_path / "none.pkt", packed / "words.txt", ok=False)
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "missing model.pt or model.onnx" in r.stderr
+
+
+def test_decode_runs_a_package_as_punctuate_does(packed, tmp_path):
+    """`punctkit decode PKG DATA OUT`: the package's own graph labels a data dir (what users run is
+    what a recipe scores, or a teacher labels): the labels and probabilities of the experiment it was
+    packed from, the package's decoding options under the command line's; its int8 graph decodes too;
+    what only an experiment dir has (--checkpoint, n-best lists) and ensemble packages are one-line errors."""
+    from punctkit.data.probs import read_probs
+    from punctkit.score import score_files
+
+    cli("decode", packed / "m.pkt", packed / "test", tmp_path / "pkg", "--probs", "--threads", 1, "--step", 40)
+    cli("decode", packed / "exp", packed / "test", tmp_path / "exp", "--probs", "--step", 40)
+    assert (tmp_path / "pkg" / "labels").read_text() == (tmp_path / "exp" / "labels").read_text()
+    got, want = read_probs(tmp_path / "pkg" / "probs", 4), read_probs(tmp_path / "exp" / "probs", 4)
+    assert list(got) == list(want) and len(got) > 5
+    assert max(np.abs(got[u] - want[u]).max() for u in want) < 1e-4
+    assert "step: 40" in (tmp_path / "pkg" / "decode_options.yaml").read_text()
+    assert score_files(packed / "test", tmp_path / "pkg")["overall"]["f1"] > 0
+
+    cli("pack", packed / "exp", "-o", tmp_path / "q.pkt", "--onnx", "--int8")
+    cli("decode", tmp_path / "q.pkt", packed / "test", tmp_path / "q", "--threads", 1)
+    q = (tmp_path / "q" / "labels").read_text().split()
+    f = (tmp_path / "exp" / "labels").read_text().split()
+    assert len(q) == len(f) and sum(a == b for a, b in zip(q, f)) > 0.9 * len(f)
+
+    for args, says in ((["--checkpoint", "model.best.pt"], "is a package"), (["--nbest", "2"], "n-best lists")):
+        r = cli("decode", packed / "m.pkt", packed / "test", tmp_path / "bad", *args, ok=False)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1 and says in r.stderr, r.stderr
+    cli("pack", packed / "exp", packed / "exp", "-o", tmp_path / "ens.pkt")
+    r = cli("decode", tmp_path / "ens.pkt", packed / "test", tmp_path / "bad", ok=False)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "ensemble package" in r.stderr, r.stderr
+    assert not (tmp_path / "bad").exists()

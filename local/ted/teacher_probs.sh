@@ -8,6 +8,8 @@
 # parts (a session's share). Run from a recipe directory (recipes/ted):
 #   local/teacher_probs.sh [--parts 16] [--nj 1] [--max-parts N] [--decode-args "..."] EXP DATA OUT
 # e.g. local/teacher_probs.sh --parts 16 exp/train_plm_finetune_mpnet data/train_2m exp/teacher_train_2m
+# EXP may be a package (punctkit pack: decoded as punctuate runs it, e.g. int8 ONNX with
+# --decode-args "--step 150 --threads 1", four times the torch model's speed on a CPU).
 # then train a student with --set train.distill.probs=exp/teacher_train_2m/hyp/probs.
 set -euo pipefail
 parts=16
@@ -26,7 +28,7 @@ for v in parts nj max_parts; do
   case ${!v} in ''|*[!0-9]*) echo "$0: --${v//_/-} must be a whole number, got '${!v}'" >&2; exit 1;; esac
 done
 [ "$parts" -ge 1 ] && [ "$nj" -ge 1 ] || { echo "$0: --parts and --nj must be at least 1" >&2; exit 1; }
-[ -d "$exp" ] || { echo "$0: $exp: no such experiment directory" >&2; exit 1; }
+[ -d "$exp" ] || [ -f "$exp" ] || { echo "$0: $exp: no such experiment directory or package" >&2; exit 1; }
 [ -f "$data/text" ] || { echo "$0: $data: not a data directory (no text file)" >&2; exit 1; }
 
 split=$data/split$parts

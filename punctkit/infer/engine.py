@@ -107,10 +107,12 @@ class Punctuator(Labeller):
     @classmethod
     def from_package(cls, pkg: Package, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
                      beam: int | None = None, chunk_words: int = 10000, step: int | None = None,
-                     quantize: bool = False, backend: str = "auto") -> "Punctuator":
-        """The model of a read package (`load`'s options)."""
+                     quantize: bool = False, backend: str = "auto",
+                     options: DecodeOptions | None = None) -> "Punctuator":
+        """The model of a read package (`load`'s options); `options`: decoding options resolved
+        by the caller (`punctkit decode`), in place of the packed ones with `batch_size`, `beam`, `step`."""
         conf = pkg.conf
-        opts = decode_options(pkg, batch_size, beam, step)
+        opts = options or decode_options(pkg, batch_size, beam, step)
         pad_id = pkg.frontend.pad_id
         inventory = get_inventory(conf["resolved"]["inventory"])
         kind = pick_backend(pkg, backend, ngpu, quantize)

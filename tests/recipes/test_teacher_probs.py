@@ -45,6 +45,11 @@ def test_parts_resume_and_join_into_the_whole_decode(iwslt, tmp_path):
                    capture_output=True)
     assert joined == (tmp_path / "whole" / "probs").read_text().splitlines()
     assert len(joined) == len(dd.utterances)
+    # a package labels as its experiment does (decode runs packages as punctuate does)
+    subprocess.run(["punctkit", "pack", str(exp), "-o", str(tmp_path / "m.pkt")], check=True, capture_output=True)
+    r = run("--parts", 3, "--decode-args", "--threads 1", tmp_path / "m.pkt", data, tmp_path / "from_pkg")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "from_pkg" / "hyp" / "probs").read_text().splitlines() == joined
     r = run("--parts", 3, exp, data, out)  # all done: nothing decoded again
     assert r.returncode == 0 and "0 part(s) to decode" in r.stdout
     # the data changed after its parts were decoded: refused, the parts and the joined probs kept
