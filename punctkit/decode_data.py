@@ -93,7 +93,7 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     if threads is None:  # the first model's training threads, if any
         threads = int(confs[0].get("train", {}).get("threads") or 0)
     members = [Punctuator.from_experiment(d, o, c, ngpu, threads=threads, show=True) if p is None
-               else Punctuator.from_package(p, ngpu, threads, options=o)
+               else Punctuator.from_package(p, ngpu, threads, options=o, show=True)
                for d, p, c, o in zip(dirs, pkgs, confs, all_opts)]
     words = [w for s in units for w in s.words]
     for d, m in zip(dirs, members):

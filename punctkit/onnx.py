@@ -29,6 +29,7 @@ import numpy as np
 from punctkit.data.streams import WindowDataset, bucket_batches, pad_batch
 from punctkit.decode.windows import Predicted, softmax, tagger_predicted
 from punctkit.files import PunctkitError
+from punctkit.progress import progress
 
 if TYPE_CHECKING:
     from punctkit.models.base import PunctModel
@@ -224,10 +225,11 @@ class OnnxTagger:
         """(B, W, n_labels) logits of a padded batch (data/streams.py: pad_batch)."""
         return self.session.run(None, {k: batch[k] for k in self.inputs})[0]
 
-    def predict(self, dataset: WindowDataset, batch_size: int = 64, pad_id: int = 0) -> list[Predicted]:
+    def predict(self, dataset: WindowDataset, batch_size: int = 64, pad_id: int = 0,
+                show: bool = False) -> list[Predicted]:
         """Arg-max label ids and their summed log-probability for every window (1-best), and each
-        word's softmax (decode/windows.py: tagger_predicted, as torch)."""
-        return predict_windows(self.logits, dataset, batch_size, pad_id)
+        word's softmax (decode/windows.py: tagger_predicted, as torch); `show`: a progress bar."""
+        return predict_windows(self.logits, dataset, batch_size, pad_id, show)
 
 
 class OnnxTaggers:
@@ -251,11 +253,13 @@ class OnnxTaggers:
 
 
 def predict_windows(logits: Callable[[dict[str, np.ndarray]], np.ndarray], dataset: WindowDataset,
-                    batch_size: int, pad_id: int) -> list[Predicted]:
-    """The 1-best of every window of `dataset` from a tagger's logits of each padded batch."""
+                    batch_size: int, pad_id: int, show: bool = False) -> list[Predicted]:
+    """The 1-best of every window of `dataset` from a tagger's logits of each padded batch
+    (`show`: a progress bar over the batches, as `punctkit decode` shows)."""
     lengths = [dataset.n_words(i) for i in range(len(dataset))]
     out: list[Predicted] = [([], np.zeros((0, 0))) for _ in range(len(dataset))]
-    for idx in bucket_batches(lengths, batch_size, shuffle=False):
+    for idx in progress(bucket_batches(lengths, batch_size, shuffle=False), show=show, desc="decode",
+                        unit="batch", leave=False):
         batch = pad_batch([dataset[i] for i in idx], pad_id)
         preds = tagger_predicted(logits(batch), batch["word_mask"].sum(1).tolist())
         for b, i in enumerate(idx):

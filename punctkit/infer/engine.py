@@ -108,9 +108,10 @@ class Punctuator(Labeller):
     def from_package(cls, pkg: Package, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
                      beam: int | None = None, chunk_words: int = 10000, step: int | None = None,
                      quantize: bool = False, backend: str = "auto",
-                     options: DecodeOptions | None = None) -> "Punctuator":
+                     options: DecodeOptions | None = None, show: bool = False) -> "Punctuator":
         """The model of a read package (`load`'s options); `options`: decoding options resolved
-        by the caller (`punctkit decode`), in place of the packed ones with `batch_size`, `beam`, `step`."""
+        by the caller (`punctkit decode`), in place of the packed ones with `batch_size`, `beam`, `step`;
+        `show`: a progress bar over the batches (`punctkit decode`)."""
         conf = pkg.conf
         opts = options or decode_options(pkg, batch_size, beam, step)
         pad_id = pkg.frontend.pad_id
@@ -120,7 +121,7 @@ class Punctuator(Labeller):
             from punctkit.onnx import OnnxTagger
 
             tagger = OnnxTagger(pkg.onnx, threads, f"{pkg.path} (model.onnx)")
-            return cls(lambda ds: tagger.predict(ds, opts.batch_size, pad_id), pkg.frontend, inventory, conf,
+            return cls(lambda ds: tagger.predict(ds, opts.batch_size, pad_id, show), pkg.frontend, inventory, conf,
                        pkg.manifest, "onnx", None, chunk_words, opts, tagger)
         model, device = torch_model(pkg, ngpu, threads, quantize)  # first: it imports torch (import_torch)
         from punctkit.decode.decoder import predict
@@ -129,7 +130,7 @@ class Punctuator(Labeller):
         if missing:
             raise PunctkitError(f"{pkg.path}: model {conf['model'].get('type')} needs {', '.join(sorted(missing))}; "
                                 f"punctkit punctuate feeds words only")
-        return cls(lambda ds: predict(model, ds, opts.batch_size, device, opts.beam, 1, pad_id), pkg.frontend,
+        return cls(lambda ds: predict(model, ds, opts.batch_size, device, opts.beam, 1, pad_id, show), pkg.frontend,
                    inventory, conf, pkg.manifest, "torch", model, chunk_words, opts)
 
     @classmethod
