@@ -192,6 +192,9 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
         "training_data": train_data or _train_data(exp),
         "decode": {k: conf["decode"][k] for k in CARD_DECODE if k in conf["decode"]},
     }
+    distill = (conf.get("train") or {}).get("distill") or {}
+    if isinstance(distill, dict) and distill.get("probs"):  # a student names its teacher's labels
+        card["distilled_from"] = {k: distill[k] for k in ("probs", "weight", "temperature") if k in distill}
     hist = exp / "history.json"
     if hist.is_file():
         try:

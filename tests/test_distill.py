@@ -145,6 +145,11 @@ def test_a_distilled_training_follows_its_teacher(dirs, tmp_path):
     assert inv.labels[1] == "COMMA" and hyp.count(1) > 0.8 * len(hyp)
     ref = valid[0].labels
     assert ref.count(1) < 0.3 * len(ref)
+    # its package's card names the teacher's labels it learnt from (a gold-label package has none)
+    from punctkit.package import model_files
+
+    card = model_files(tmp_path / "exp")[0]["card"]  # the manifest pack writes (the model is this test's)
+    assert card["distilled_from"] == {"probs": str(tmp_path / "probs"), "weight": 1.0}
 
 
 def test_cli_reports_a_probs_file_that_misses_an_utterance(dirs, tmp_path):
