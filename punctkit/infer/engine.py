@@ -129,7 +129,7 @@ class Punctuator(Labeller):
         missing = set(model.needs) - TEXT_KEYS
         if missing:
             raise PunctkitError(f"{pkg.path}: model {conf['model'].get('type')} needs {', '.join(sorted(missing))}; "
-                                f"punctkit punctuate feeds words only")
+                                f"a package is fed words only: decode its experiment dir (punctkit decode EXP DATA OUT) for its audio")
         return cls(lambda ds: predict(model, ds, opts.batch_size, device, opts.beam, 1, pad_id, show), pkg.frontend,
                    inventory, conf, pkg.manifest, "torch", model, chunk_words, opts)
 
