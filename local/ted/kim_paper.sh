@@ -6,9 +6,11 @@
 # patience 10. Run from recipes/ted; rerun to resume (a larger --max-minutes lets a capped run go
 # on). On a lent GPU: --ngpu 1. Session 25: 17 s a batch on 2 threads of an AMD EPYC (AVX2),
 # nothing else running: about 24 min an epoch.
-#   local/kim_paper.sh [--stage 1] [--threads 2] [--ngpu 0] [--max-minutes null]
+#   local/kim_paper.sh [--stage 1] [--stop-stage 6] [--threads 2] [--ngpu 0] [--max-minutes null]
+# (stage 1: the 4class data in data_4class; 3: inputs; 4: train; 5-6: decode and score valid, test2011)
 set -euo pipefail
 stage=3
+stop_stage=6
 threads=2
 ngpu=0
 max_minutes=null
@@ -16,6 +18,7 @@ max_minutes=null
 if [ "$stage" -le 1 ]; then
   ./run.sh --data data_4class --stage 1 --stop-stage 1 --local-data-opts "--inventory 4class --ted-sets train_2m"
 fi
-./run.sh --data data_4class --stage 3 --stop-stage 6 --train-set train_2m --tag kim_paper_4class_2m \
+[ "$stop_stage" -ge 3 ] || exit 0
+./run.sh --data data_4class --stage $((stage > 3 ? stage : 3)) --stop-stage "$stop_stage" --train-set train_2m --tag kim_paper_4class_2m \
   --train-config conf/train_drnn_lwma_paper.yaml --test-sets "valid test_ref" --ngpu "$ngpu" \
   --train-args "--set train.threads=$threads --set train.iters_per_epoch=84 --set train.epochs=200 --set train.patience=20 --set train.max_minutes=$max_minutes"
