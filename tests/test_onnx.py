@@ -172,7 +172,7 @@ def test_decode_runs_a_package_as_punctuate_does(packed, tmp_path):
     what a recipe scores, or a teacher labels): the labels and probabilities of the experiment it was
     packed from, the package's decoding options under the command line's; its int8 graph decodes too;
     what only an experiment dir has (--checkpoint, n-best lists) and ensemble packages are one-line errors."""
-    from punctkit.data.probs import read_probs
+    from punctkit.data.probs import DIGITS, read_probs
     from punctkit.score import score_files
 
     cli("decode", packed / "m.pkt", packed / "test", tmp_path / "pkg", "--probs", "--threads", 1, "--step", 40)
@@ -180,7 +180,8 @@ def test_decode_runs_a_package_as_punctuate_does(packed, tmp_path):
     assert (tmp_path / "pkg" / "labels").read_text() == (tmp_path / "exp" / "labels").read_text()
     got, want = read_probs(tmp_path / "pkg" / "probs", 4), read_probs(tmp_path / "exp" / "probs", 4)
     assert list(got) == list(want) and len(got) > 5
-    assert max(np.abs(got[u] - want[u]).max() for u in want) < 1e-4
+    unit = 10.0 ** -DIGITS  # the file's last written place: ONNX and torch may round either side of it
+    assert max(np.abs(got[u] - want[u]).max() for u in want) < 1.5 * unit
     assert "step: 40" in (tmp_path / "pkg" / "decode_options.yaml").read_text()
     assert score_files(packed / "test", tmp_path / "pkg")["overall"]["f1"] > 0
 

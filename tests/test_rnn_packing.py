@@ -1,6 +1,7 @@
-"""Recurrent layers over padded batches (punctkit/nn/rnn.py): in training, rows that fill every
-step run unpacked (the packed CPU backward is quadratic in the steps) and must give exactly what
-the packed run gives, outputs and gradients, in the batch's own row order."""
+"""Recurrent layers over padded batches (punctkit/nn/rnn.py): training on a CPU runs them unpacked
+(the packed CPU backward is quadratic in the steps), each row's real steps reversed in place for the
+backward direction; that must give exactly what the packed run gives, outputs and gradients, the
+padding never entering a real step's state."""
 from __future__ import annotations
 
 import pytest
@@ -20,10 +21,12 @@ def _grads(rnn: nn.RNNBase, x: torch.Tensor, lengths: torch.Tensor, fn) -> tuple
 
 
 @pytest.mark.parametrize("lengths", [[7, 3, 7, 1, 7, 5], [7, 7, 7], [2, 6, 1]], ids=["mixed", "all_full", "all_short"])
-@pytest.mark.parametrize("kind", [nn.GRU, nn.LSTM])
-def test_training_path_equals_packed(kind, lengths):
+@pytest.mark.parametrize("kind,bidirectional,bias", [(nn.GRU, True, True), (nn.LSTM, True, True),
+                                                      (nn.GRU, False, True), (nn.GRU, True, False)],
+                         ids=["bigru", "bilstm", "gru", "bigru_nobias"])
+def test_training_path_equals_packed(kind, bidirectional, bias, lengths):
     torch.manual_seed(0)
-    rnn = kind(5, 4, batch_first=True, bidirectional=True).train()
+    rnn = kind(5, 4, batch_first=True, bidirectional=bidirectional, bias=bias).train()
     lengths = torch.tensor(lengths)
     x = torch.randn(len(lengths), 7, 5)
     got = _grads(rnn, x, lengths, run_packed)
