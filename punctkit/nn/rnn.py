@@ -32,7 +32,7 @@ def _packed(rnn: nn.RNNBase, x: torch.Tensor, lengths: torch.Tensor) -> torch.Te
 # Training on a CPU runs unpacked: the same computation, but the backward pass of a packed CPU RNN
 # materializes a zero gradient of the whole packed input at every time step (T^2 memory traffic:
 # half of a DRNN-LWMA training step at n=4, m=3, d=256, 128 x 100 tokens on one thread, 49.3 s
-# against 23.5 s unpacked; a BiGRU over 16 utterances of 400-800 frames, 7.5 s against 1.2 s).
+# against 23.5 s unpacked; a BiGRU over 16 utterances of 400-800 frames, 7.9 s against 1.1 s: utils/bench_rnn.py).
 # Evaluation (and so ONNX export) and CUDA (cuDNN packs natively) stay packed.
 _DIRECTION_WEIGHTS = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
 
