@@ -4,8 +4,8 @@
 # chosen on valid, test2011 scored. An epoch here is half a pass (84 batches of 128 windows), so
 # that a cut run loses little: 200 of them and patience 20 are the paper's 100 passes and
 # patience 10. Run from recipes/ted; rerun to resume (a larger --max-minutes lets a capped run go
-# on). On a lent GPU: --ngpu 1. Session 25: 17 s a batch on 2 threads of an AMD EPYC (AVX2),
-# nothing else running: about 24 min an epoch.
+# on). On a lent GPU: --ngpu 1. Session 25: 9.9-15.7 s a batch on 2 threads of an AMD EPYC (AVX2),
+# nothing else running: 14-22 min an epoch.
 #   local/kim_paper.sh [--stage 1] [--stop-stage 6] [--threads 2] [--ngpu 0] [--max-minutes null]
 # (stage 1: the 4class data in data_4class; 3: inputs; 4: train; 5-6: decode and score valid, test2011)
 set -euo pipefail
