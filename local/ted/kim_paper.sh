@@ -6,7 +6,12 @@
 # patience 10. Run from recipes/ted; rerun to resume (a larger --max-minutes lets a capped run go
 # on). On a lent GPU: --ngpu 1. Session 25: 9.9-15.7 s a batch on 2 threads of an AMD EPYC (AVX2),
 # nothing else running: 14-22 min an epoch.
-#   local/kim_paper.sh [--stage 1] [--stop-stage 6] [--threads 2] [--ngpu 0] [--max-minutes null]
+# --anneal true: a second phase, a departure from the paper (it names Adam, no rate or schedule;
+# session 30): valid had stayed flat for 7 passes at a constant 1e-3, so a new run,
+# exp/kim_paper_4class_2m_newbob, starts from the first run's model.best.pt (its best epoch on valid;
+# same inputs) at 5e-4, halved whenever valid F1 does not improve (newbob). Valid chooses between
+# the two runs' best checkpoints; test2011 is scored, never chosen on.
+#   local/kim_paper.sh [--stage 1] [--stop-stage 6] [--threads 2] [--ngpu 0] [--max-minutes null] [--anneal false]
 # (stage 1: the 4class data in data_4class; 3: inputs; 4: train; 5-6: decode and score valid, test2011)
 set -euo pipefail
 stage=3
@@ -14,11 +19,22 @@ stop_stage=6
 threads=2
 ngpu=0
 max_minutes=null
+anneal=false
 . utils/parse_options.sh
+tag=kim_paper_4class_2m
+phase=()
+if [ "$anneal" = true ]; then
+  [ -f exp/$tag/model.best.pt ] || { echo "$0: exp/$tag/model.best.pt: none yet; run the first phase (--anneal false) first" >&2; exit 1; }
+  phase=(--set train.init=exp/$tag/model.best.pt --set train.lr=0.0005 --set train.schedule=newbob)
+  tag=${tag}_newbob
+  mkdir -p exp/$tag
+  [ -e exp/$tag/inputs ] || ln -s ../kim_paper_4class_2m/inputs exp/$tag/inputs  # the first phase's vocabulary
+  [ "$stage" -ge 4 ] || stage=4
+fi
 if [ "$stage" -le 1 ]; then
   ./run.sh --data data_4class --stage 1 --stop-stage 1 --local-data-opts "--inventory 4class --ted-sets train_2m"
 fi
 [ "$stop_stage" -ge 3 ] || exit 0
-./run.sh --data data_4class --stage $((stage > 3 ? stage : 3)) --stop-stage "$stop_stage" --train-set train_2m --tag kim_paper_4class_2m \
+./run.sh --data data_4class --stage $((stage > 3 ? stage : 3)) --stop-stage "$stop_stage" --train-set train_2m --tag "$tag" \
   --train-config conf/train_drnn_lwma_paper.yaml --test-sets "valid test_ref" --ngpu "$ngpu" \
-  --train-args "--set train.threads=$threads --set train.iters_per_epoch=84 --set train.epochs=200 --set train.patience=20 --set train.max_minutes=$max_minutes"
+  --train-args "--set train.threads=$threads --set train.iters_per_epoch=84 --set train.epochs=200 --set train.patience=20 --set train.max_minutes=$max_minutes ${phase[*]}"
