@@ -2,9 +2,10 @@
 # Kim 2019's paper config (n=4, m=3, d=256, conf/train_drnn_lwma_paper.yaml) at the paper's data
 # size (issue 37): recipes/ted's 4class train_2m, 2.14M words as IWSLT's train2012; checkpoints
 # chosen on valid, test2011 scored. An epoch here is half a pass (84 batches of 128 windows), so
-# that a cut run loses little: 200 of them and patience 20 are the paper's 100 passes and
-# patience 10. Run from recipes/ted; rerun to resume (a larger --max-minutes lets a capped run go
-# on). On a lent GPU: --ngpu 1. Session 25: 9.9-15.7 s a batch on 2 threads of an AMD EPYC (AVX2),
+# that a cut run loses little: 200 of them are the paper's 100 passes. Patience 20 (stop after 10
+# passes without a better valid F1) is ours, to save CPU: the paper trains all 100. Run from
+# recipes/ted; rerun to resume (a larger --max-minutes lets a capped run go on).
+# On a lent GPU: --ngpu 1. Session 25: 9.9-15.7 s a batch on 2 threads of an AMD EPYC (AVX2),
 # nothing else running: 14-22 min an epoch.
 # --anneal true: a second phase, a departure from the paper (it names Adam, no rate or schedule;
 # session 30): valid had stayed flat for 7 passes at a constant 1e-3, so a new run,
