@@ -10,8 +10,9 @@
 # --anneal true: a second phase, a departure from the paper (it names Adam, no rate or schedule;
 # session 30): valid had stayed flat for 7 passes at a constant 1e-3, so a new run,
 # exp/kim_paper_4class_2m_newbob, starts from the first run's model.best.pt (its best epoch on valid;
-# same inputs) at 5e-4, halved whenever valid F1 does not improve (newbob). Valid chooses between
-# the two runs' best checkpoints; test2011 is scored, never chosen on.
+# same inputs) at 5e-4, halved whenever valid F1 does not improve (newbob). Stages 5-6 decode
+# model.avg.pt; RESULTS also decodes each run's model.best.pt (punctkit decode --checkpoint) and
+# chooses on valid; test2011 is scored, never chosen on.
 #   local/kim_paper.sh [--stage 1] [--stop-stage 6] [--threads 2] [--ngpu 0] [--max-minutes null] [--anneal false]
 # (stage 1: the 4class data in data_4class; 3: inputs; 4: train; 5-6: decode and score valid, test2011)
 set -euo pipefail
