@@ -127,3 +127,15 @@ def test_every_torch_load_is_weights_only():
     for py in (ROOT / "punctkit").rglob("*.py"):
         calls += [(py.name, m.group(0)) for m in re.finditer(r"torch\.load\([^)]*\)", py.read_text())]
     assert calls and all("weights_only=True" in c for _, c in calls), calls
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (a resume on a GPU)")
+def test_generators_restore_from_a_checkpoint_loaded_onto_the_gpu(tmp_path):
+    """A GPU run resumes with load_checkpoint(path, cuda): every saved RNG state then lies on the GPU,
+    and set_rng_state must hand the setters CPU bytes (a resume on an H200 failed so, session 31)."""
+    torch.manual_seed(3), torch.cuda.manual_seed_all(4)
+    ckpt.save_checkpoint(tmp_path / "c.pt", {"rng": ckpt.rng_state()})
+    want = (torch.rand(1).item(), torch.rand(1, device="cuda").item())
+    torch.manual_seed(9), torch.cuda.manual_seed_all(9)
+    ckpt.set_rng_state(ckpt.load_checkpoint(tmp_path / "c.pt", torch.device("cuda"))["rng"])
+    assert (torch.rand(1).item(), torch.rand(1, device="cuda").item()) == want

@@ -5,15 +5,20 @@
 # that a cut run loses little: 200 of them are the paper's 100 passes. Patience 20 (stop after 10
 # passes without a better valid F1) is ours, to save CPU: the paper trains all 100. Run from
 # recipes/ted; rerun to resume (a larger --max-minutes lets a capped run go on).
-# On a lent GPU: --ngpu 1. Session 25: 9.9-15.7 s a batch on 2 threads of an AMD EPYC (AVX2),
-# nothing else running: 14-22 min an epoch.
+# On a lent GPU: --ngpu 1 (--suffix _gpu --patience 200: session 31's run). Session 25: 9.9-15.7 s a
+# batch on 2 threads of an AMD EPYC (AVX2), nothing else running: 14-22 min an epoch; session 31, an
+# H200 (fp32): 6.2 s an epoch, validation included (100 passes: about 21 minutes).
 # --anneal true: a second phase, a departure from the paper (it names Adam, no rate or schedule;
 # session 30): valid had stayed flat for 7 passes at a constant 1e-3, so a new run,
 # exp/kim_paper_4class_2m_newbob, starts from the first run's model.best.pt (its best epoch on valid;
 # same inputs) at 5e-4, halved whenever valid F1 does not improve (newbob). Stages 5-6 decode
 # model.avg.pt; RESULTS also decodes each run's model.best.pt (punctkit decode --checkpoint) and
 # chooses on valid; test2011 is scored, never chosen on.
+# --patience N: epochs (half passes) without a better valid F1 before stopping (default 20, ours);
+# 200 trains all 100 passes, as the paper. --suffix S: the run is exp/kim_paper_4class_2m$S (e.g. _gpu,
+# so that a GPU run does not resume the CPU one); a new run's stage 3 rebuilds the same vocabulary.
 #   local/kim_paper.sh [--stage 1] [--stop-stage 6] [--threads 2] [--ngpu 0] [--max-minutes null] [--anneal false]
+#                      [--patience 20] [--suffix ""]
 # (stage 1: the 4class data in data_4class; 3: inputs; 4: train; 5-6: decode and score valid, test2011)
 set -euo pipefail
 stage=3
@@ -22,8 +27,10 @@ threads=2
 ngpu=0
 max_minutes=null
 anneal=false
+patience=20
+suffix=
 . utils/parse_options.sh
-tag=kim_paper_4class_2m
+tag=kim_paper_4class_2m$suffix
 phase=()
 if [ "$anneal" = true ]; then
   [ -f exp/$tag/model.best.pt ] || { echo "$0: exp/$tag/model.best.pt: none yet; run the first phase (--anneal false) first" >&2; exit 1; }
@@ -39,4 +46,4 @@ fi
 [ "$stop_stage" -ge 3 ] || exit 0
 ./run.sh --data data_4class --stage $((stage > 3 ? stage : 3)) --stop-stage "$stop_stage" --train-set train_2m --tag "$tag" \
   --train-config conf/train_drnn_lwma_paper.yaml --test-sets "valid test_ref" --ngpu "$ngpu" \
-  --train-args "--set train.threads=$threads --set train.iters_per_epoch=84 --set train.epochs=200 --set train.patience=20 --set train.max_minutes=$max_minutes ${phase[*]}"
+  --train-args "--set train.threads=$threads --set train.iters_per_epoch=84 --set train.epochs=200 --set train.patience=$patience --set train.max_minutes=$max_minutes ${phase[*]}"

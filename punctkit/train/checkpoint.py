@@ -45,7 +45,8 @@ def set_rng_state(state: dict[str, Any]) -> None:
     np.random.set_state(npst)
     torch.set_rng_state(state["torch"].cpu() if hasattr(state["torch"], "cpu") else state["torch"])
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        # a checkpoint loaded with map_location=cuda holds these on the GPU; the setter takes CPU bytes
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
 
 
 def average_states(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
