@@ -210,11 +210,14 @@ def score(
 def results(
     exps: List[Path] = typer.Argument(..., help="experiment directories (exp/<tag>)"),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="only these decoded sets (repeatable)"),
+    seeds: bool = typer.Option(False, "--seeds", help="one row per system over its seeds (exp/<system>_seed<N>): "
+                                                     "mean ± standard deviation, range, epochs"),
 ) -> None:
     """Markdown table of the experiments' scores (decode_*/score.json) and training length, for RESULTS.md."""
-    from punctkit.report import collect, markdown
+    from punctkit.report import collect, markdown, markdown_by_seed
 
-    typer.echo(markdown(collect(list(exps), sets)).rstrip("\n"))
+    rows = collect(list(exps), sets)
+    typer.echo((markdown_by_seed(rows) if seeds else markdown(rows)).rstrip("\n"))
 
 # ------------------------------------------------------------------ text inputs and training
 # (engine commands)

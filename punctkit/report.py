@@ -3,10 +3,13 @@
 Each row is one decoded set of one experiment: `EXP/decode_SET/score.json`
 (written by `punctkit score -o`), with the training run's length from
 `EXP/history.json` (epochs, minutes of training, the best dev F1 and its epoch).
-Nothing is recomputed: the table shows exactly what the recipe wrote.
+Nothing is recomputed: the table shows exactly what the recipe wrote. `markdown_by_seed`
+folds the runs of one system over seeds (`exp/<system>_seed<N>`) into one row: mean ± spread.
 """
 from __future__ import annotations
 
+import re
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,5 +105,47 @@ def markdown(rows: list[ResultRow]) -> str:
         cells += _exact_case(r.score) if cased else []
         cells += [_f(r.train_minutes), str(len(r.history)) if r.history else "-",
                   f"{best[0]} ({best[1]:.1f})" if best else "-"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+SEED_TAG = re.compile(r"[_-]?seed(\d+)")  # ff2s_ff2_seed2 -> system ff2s_ff2, seed 2
+
+
+def system_of(exp: str) -> str:
+    """The system an experiment's name names, without its seed (`x_seed3` -> `x`)."""
+    return SEED_TAG.sub("", exp)
+
+
+def _mean_sd(xs: list[float]) -> str:
+    """`mean ± sample standard deviation` (the mean alone for one value; `-` for none)."""
+    if not xs:
+        return "-"
+    return _f(statistics.mean(xs)) + (f" ± {statistics.stdev(xs):.1f}" if len(xs) > 1 else "")
+
+
+def markdown_by_seed(rows: list[ResultRow]) -> str:
+    """One Markdown row per system and set over its seeds: runs whose names differ only in `seedN`
+    are one system; F1s and SER are mean ± sample standard deviation, with the seeds, the overall
+    F1's range and the runs' epochs (a range flags runs trained for unequal lengths)."""
+    if not rows:
+        raise PunctkitError("no results to show")
+    classes = [c for c in rows[0].score["classes"] if c != "O"]
+    groups: dict[tuple[str, str], list[ResultRow]] = {}
+    for r in rows:
+        groups.setdefault((system_of(r.exp), r.set), []).append(r)
+    head = ["system", "set", "seeds"] + [f"{c} F1" for c in classes] + ["overall F1", "overall F1 range", "SER",
+                                                                          "epochs"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (system, name), runs in groups.items():
+        seeds = [m.group(1) for m in (SEED_TAG.search(r.exp) for r in runs) if m]
+        f1 = [r.score["overall"]["f1"] for r in runs]
+        cells = [system, name, ", ".join(seeds) if len(seeds) == len(runs) else str(len(runs))]
+        cells += [_mean_sd([r.score["per_class"][c]["f1"] for r in runs if c in r.score["per_class"]])
+                  for c in classes]
+        ser = [r.score["SER"] for r in runs if r.score.get("SER") is not None]
+        epochs = sorted({len(r.history) for r in runs if r.history})
+        cells += [f"**{_mean_sd(f1)}**", f"{_f(min(f1))}-{_f(max(f1))}", _mean_sd(ser),
+                  "-" if not epochs else str(epochs[0]) if len(epochs) == 1 else f"{epochs[0]}-{epochs[-1]}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

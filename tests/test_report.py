@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from punctkit.cli import app
 from punctkit.files import PunctkitError
-from punctkit.report import collect, markdown
+from punctkit.report import collect, markdown, markdown_by_seed
 from punctkit.score import score_files, write_score
 
 
@@ -89,3 +89,25 @@ def test_exact_form_case_columns_when_a_score_has_them(exps: tuple[Path, Path], 
     assert [c.strip() for c in table[3].strip("|").split("|")][at:at + 2] == ["-", "-"]
     # no score with case figures: no such columns
     assert "exact case" not in markdown(collect(list(exps)))
+
+
+def test_seeds_fold_into_one_row_per_system(tmp_path: Path) -> None:
+    """`--seeds`: runs named <system>_seed<N> become one row (mean ± sample sd, range, epochs);
+    a run with no seed in its name stays a row of its own; unequal training lengths show as a range."""
+    words = "so what do you think i said no".split()
+    ref = _twocol(tmp_path / "ref", list(zip(words, ["O", "O", "O", "O", "QUESTION", "O", "COMMA", "PERIOD"])))
+    hyp = _twocol(tmp_path / "hyp", list(zip(words, ["PERIOD", "O", "O", "O", "QUESTION", "O", "O", "PERIOD"])))
+    h = [{"epoch": e, "valid_f1": 50.0, "minutes": e} for e in (1, 2, 3)]
+    exps = [_exp(tmp_path, "ff2_seed1", ref, hyp, h), _exp(tmp_path, "ff2_seed2", ref, ref, h[:2]),
+            _exp(tmp_path, "base", ref, hyp, h)]
+    table = markdown_by_seed(collect(exps)).splitlines()
+    assert table[0].split("|")[1:4] == [" system ", " set ", " seeds "]
+    ff2 = [c.strip() for c in table[2].strip("|").split("|")]
+    # overall F1 66.7 and 100.0: mean 83.3, sd 23.6; SER 66.7 and 0.0; COMMA F1 0 and 100
+    assert ff2 == ["ff2", "test", "1, 2", "50.0 ± 70.7", "83.3 ± 23.6", "100.0 ± 0.0", "**83.3 ± 23.6**",
+                   "66.7-100.0", "33.3 ± 47.1", "2-3"]
+    base = [c.strip() for c in table[3].strip("|").split("|")]
+    assert base[:3] == ["base", "test", "1"] and base[6:] == ["**66.7**", "66.7-66.7", "66.7", "3"]
+    r = CliRunner().invoke(app, ["results", "--seeds", *map(str, exps)])
+    assert r.exit_code == 0, r.output
+    assert r.output.count("\n") == 4 and "| ff2 | test | 1, 2 |" in r.output

@@ -5,7 +5,7 @@
 # valid, test2011 scored. Every run gets the same budget: --epochs N (default 6: what FF2 finished
 # in the 60-minute table on 2 cores), no time cap, so the arms compare at equal training, not at
 # equal minutes of a shared machine. Run from recipes/iwslt; rerun to resume (a finished run stops
-# at once). On a lent GPU: --ngpu 1. Summary: punctkit results exp/ff2s_*.
+# at once). On a lent GPU: --ngpu 1. Summary (mean ± sd over seeds): punctkit results --seeds exp/ff2s_*.
 #   local/ff2_seeds.sh [--epochs 6] [--threads 2] [--ngpu 0] [--seeds "1 2 3"] [--arms "ff2 notnp nointeract"]
 set -euo pipefail
 epochs=6
