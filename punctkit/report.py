@@ -140,7 +140,8 @@ def markdown_by_seed(rows: list[ResultRow]) -> str:
     for (system, name), runs in groups.items():
         seeds = [m.group(1) for m in (SEED_TAG.search(r.exp) for r in runs) if m]
         f1 = [r.score["overall"]["f1"] for r in runs]
-        cells = [system, name, ", ".join(seeds) if len(seeds) == len(runs) else str(len(runs))]
+        unnamed = f"{len(runs)} run" + ("s" if len(runs) > 1 else "")  # some run names no seed
+        cells = [system, name, ", ".join(seeds) if len(seeds) == len(runs) else unnamed]
         cells += [_mean_sd([r.score["per_class"][c]["f1"] for r in runs if c in r.score["per_class"]])
                   for c in classes]
         ser = [r.score["SER"] for r in runs if r.score.get("SER") is not None]

@@ -107,7 +107,7 @@ def test_seeds_fold_into_one_row_per_system(tmp_path: Path) -> None:
     assert ff2 == ["ff2", "test", "1, 2", "50.0 ± 70.7", "83.3 ± 23.6", "100.0 ± 0.0", "**83.3 ± 23.6**",
                    "66.7-100.0", "33.3 ± 47.1", "2-3"]
     base = [c.strip() for c in table[3].strip("|").split("|")]
-    assert base[:3] == ["base", "test", "1"] and base[6:] == ["**66.7**", "66.7-66.7", "66.7", "3"]
+    assert base[:3] == ["base", "test", "1 run"] and base[6:] == ["**66.7**", "66.7-66.7", "66.7", "3"]
     r = CliRunner().invoke(app, ["results", "--seeds", *map(str, exps)])
     assert r.exit_code == 0, r.output
     assert r.output.count("\n") == 4 and "| ff2 | test | 1, 2 |" in r.output
