@@ -35,9 +35,10 @@ phase=()
 if [ "$anneal" = true ]; then
   [ -f exp/$tag/model.best.pt ] || { echo "$0: exp/$tag/model.best.pt: none yet; run the first phase (--anneal false) first" >&2; exit 1; }
   phase=(--set train.init=exp/$tag/model.best.pt --set train.lr=0.0005 --set train.schedule=newbob)
+  first=$tag
   tag=${tag}_newbob
   mkdir -p exp/$tag
-  [ -e exp/$tag/inputs ] || ln -s ../kim_paper_4class_2m/inputs exp/$tag/inputs  # the first phase's vocabulary
+  [ -e exp/$tag/inputs ] || ln -s ../$first/inputs exp/$tag/inputs  # the first phase's vocabulary
   [ "$stage" -ge 4 ] || stage=4
 fi
 if [ "$stage" -le 1 ]; then
