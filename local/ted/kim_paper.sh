@@ -17,8 +17,12 @@
 # --patience N: epochs (half passes) without a better valid F1 before stopping (default 20, ours);
 # 200 trains all 100 passes, as the paper. --suffix S: the run is exp/kim_paper_4class_2m$S (e.g. _gpu,
 # so that a GPU run does not resume the CPU one); a new run's stage 3 rebuilds the same vocabulary.
+# --train-args "...": more trainer options, after the script's own (e.g. "--set train.precision=bf16" on
+# a GPU). --data, --expdir, --data-opts: where the data and runs go, and more options for stage 1's
+# local/data.sh (the tests run it on a few talks: --data-opts "--max-talks 2 --max-words 1500").
 #   local/kim_paper.sh [--stage 1] [--stop-stage 6] [--threads 2] [--ngpu 0] [--max-minutes null] [--anneal false]
-#                      [--patience 20] [--suffix ""]
+#                      [--patience 20] [--suffix ""] [--train-args ""] [--data data_4class] [--expdir exp]
+#                      [--data-opts ""]
 # (stage 1: the 4class data in data_4class; 3: inputs; 4: train; 5-6: decode and score valid, test2011)
 set -euo pipefail
 stage=3
@@ -29,22 +33,26 @@ max_minutes=null
 anneal=false
 patience=20
 suffix=
+train_args=
+data=data_4class
+expdir=exp
+data_opts=
 . utils/parse_options.sh
 tag=kim_paper_4class_2m$suffix
 phase=()
 if [ "$anneal" = true ]; then
-  [ -f exp/$tag/model.best.pt ] || { echo "$0: exp/$tag/model.best.pt: none yet; run the first phase (--anneal false) first" >&2; exit 1; }
-  phase=(--set train.init=exp/$tag/model.best.pt --set train.lr=0.0005 --set train.schedule=newbob)
+  [ -f $expdir/$tag/model.best.pt ] || { echo "$0: $expdir/$tag/model.best.pt: none yet; run the first phase (--anneal false) first" >&2; exit 1; }
+  phase=(--set train.init=$expdir/$tag/model.best.pt --set train.lr=0.0005 --set train.schedule=newbob)
   first=$tag
   tag=${tag}_newbob
-  mkdir -p exp/$tag
-  [ -e exp/$tag/inputs ] || ln -s ../$first/inputs exp/$tag/inputs  # the first phase's vocabulary
+  mkdir -p $expdir/$tag
+  [ -e $expdir/$tag/inputs ] || ln -s ../$first/inputs $expdir/$tag/inputs  # the first phase's vocabulary
   [ "$stage" -ge 4 ] || stage=4
 fi
 if [ "$stage" -le 1 ]; then
-  ./run.sh --data data_4class --stage 1 --stop-stage 1 --local-data-opts "--inventory 4class --ted-sets train_2m"
+  ./run.sh --data "$data" --stage 1 --stop-stage 1 --local-data-opts "--inventory 4class --ted-sets train_2m $data_opts"
 fi
 [ "$stop_stage" -ge 3 ] || exit 0
-./run.sh --data data_4class --stage $((stage > 3 ? stage : 3)) --stop-stage "$stop_stage" --train-set train_2m --tag "$tag" \
+./run.sh --data "$data" --expdir "$expdir" --stage $((stage > 3 ? stage : 3)) --stop-stage "$stop_stage" --train-set train_2m --tag "$tag" \
   --train-config conf/train_drnn_lwma_paper.yaml --test-sets "valid test_ref" --ngpu "$ngpu" \
-  --train-args "--set train.threads=$threads --set train.iters_per_epoch=84 --set train.epochs=200 --set train.patience=$patience --set train.max_minutes=$max_minutes ${phase[*]}"
+  --train-args "--set train.threads=$threads --set train.iters_per_epoch=84 --set train.epochs=200 --set train.patience=$patience --set train.max_minutes=$max_minutes ${phase[*]} $train_args"
