@@ -41,12 +41,12 @@ data_opts=
 tag=kim_paper_4class_2m$suffix
 phase=()
 if [ "$anneal" = true ]; then
-  [ -f $expdir/$tag/model.best.pt ] || { echo "$0: $expdir/$tag/model.best.pt: none yet; run the first phase (--anneal false) first" >&2; exit 1; }
-  phase=(--set train.init=$expdir/$tag/model.best.pt --set train.lr=0.0005 --set train.schedule=newbob)
+  [ -f "$expdir/$tag/model.best.pt" ] || { echo "$0: $expdir/$tag/model.best.pt: none yet; run the first phase (--anneal false) first" >&2; exit 1; }
+  phase=(--set "train.init=$expdir/$tag/model.best.pt" --set train.lr=0.0005 --set train.schedule=newbob)
   first=$tag
   tag=${tag}_newbob
-  mkdir -p $expdir/$tag
-  [ -e $expdir/$tag/inputs ] || ln -s ../$first/inputs $expdir/$tag/inputs  # the first phase's vocabulary
+  mkdir -p "$expdir/$tag"
+  [ -e "$expdir/$tag/inputs" ] || ln -s "../$first/inputs" "$expdir/$tag/inputs"  # the first phase's vocabulary
   [ "$stage" -ge 4 ] || stage=4
 fi
 if [ "$stage" -le 1 ]; then
