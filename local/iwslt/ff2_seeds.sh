@@ -5,7 +5,8 @@
 # valid, test2011 scored. Every run gets the same budget: --epochs N (default 6: what FF2 finished
 # in the 60-minute table on 2 cores), no time cap, so the arms compare at equal training, not at
 # equal minutes of a shared machine. Run from recipes/iwslt; rerun to resume (a finished run stops
-# at once). On a lent GPU: --ngpu 1. Summary (mean ± sd over seeds): punctkit results --seeds exp/ff2s_*.
+# at once). On a lent GPU: --ngpu 1. Summary (mean ± sd over seeds): punctkit results --seeds exp/ff2s_*
+# (or results/ff2_seeds/*: finished runs' history, config and score.json, kept in the repository).
 # --precision fp32 (default): every run in the same arithmetic, whatever the machine (the configs'
 # `precision: auto` would be bf16 on a CPU with native bfloat16 and fp32 on one without; seed 1 of
 # FF2 and w/o TNP trained in fp32, session 31).
