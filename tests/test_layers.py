@@ -1,9 +1,9 @@
-"""punctkit's packages depend downward only (README, Layout): the import graph, read with `ast`
+"""punctkit's packages depend downward only (docs/architecture.md, Layout): the import graph, read with `ast`
 (module-level and function-level imports alike), has no cycle, no upward edge, no edge between
 `train` and `decode`, no torch under `data/` or in `score.py`, and no private name crossing modules.
 
-LEVELS names exactly the layers there are (PLANNED: those being written), and the README's layout
-tree and import order say what LEVELS says. Every `punctkit` import, in punctkit itself and in the
+LEVELS names exactly the layers there are (PLANNED: those being written); the layout tree and import
+order of docs/architecture.md, and the import order of the README's Layout, say what LEVELS says. Every `punctkit` import, in punctkit itself and in the
 scripts beside it (local/, recipes/*/local/, utils/), names a module that exists and names defined
 in it: a function-level import of a module that was moved fails only when the function runs."""
 from __future__ import annotations
@@ -35,7 +35,7 @@ LEVELS: dict[str, int] = {
     "serve": 12,
     "cli": 13,
 }
-# Layers placed in LEVELS (and the README) before their package is committed (issue 35): they may be
+# Layers placed in LEVELS (and docs/architecture.md) before their package is committed (issue 35): they may be
 # absent; take a name out once its package is in. Every other name of LEVELS must exist.
 PLANNED: set[str] = set()
 TORCH_FREE = ("data", "score")
@@ -132,7 +132,7 @@ def layers() -> set[str]:
 
 def test_every_layer_is_placed():
     missing = sorted(layers() - set(LEVELS))
-    assert not missing, f"add the layers {missing} to LEVELS (and README)"
+    assert not missing, f"add the layers {missing} to LEVELS (and docs/architecture.md, README's Layout)"
 
 
 def test_levels_name_only_layers_that_exist():
@@ -231,13 +231,15 @@ def test_the_checks_see_a_cycle_and_an_upward_edge():
     assert "punctkit.models.registry" in edges["punctkit.models.transformer"]
 
 
-# ---------------------------------------------------------------- the README says what LEVELS says
+# ---------------------------------------------------------------- the docs say what LEVELS says
 
+ARCHITECTURE = REPO / "docs" / "architecture.md"
 README = REPO / "README.md"
 
 
-def readme_section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
+def readme_section(title: str, doc: Path = ARCHITECTURE) -> str:
+    """The `## title` section of a Markdown file (docs/architecture.md unless `doc` says otherwise)."""
+    text = doc.read_text(encoding="utf-8")
     start = text.index(f"\n## {title}\n")
     end = text.find("\n## ", start + 1)
     return text[start:end if end > 0 else len(text)]
@@ -256,11 +258,11 @@ def render_order(groups: list[list[str]]) -> str:
 
 
 def readme_order(section: str) -> list[set[str]]:
-    """The README's chain `` `a` → `b`, `c` → ... ``: the longest run of backticked names joined by
+    """A doc's chain `` `a` → `b`, `c` → ... ``: the longest run of backticked names joined by
     arrows and commas in the paragraph that begins "Imports go down only"."""
     para = section[section.index("Imports go down only"):].split("\n\n", 1)[0]
     chains = [m.group(0) for m in re.finditer(r"`\w+`(?:\s*[,→]\s*`\w+`)+", para) if "→" in m.group(0)]
-    assert chains, "README: no import order (`a` → `b`, `c` → ...) after 'Imports go down only'"
+    assert chains, "no import order (`a` → `b`, `c` → ...) after 'Imports go down only'"
     chain = max(chains, key=len)
     return [set(re.findall(r"`(\w+)`", group)) for group in chain.split("→")]
 
@@ -276,16 +278,21 @@ def readme_tree(section: str) -> set[str]:
     return names
 
 
-def test_readme_import_order_is_levels():
-    got = readme_order(readme_section("Layout"))
+@pytest.mark.parametrize("doc", [ARCHITECTURE, README], ids=["docs/architecture.md", "README.md"])
+def test_import_order_is_levels(doc):
+    """docs/architecture.md and the README's Layout give the import order of LEVELS."""
+    got = readme_order(readme_section("Layout", doc))
     want = level_groups(set(LEVELS) - PLANNED | (set().union(*got) & PLANNED))  # planned layers: either way
-    assert got == [set(g) for g in want], "README's import order should read (from LEVELS): " + render_order(want)
+    assert got == [set(g) for g in want], \
+        f"{doc.relative_to(REPO)}'s import order should read (from LEVELS): " + render_order(want)
 
 
-def test_readme_layout_tree_lists_every_layer():
+def test_architecture_layout_tree_lists_every_layer():
+    """docs/architecture.md's tree has every layer (the README's tree is trimmed and not checked)."""
     got = readme_tree(readme_section("Layout"))
     want = set(LEVELS) - PLANNED | (got & PLANNED)
-    assert got == want, f"README's layout tree lacks {sorted(want - got)}, has no such layer {sorted(got - want)}"
+    assert got == want, \
+        f"docs/architecture.md's layout tree lacks {sorted(want - got)}, has no such layer {sorted(got - want)}"
 
 
 def test_readme_readers_see_a_mismatch():
