@@ -11,6 +11,7 @@ states became tensors and lists hold numpy's state as an ndarray; they load thro
 from __future__ import annotations
 
 import io
+import math
 import pickle
 import pickletools
 import re
@@ -24,9 +25,9 @@ import torch
 
 from punctkit.config import load_config
 from punctkit.data.labels import LabelSet, get_inventory
-from punctkit.files import PunctkitError
+from punctkit.files import PunctkitError, read_json_file
 from punctkit.models.base import PunctModel
-from punctkit.models.registry import build_model
+from punctkit.models.registry import build_model, misfit
 from punctkit.text.frontend import Frontend, load_frontend
 
 EPOCH_RE = re.compile(r"^epoch_(\d+)\.pt$")
@@ -122,6 +123,38 @@ def epoch_checkpoints(ckpt_dir: str | Path) -> dict[int, Path]:
     return dict(sorted(out.items()))
 
 
+# atomic_write's temporary name of an epoch checkpoint (`.epoch_N.pt.XXXXXXXX.tmp`, tempfile.mkstemp's
+# eight characters): left behind only when a run is killed while it writes one
+EPOCH_TMP_RE = re.compile(r"^\.epoch_\d+\.pt\.[a-z0-9_]{8}\.tmp$")
+
+
+def epoch_history(path: Path, state: dict[str, Any] | None = None) -> list[dict[str, Any]] | None:
+    """The per-epoch records an epoch checkpoint carries (`state.history`, written with it), or None
+    when it carries none (`state`: its contents, when already read)."""
+    st = (state or load_checkpoint(path)).get("state")
+    history = st.get("history") if isinstance(st, dict) else None
+    if not isinstance(history, list) or not all(isinstance(h, dict) and isinstance(h.get("epoch"), int)
+                                                for h in history) or not history:
+        return None
+    return history
+
+
+def training_history(model_dir: str | Path) -> list[dict[str, Any]] | None:
+    """A training run's per-epoch records: history.json, unless its last epoch is older than the last
+    epoch checkpoint (a run killed between the checkpoint's rename and history.json's, and not resumed
+    since), then the record that checkpoint carries; None when there is neither. An unreadable
+    history.json is a one-line error."""
+    d = Path(model_dir)
+    hist = d / "history.json"
+    history = read_json_file(hist) if hist.is_file() else None
+    last = max(epoch_checkpoints(d / "checkpoints"), default=None)
+    recorded = max((h["epoch"] for h in history if isinstance(h, dict) and isinstance(h.get("epoch"), int)),
+                   default=0) if isinstance(history, list) else 0
+    if last is not None and last > recorded:
+        return epoch_history(d / "checkpoints" / f"epoch_{last}.pt") or history
+    return history
+
+
 def read_model_config(model_dir: str | Path) -> dict[str, Any]:
     """The resolved config of a trained model dir (one-line error when missing)."""
     p = Path(model_dir) / "config.yaml"
@@ -152,6 +185,57 @@ def model_env(conf: dict[str, Any]) -> dict[str, Any]:
     return env
 
 
+def offline_model_conf(model_conf: dict[str, Any], frontend_dir: Path) -> dict[str, Any]:
+    """The model section with a PLM path replaced by its config.json (`plm: {config: ...}`): the
+    frontend's copy (`frontend_dir/plm/config.json`) when it has one, else the named encoder's."""
+    conf = dict(model_conf)
+    spec = conf.get("plm")
+    if spec is None or (isinstance(spec, dict) and "config" in spec):
+        return conf
+    from punctkit.text.plm import TOKENIZER_DIR, read_plm_config, resolve_plm_dir
+
+    local = frontend_dir / TOKENIZER_DIR
+    if (local / "config.json").is_file():
+        plm_conf = read_plm_config(local)
+    else:
+        path = spec.get("path", "auto") if isinstance(spec, dict) else spec
+        plm_conf = read_plm_config(resolve_plm_dir(path))
+    conf["plm"] = {"config": plm_conf}
+    if isinstance(spec, dict) and spec.get("layers") is not None:
+        conf["plm"]["layers"] = spec["layers"]  # the encoder was cut to its first N layers
+    return conf
+
+
+def build_for(conf: dict[str, Any], state: dict[str, Any], config: str | Path, weights: str | Path,
+              advice: str, frontend_dir: Path | None = None) -> PunctModel:
+    """The model of `conf` (its `model:` section and `resolved:` env) that holds the weights `state`.
+
+    The config is checked against the weights before anything is allocated: the embedding table
+    `resolved.env` declares must fit in them, and the model, built first on the meta device
+    (`registry.misfit`: bounded by the weights' size, then name by name and shape by shape), must
+    have their tensors. A config that builds more than its weights (`d_model: 50000` over a small
+    model.pt) is then one line naming `config` and `weights`, with `advice`, not an allocation of
+    gigabytes. `frontend_dir`: where a pre-trained encoder's config.json may be (the check builds
+    it from that, since pre-trained weights cannot be read onto the meta device)."""
+    shapes = {k: tuple(v.shape) for k, v in state.items() if isinstance(v, torch.Tensor)}
+    values = sum(math.prod(s) for s in shapes.values())
+    emb = conf["resolved"].get("env", {}).get("embeddings_shape")
+    if isinstance(emb, list) and all(isinstance(n, int) for n in emb) and math.prod(emb) > values:
+        raise PunctkitError(f"{config} does not fit {weights} (its embeddings_shape {emb} is larger than "
+                            f"the weights' {values} values); {advice}")  # before model_env allocates it
+    env = model_env(conf)
+    model_conf = conf["model"]
+    if frontend_dir is not None:
+        try:
+            model_conf = offline_model_conf(model_conf, frontend_dir)
+        except PunctkitError:
+            pass  # no encoder config to check with: the build names what is missing
+    why = misfit(model_conf, env, shapes)
+    if why is not None:
+        raise PunctkitError(f"{config} does not fit {weights} ({why}); {advice}")
+    return build_model(conf["model"], **env)
+
+
 def find_checkpoint(model_dir: Path, checkpoint: str | None) -> Path:
     """`checkpoint` (a path, or a name inside the model dir), else model.avg.pt, model.best.pt, the last epoch."""
     if checkpoint:
@@ -174,9 +258,11 @@ def load_model(model_dir: str | Path, checkpoint: str | None = None, device: tor
     conf = conf or read_model_config(d)
     frontend = load_frontend(d / "frontend")
     inventory = get_inventory(conf["resolved"]["inventory"])
-    model = build_model(conf["model"], **model_env(conf))
     path = find_checkpoint(d, checkpoint)
     state = load_checkpoint(path)
+    model = build_for(conf, state["model"], d / "config.yaml", path,
+                      "restore the config.yaml it was trained with, or name the checkpoint trained with this one",
+                      d / "frontend")
     try:
         model.load_state_dict(state["model"])
     except RuntimeError as e:

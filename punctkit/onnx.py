@@ -38,6 +38,13 @@ INPUTS = ("tokens", "token_mask", "word_pos", "word_mask")
 OPSET = 17
 TOLERANCE = 1e-3  # largest |logit difference| accepted between torch and the exported graph
 SPIN_KEYS = ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning")
+# onnxruntime (1.2x and later) writes a telemetry database and a device id under
+# ~/.cache/Microsoft/DeveloperTools/.onnxruntime when it is imported, which would make `punctuate` and
+# `serve` write outside their outputs; ORT_DISABLE_TELEMETRY (read by its library at load) stops that.
+# Set before any import of it in this process (this module's, or torch's exporter's); a value the
+# environment gives (ORT_DISABLE_TELEMETRY=0: telemetry on) wins.
+if not os.environ.get("ORT_DISABLE_TELEMETRY"):
+    os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 
 
 def onnxruntime_module() -> Any:

@@ -10,6 +10,10 @@ from tqdm import tqdm
 
 
 def progress(iterable: Iterable | None = None, show: bool = True, **kw: Any) -> tqdm:
-    """A tqdm bar over `iterable` (or a manual one with `total=`); `show=False` disables it."""
-    kw.setdefault("mininterval", 1.0 if sys.stderr.isatty() else 30.0)
-    return tqdm(iterable, file=sys.stderr, disable=not show, **kw)
+    """A tqdm bar over `iterable` (or a manual one with `total=`); `show=False` disables it, as does
+    a closed standard error (the work goes on, unseen)."""
+    err = sys.stderr
+    if err is None or getattr(err, "closed", False):
+        show = False
+    kw.setdefault("mininterval", 1.0 if show and err.isatty() else 30.0)
+    return tqdm(iterable, file=err, disable=not show, **kw)

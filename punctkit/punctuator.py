@@ -21,7 +21,7 @@ from punctkit.data.formats import AsrUtterance, Utterance, detect_for, get_forma
 from punctkit.data.formats.base import OutputOptions, Punctuated
 from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import default_substitution
-from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file
+from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file, require_stdout
 from punctkit.infer.engine import Punctuator
 from punctkit.infer.pipeline import Fixed, Labeller, label_units
 from punctkit.text.frontend import Frontend
@@ -66,6 +66,8 @@ class PunctuateStats:
 
 def _open_out(out: str | Path | None) -> Any:
     if out is None or str(out) == "-":
+        if sys.stdout is None:  # closed (`>&-`) in a program of the user's: one line, not an AttributeError
+            require_stdout()
         return contextlib.nullcontext(sys.stdout)
     return atomic_write(out)
 
@@ -116,7 +118,7 @@ def punctuate_file(punct: Labeller, src: str | Path, out: str | Path | None = No
     for inputs with times; jsonl, the input objects with `text`, `labels` and per-word
     `punctuated`; nemo; or `stream`, over all of them: srt and vtt, for inputs with times, cues
     within `max_cue_*`/`max_line_chars`; timed-json), or a corpus format (text, kaldi_text,
-    punctuator2, datadir; these keep IWSLT tokens for scoring, are collected in memory and need
+    punctuator2, datadir; these too write the words as given, are collected in memory and need
     `-o`). `probs` adds probabilities to the outputs that show them (jsonl, timed-json, twocol).
     """
     t0 = time.time()
@@ -159,7 +161,7 @@ def punctuate_file(punct: Labeller, src: str | Path, out: str | Path | None = No
             if writer.emit is not None:
                 f.writelines(line + "\n" for line in writer.emit(u, labels, shown, src, rows, opts))
             elif u.words:
-                collected.append(Utterance(u.uttid, opts.corpus_words(u.words, labels), labels))
+                collected.append(opts.corpus_utterance(u, labels, shown))  # the words as given
     stats.dropped_tokens = dropped[0]
     if not streamed:
         write(collected, out, fmt, inv, overwrite, inputs)  # type: ignore[arg-type]

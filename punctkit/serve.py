@@ -19,8 +19,12 @@ never on the event loop; the labels are split back per request. Each utterance i
 stream and its windows are decoded independently, so batching never changes a label
 (a plain-text body is one stream, as `punctuate` reads it). Long inputs go through
 `Punctuator.label_utterances`, which decodes in bounded chunks: no input comes back
-unpunctuated. Errors are JSON, `{"error": "one line"}`: 400 for input that cannot be read,
-413 for a body over `max_body`, 429 over the per-client rate limit (off by default).
+unpunctuated. Errors are JSON, `{"error": "one line"}`: 400 for input that cannot be read
+(aiohttp's own parser errors too: `JsonRequestHandler`), 403 for a Host (or Origin) not allowed
+(`HostCheck`, against DNS rebinding), 413 for a body over `max_body`, 429 over the per-client rate
+limit (off by default), 503 with Retry-After past the admission limit (`Admission`: requests and body
+bytes in flight, refused before their body is read). aiohttp's own log lines go to the service's log,
+one line each (`route_framework_logs`). `GET /model` names no absolute path (`card_paths`).
 With a package that has an ONNX graph, the `auto` backend runs it and torch is never
 imported (`/health` says `torch_loaded`).
 """
@@ -29,7 +33,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import ipaddress
 import json
+import logging
 import re
 import signal
 import sys
@@ -37,11 +43,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Awaitable, Callable
+from typing import IO, TYPE_CHECKING, Any, Awaitable, Callable, Iterator
+from urllib.parse import urlsplit
 
 from aiohttp import WSMsgType, web
+from aiohttp.http import HttpProcessingError
+from aiohttp.web import RequestHandler
 
-from punctkit.data.formats import AsrUtterance, Format, TextInput, Utterance, detect_for, get_format, names, write
+from punctkit.data.formats import AsrUtterance, Format, TextInput, detect_for, get_format, names, write
 from punctkit.data.formats.base import OutputOptions
 from punctkit.data.labels import default_substitution
 from punctkit.data.tokenize import Casing
@@ -49,6 +58,7 @@ from punctkit.decode.lookahead import parse_lookahead
 from punctkit.infer.ensemble import load_model
 from punctkit.files import PunctkitError, check_not_input, decode_lines, parse_json
 from punctkit.infer.pipeline import Fixed, UnitRenderer, input_fixed
+from punctkit.package import card_paths
 from punctkit.punctuator import OUTPUT_FORMATS, Punctuator
 
 if TYPE_CHECKING:
@@ -64,6 +74,10 @@ MEDIA = {"jsonl": "application/x-ndjson", "timed-json": "application/x-ndjson", 
          "vtt": "text/vtt"}
 INLINE_BYTES = 16_384  # bodies read and written on the event loop (larger: in a thread)
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")  # always accepted in Host (and any loopback address)
+ADMITTED = ("/punctuate", "/stream")  # the routes that take memory and model time: counted by `Admission`
+RETRY_AFTER = "1"  # seconds, on a 503 past the admission limit
+FRAMEWORK_LOGGERS = ("aiohttp", "asyncio")  # their records become one line each of the service's log
 Inputs = list[tuple[list[str], "Fixed | None"]]  # what the model labels: (words, fixed marks) per stream
 
 
@@ -79,17 +93,20 @@ class ServeOptions:
     batch_wait_ms: float = 5.0
     rate_limit: float | None = None  # requests per second per client; None: off
     log: Path | None = None          # None: stderr
+    max_queue: int = 64              # requests in flight (read, queued or labelled; open websockets); 503 beyond
+    max_queue_bytes: int = 4_000_000  # their body bytes (declared; else --max-body each); 503 beyond
+    allow_hosts: tuple[str, ...] = ()  # Host names accepted besides loopback and --host ('*': any)
 
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmg]i?b?|b)?\s*", re.I)
 _UNITS = {"": 1, "b": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
 
 
-def parse_size(spec: str) -> int:
+def parse_size(spec: str, option: str = "--max-body") -> int:
     """Bytes of a size such as `1MB`, `512KB`, `64KiB` or `1000000` (K, M, G: powers of 1000; Ki, Mi, Gi: of 1024)."""
     m = _SIZE.fullmatch(spec)
     if not m or float(m.group(1)) <= 0:
-        raise PunctkitError(f"--max-body: expected a size such as 1MB, 512KB or 1000000, got '{spec}'")
+        raise PunctkitError(f"{option}: expected a size such as 1MB, 512KB or 1000000, got {printable(repr(spec))}")
     unit = (m.group(2) or "").lower().rstrip("b")
     return int(float(m.group(1)) * _UNITS[unit])
 
@@ -102,6 +119,243 @@ def parse_rate(spec: str | None) -> float | None:
     if not m or float(m.group(1)) <= 0:
         raise PunctkitError(f"--rate-limit: expected requests per second per client, e.g. 10 or 10/s, got '{spec}'")
     return float(m.group(1))
+
+
+def host_name(value: str) -> str | None:
+    """The name in a Host header value (or an --allow-host): lowercase, without its port, the brackets
+    of an IPv6 address or a final dot; None when it is not a host name at all."""
+    v = value.strip().lower()
+    if v.startswith("["):
+        name, close, rest = v[1:].partition("]")
+        if not close or (rest and not re.fullmatch(r":\d{1,5}", rest)):
+            return None
+    elif v.count(":") > 1:  # an IPv6 address without brackets (as --host takes it)
+        name = v
+    else:
+        name, colon, port = v.partition(":")
+        if colon and not re.fullmatch(r"\d{1,5}", port):
+            return None
+    name = name.rstrip(".") if name not in (".", "") else ""
+    if not name or not re.fullmatch(r"[a-z0-9._~%!$&'()*+,;=:-]+", name):
+        return None
+    with contextlib.suppress(ValueError):
+        return ipaddress.ip_address(name).compressed  # one spelling of an address
+    return name
+
+
+def parse_hosts(specs: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """The names of `--allow-host` options (`*`: any name); a one-line error for one that is no host name."""
+    out = []
+    for spec in specs:
+        name = "*" if spec.strip() == "*" else host_name(spec)
+        if name is None:
+            raise PunctkitError(f"--allow-host: expected a host name such as myhost.lan, 10.0.0.5 or *, "
+                                f"got {printable(repr(spec))}")
+        out.append(name)
+    return tuple(out)
+
+
+class HostCheck:
+    """Which Host (and Origin) a request may name: against DNS rebinding, where a web page the user visits
+    names its own host for the loopback address, and against pages of other sites that open a
+    websocket (or post) to the service. Accepted: loopback names and addresses (`localhost`,
+    `127.0.0.1`, `[::1]`, any port), the address the server listens on (`--host`) and `--allow-host`
+    names (`*`: any). A request without Host (HTTP/1.0; no browser sends one) is accepted; an Origin
+    header, when present, must name an accepted host too."""
+
+    def __init__(self, listen_host: str, allowed: tuple[str, ...] = ()):
+        self.names = {*LOOPBACK_NAMES, *allowed}
+        if (h := host_name(listen_host)) is not None:
+            self.names.add(h)
+        self.any = "*" in self.names
+
+    def accepts(self, name: str | None) -> bool:
+        """Whether a host name (`host_name`'s form) is accepted."""
+        if self.any:
+            return True
+        if name is None:
+            return False
+        if name in self.names:
+            return True
+        with contextlib.suppress(ValueError):
+            return ipaddress.ip_address(name).is_loopback
+        return False
+
+    def refusal(self, request: web.BaseRequest) -> str | None:
+        """Why the request's Host or Origin is not accepted; None when both are."""
+        host = request.headers.get("Host")
+        if host is not None and not self.accepts(host_name(host)):
+            return f"host {printable(repr(host[:100]))} is not allowed (a guard against DNS rebinding); " \
+                   f"accepted: {self.shown()}; name others with --allow-host"
+        origin = request.headers.get("Origin")
+        if origin is not None:
+            try:
+                name = host_name(urlsplit(origin).netloc) if "://" in origin else None
+            except ValueError:
+                name = None
+            if not self.accepts(name):
+                return f"origin {printable(repr(origin[:100]))} is not allowed (a page of another site); " \
+                       f"accepted hosts: {self.shown()}; name others with --allow-host"
+        return None
+
+    def shown(self) -> str:
+        """The accepted names, for messages."""
+        return ", ".join(f"[{n}]" if ":" in n else n for n in sorted(self.names))
+
+
+@dataclass
+class Admission:
+    """The requests in flight (a POST /punctuate read, queued or labelled; an open /stream websocket) and
+    their body bytes: past `max_requests` or `max_bytes`, a request is refused (503) before its body is
+    read, so the memory of a flood is bounded (a body read into words takes about 100 times its bytes
+    until it is answered). One request is always admitted when none is in flight. A body's bytes are
+    its declared Content-Length, or `max_body` when it has none (chunked) or is compressed (its decoded
+    size is what is held). A websocket counts as a request of no bytes: it holds one message (at most
+    `max_body`) at a time, and messages are labelled one at a time on the model's thread."""
+
+    max_requests: int
+    max_bytes: int
+    max_body: int
+    requests: int = 0
+    bytes: int = 0
+    refused: int = 0
+
+    def size(self, request: web.BaseRequest) -> int:
+        """The bytes a request holds in flight (at most `max_body`: larger ones are 413s)."""
+        if request.path == "/stream":
+            return 0
+        n = request.content_length
+        if n is None or request.headers.get("Content-Encoding", "identity").lower() != "identity":
+            return self.max_body
+        return min(n, self.max_body)
+
+    @contextlib.contextmanager
+    def slot(self, size: int) -> Iterator[bool]:
+        """Whether a request of `size` bytes is admitted; the slot is given back on leaving."""
+        if self.requests and (self.requests >= self.max_requests or self.bytes + size > self.max_bytes):
+            self.refused += 1
+            yield False
+            return
+        self.requests += 1
+        self.bytes += size
+        try:
+            yield True
+        finally:
+            self.requests -= 1
+            self.bytes -= size
+
+
+def printable(text: str) -> str:
+    """`text` on one line with nothing a terminal acts on: control and format characters (ESC, BEL,
+    backspace, newlines, bidi controls) written as escapes (`\\x1b`)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") if ord(c) < 0x10000
+                   else f"\\U{ord(c):08x}" for c in text)
+
+
+def framework_message(exc: BaseException | None, message: str | None, status: int) -> str:
+    """One line for an error aiohttp found itself (`Invalid header token:\\n\\n  b'x'\\n   ^`: the
+    caret lines dropped, the rest joined)."""
+    if isinstance(exc, web.RequestPayloadError):  # a body aiohttp could not read: its parser's error inside
+        cause = exc.__cause__
+        exc = cause if isinstance(cause, HttpProcessingError) else None
+        message = message or re.sub(r"^\d{3}, message:\s*", "", str(cause or ""))
+    if isinstance(exc, HttpProcessingError):
+        message = exc.message if isinstance(exc.message, str) else str(exc.message)
+    if status == 500 and exc is not None and not isinstance(exc, HttpProcessingError):
+        return internal_error(exc) if isinstance(exc, Exception) else f"internal error: {type(exc).__name__}"
+    if status == 504:
+        return "request: timed out"
+    lines = [ln.strip() for ln in (message or "").splitlines() if ln.strip() and set(ln.strip()) != {"^"}]
+    text = " ".join(lines)[:300] or f"HTTP {status}"
+    return f"bad request: {text}" if status == 400 else text
+
+
+class JsonRequestHandler(RequestHandler):
+    """aiohttp's connection handler, whose own error answers (a request line, header or chunk its parser
+    refuses, before any route or middleware runs) are JSON one-liners like every other error, logged
+    as one line of the service's log (`service`, set by `handler_class`) with no traceback."""
+
+    service: "Service"
+
+    def handle_error(self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        text = framework_message(exc, message, status)
+        self.service.requests += 1
+        parsed = not isinstance(exc, HttpProcessingError)  # else the request line was never read
+        method, path = (printable(request.method), printable(request.path_qs)) if parsed else ("-", "-")
+        self.service.log(f"{request.remote} {method} {path} {status} 0 words 0.0 ms: {printable(text)}")
+        if request.writer.output_size > 0:  # part of an answer went out: the connection is closed
+            raise ConnectionError("response already started; cannot send the error")
+        resp = error(status, text)
+        resp.force_close()
+        return resp
+
+
+def handler_class(service: "Service") -> type[JsonRequestHandler]:
+    """The `JsonRequestHandler` of one service."""
+    return type("ServiceRequestHandler", (JsonRequestHandler,), {"service": service})
+
+
+class JsonServer(web.Server):
+    """aiohttp's low-level server, making `handler` connection handlers (`JsonRequestHandler`)."""
+
+    handler: type[RequestHandler] = RequestHandler
+
+    def __call__(self) -> RequestHandler:  # as web.Server.__call__ (its loop and handler options), another class
+        return self.handler(self, loop=self._loop, **self._kwargs)
+
+
+class ServiceRunner(web.AppRunner):
+    """`web.AppRunner` whose connections are handled by the service's `JsonRequestHandler`."""
+
+    def __init__(self, app: web.Application, handler: type[RequestHandler], **kwargs: Any):
+        super().__init__(app, **kwargs)
+        self.handler = handler
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        server.__class__ = type("ServiceServer", (JsonServer,), {"handler": self.handler})
+        return server
+
+
+class LogLines(logging.Handler):
+    """aiohttp's and asyncio's log records as one line each of the service's log: the message and, for
+    an exception, its type and first line (never a traceback)."""
+
+    def __init__(self, service: "Service"):
+        super().__init__(logging.WARNING)
+        self.service = service
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            line = f"{record.name}: {record.getMessage()}"
+            if record.exc_info and record.exc_info[1] is not None:
+                exc = record.exc_info[1]
+                first = (str(exc).strip().splitlines() or [""])[0][:200]
+                line += f": {type(exc).__name__}: {first}"
+            self.service.log(printable(" ".join(line.split())))
+
+
+@contextlib.contextmanager
+def route_framework_logs(service: "Service") -> Iterator[None]:
+    """While serving, aiohttp's and asyncio's loggers write to the service's log only (one line a record,
+    `LogLines`), never a traceback to standard error."""
+    handler = LogLines(service)
+    saved = []
+    for name in FRAMEWORK_LOGGERS:
+        logger = logging.getLogger(name)
+        saved.append((logger, logger.propagate, logger.level))
+        logger.addHandler(handler)
+        logger.propagate = False
+        if logger.level == logging.NOTSET or logger.level < logging.WARNING:
+            logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, propagate, level in saved:
+            logger.removeHandler(handler)
+            logger.propagate = propagate
+            logger.setLevel(level)
 
 
 # ------------------------------------------------------------------ reading, labelling, writing (no HTTP)
@@ -226,7 +480,7 @@ def render(punct: Punctuator, parsed: Parsed, labels: list[list[str]], fmt: Form
     if fmt.emit is not None:
         return "".join(line + "\n" for u, lab, shown in units
                        for line in fmt.emit(u, lab, shown, REQUEST, None, opts))
-    utts = [Utterance(u.uttid, opts.corpus_words(u.words, lab), lab) for u, lab, _ in units if u.words]
+    utts = [opts.corpus_utterance(u, lab, shown) for u, lab, shown in units if u.words]  # the words as given
     out = io.StringIO()
     write(utts, out, fmt.name, punct.inventory)
     return out.getvalue()
@@ -274,10 +528,14 @@ class Service:
     queue: asyncio.Queue | None = None
     pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, "punctkit-model"))
     limiter: RateLimit | None = None
+    hosts: HostCheck = field(init=False)
+    admission: Admission = field(init=False)
 
     def __post_init__(self) -> None:
         if self.opts.rate_limit:
             self.limiter = RateLimit(self.opts.rate_limit)
+        self.hosts = HostCheck(self.opts.host, self.opts.allow_hosts)
+        self.admission = Admission(self.opts.max_queue, self.opts.max_queue_bytes, self.opts.max_body)
 
     # --- batching
     async def label(self, inputs: Inputs) -> list[list[str]]:
@@ -404,36 +662,63 @@ class Service:
             "status": "ok", "model": self.punct.card.get("name") or self.model_path.stem,
             "model_file": self.model_path.name, "backend": self.punct.backend,
             "uptime_s": round(time.time() - self.started, 3), "requests": self.requests, "words": self.words,
-            "batches": self.batches, "torch_loaded": "torch" in sys.modules})
+            "batches": self.batches, "torch_loaded": "torch" in sys.modules,
+            "in_flight": self.admission.requests, "refused_busy": self.admission.refused})
 
     async def model(self, request: web.Request) -> web.Response:
-        """GET /model: the package's card."""
-        return web.json_response(self.punct.card)
+        """GET /model: the package's card, naming no absolute path (`card_paths`: a card packed before
+        they were kept out of cards may hold the packing machine's)."""
+        return web.json_response(card_paths(self.punct.card))
 
-    # --- every request: rate limit, JSON errors, one log line
+    # --- every request: host check, rate limit, admission, JSON errors, one log line
     @web.middleware
     async def middleware(self, request: web.Request,
                          handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
         t0 = time.perf_counter()
         try:
-            if self.limiter and request.path != "/health" and not self.limiter.allow(request.remote or "",
-                                                                                     time.monotonic()):
-                resp: web.StreamResponse = error(429, f"rate limit: at most {self.opts.rate_limit:g} requests "
-                                                      f"a second per client; retry later",
-                                                 {"Retry-After": "1"})
-            else:
-                resp = await handler(request)
+            resp = await self.guarded(request, handler)
         except PunctkitError as e:
             resp = error(400, str(e))
+        except (HttpProcessingError, web.RequestPayloadError) as e:  # a body aiohttp's parser refused as it
+            resp = error(400, framework_message(e, None, 400))        # was read (bad chunks, bad gzip)
+            resp.force_close()
         except web.HTTPException as e:
             resp = error(e.status, e.text if e.status != 413 else
-                         f"{REQUEST}: body over the limit of {self.opts.max_body} bytes (--max-body)")
+                         f"{REQUEST}: body over the limit of {self.opts.max_body} bytes (--max-body)",
+                         {"Allow": e.headers["Allow"]} if "Allow" in e.headers else None)
         except Exception as e:  # noqa: BLE001 (a bug: answered, logged, the server goes on)
             resp = error(500, internal_error(e))
         self.requests += 1
-        self.log(f"{request.remote} {request.method} {request.path_qs} {resp.status} "
+        self.log(f"{request.remote} {request.method} {printable(request.path_qs)} {resp.status} "
                  f"{request.get('words', 0)} words {1000 * (time.perf_counter() - t0):.1f} ms")
         return resp
+
+    async def guarded(self, request: web.Request,
+                      handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+        """The handler's answer, unless the Host is not accepted (403), the client is over its rate (429)
+        or the server is full (503, before the body is read)."""
+        refused = self.hosts.refusal(request)
+        if refused:
+            resp = error(403, refused)
+            resp.force_close()
+            return resp
+        if self.limiter and request.path != "/health" and not self.limiter.allow(request.remote or "",
+                                                                                 time.monotonic()):
+            return error(429, f"rate limit: at most {self.opts.rate_limit:g} requests a second per client; "
+                              f"retry later", {"Retry-After": "1"})
+        if request.path not in ADMITTED:
+            return await handler(request)
+        if request.content_length is not None and request.content_length > self.opts.max_body:
+            raise web.HTTPRequestEntityTooLarge(max_size=self.opts.max_body, actual_size=request.content_length)
+        with self.admission.slot(self.admission.size(request)) as admitted:
+            if not admitted:
+                resp = error(503, f"server busy: {self.admission.requests} requests "
+                                  f"({self.admission.bytes} body bytes) in flight, the limit of --max-queue "
+                                  f"{self.opts.max_queue} / --max-queue-bytes {self.opts.max_queue_bytes}; "
+                                  f"retry later", {"Retry-After": RETRY_AFTER})
+                resp.force_close()  # the body is not read; the connection ends with the answer
+                return resp
+            return await handler(request)
 
     def log(self, line: str) -> None:
         """One line of the log, stamped (UTC)."""
@@ -514,7 +799,7 @@ async def run_service(service: Service) -> None:
     loop = asyncio.get_running_loop()
     service.queue = asyncio.Queue()
     batcher = asyncio.create_task(service.batcher())
-    runner = web.AppRunner(make_app(service), access_log=None, handle_signals=False)
+    runner = ServiceRunner(make_app(service), handler_class(service), access_log=None, handle_signals=False)
     await runner.setup()
     opts = service.opts
     try:
@@ -548,4 +833,5 @@ def serve(model: str | Path, opts: ServeOptions, threads: int = 0, backend: str 
         log = sys.stderr if opts.log is None else stack.enter_context(open(opts.log, "a", encoding="utf-8"))
         service = Service(punct, opts, model, log)
         stack.callback(service.pool.shutdown)
+        stack.enter_context(route_framework_logs(service))
         asyncio.run(run_service(service))

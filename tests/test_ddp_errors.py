@@ -37,7 +37,11 @@ def train_cmd(train_dir: Path, exp: Path, nproc: int, debug: bool = False) -> su
 
 
 def test_a_child_s_user_error_is_the_one_line_of_a_single_process_run(tmp_path):
-    missing = tmp_path / "no_such_data"
+    # a data dir that only reading it finds wrong, in the child (a missing one is refused before any process)
+    missing = tmp_path / "bad_data"
+    missing.mkdir()
+    (missing / "text").write_text("u1 a b c\n")
+    (missing / "labels").write_text("u1 O O\n")
     one = train_cmd(missing, tmp_path / "exp1", 1)
     two = train_cmd(missing, tmp_path / "exp2", 2)
     assert one.returncode == two.returncode == 1, two.stderr

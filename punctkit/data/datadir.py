@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from punctkit.data.labels import LabelSet, get_inventory, inventory_for
+from punctkit.data.tokenize import split_words
 from punctkit.data.utterance import Utterance, is_one_word
 from punctkit.files import OutputDir, PunctkitError, check_output_dir, iter_lines, output_dir, where
 
@@ -81,7 +82,7 @@ def read_data_dir(path: str | Path, inventory: LabelSet | None = None, need_labe
     utts = []
     lines = {k: i for i, k in enumerate(labels or {}, 1)}
     for uttid, words in text.items():
-        ws = words.split()
+        ws = split_words(words)  # a word's no-break space is the word's (punctuate writes `10\u00a0km`)
         if labels is None:
             utts.append(Utterance(uttid, ws, []))
             continue

@@ -233,7 +233,8 @@ def detokenize(words: list[str], labels: list[str], capitalize: bool = True, sen
 # ---------------------------------------------------------------- pass-through text (punctuate)
 #
 # `punctkit punctuate` writes back the words it was given. Its input is split on
-# whitespace; a token made of marks only (`,` `...` `--`) gives its mark to the
+# white space other than the spaces that hold a word together (`split_words`: no-break
+# spaces, `10\u00a0km`, and the ideographic space); a token made of marks only (`,` `...` `--`) gives its mark to the
 # token before; any other token is a word, written back as it came: leading
 # quotes/brackets, the word itself, then closing quotes/brackets, with only the
 # marks at its end (`,.?!;:…`) replaced by the label's. The model reads one word
@@ -241,13 +242,47 @@ def detokenize(words: list[str], labels: list[str], capitalize: bool = True, sen
 # or, when it finds none or several (a URL, an e-mail address, an emoji), the
 # token itself lower-cased, which a word vocabulary reads as `<unk>`.
 
+# Spaces that hold a word together: no-break (U+00A0; U+2007 figure space; U+202F narrow no-break, as
+# in `100\u202f%`) and the ideographic space U+3000. Every other white space (str.split's) separates
+# words; a token holding one of these is one word, given back as it came.
+JOINING_SPACES = "\u00a0\u2007\u202f\u3000"
+_SEPARATOR = re.compile(f"[^\\S{JOINING_SPACES}]+")
+_EDGES = re.compile(f"^[^\\S{JOINING_SPACES}]+|[^\\S{JOINING_SPACES}]+$")
+_LEAD = re.compile(f"^[^\\S{JOINING_SPACES}]+")
+_JOINING = re.compile(f"[{JOINING_SPACES}]")
+
+
+def split_words(text: str, maxsplit: int = -1) -> list[str]:
+    """The input words of `text`: split as `str.split()` splits, but never at a space that holds a word
+    together (JOINING_SPACES: `10\u00a0km` is one word); with `maxsplit`, at most that many splits (the
+    rest as it is, as str.split gives it); a token of such spaces only is no word. The one splitter of
+    punctuate's readers."""
+    if _JOINING.search(text) is None:
+        return text.split(None, maxsplit)
+    text = _EDGES.sub("", text) if maxsplit < 0 else _LEAD.sub("", text)
+    if not text:
+        return []
+    if maxsplit == 0:
+        return [text]
+    out = _SEPARATOR.split(text, maxsplit=max(maxsplit, 0))  # re: 0 splits everywhere
+    if maxsplit < 0:
+        return [t for t in out if not t.isspace()]
+    return out[:-1] if not out[-1] else out  # nothing after the last split: no word
+
+
+def strip_space(text: str) -> str:
+    """`text` without the separating white space at its ends (`str.strip()`, keeping JOINING_SPACES; but
+    white space only is nothing)."""
+    return text.strip() if _JOINING.search(text) is None or text.isspace() else _EDGES.sub("", text)
+
+
 OPENERS = "\"'“‘„«‹([{¿¡"
 CLOSERS = "\"'”’»›)]}"
 TRAILING_MARKS = ",.?!;:…"
 # Letters with inner periods (`ph.d`, `u.s.a`): the period after them is theirs too.
 _DOTTED = re.compile(r"[^\W\d_]{1,3}(?:\.[^\W\d_]{1,3})+")
-# A word whose case punctuate may change: letters, with inner ' . - (`don't`, `u.s.`, `e-mail`, `'s`).
-_RECASABLE = re.compile(r"['’]?[^\W\d_]+(?:['’.\-][^\W\d_]+)*\.?")
+# A word whose case punctuate may change: letters, with inner ' . - & (`don't`, `u.s.`, `e-mail`, `'s`, `q&a`).
+_RECASABLE = re.compile(r"['’]?[^\W\d_]+(?:['’.\-&][^\W\d_]+)*\.?")
 
 
 @dataclass(frozen=True)
@@ -360,6 +395,29 @@ def _shown_mark(w: Written, mark: str, keep: bool) -> str:
     if w.core.endswith(".") and not w.close[:w.at] and text.startswith("."):
         return text[1:]  # `u.s.` + PERIOD -> `u.s.`; `(u.s.)` + PERIOD -> `(u.s.).`
     return text
+
+
+def unmarked(w: Written, shown: str) -> str:
+    """`w` as the input gave it, without the marks at its end (an output gives its mark elsewhere: the
+    label column of twocol, its own token), its core in the case `shown` (`Renderer.show`'s text of
+    `w`) shows it in: lead, core, closing quotes and brackets (`"Hello"` for `"hello,"` shown
+    `"Hello."`); anything else as it came."""
+    tail = w.close[w.at:]
+    if not (shown.startswith(w.lead) and shown.endswith(tail)) or len(shown) < len(w.lead) + len(tail):
+        return as_written(w)
+    mid = shown[len(w.lead):len(shown) - len(tail)]  # the core as shown + close[:at] + the mark's text
+    fold = w.core.casefold()
+    for k in dict.fromkeys((len(w.core), *range(len(mid), -1, -1))):  # the core's own length first
+        core, rest = mid[:k], mid[k:]
+        if (core.casefold() == fold and rest.startswith(w.close[:w.at])
+                and all(c in TRAILING_MARKS or c == "-" for c in rest[w.at:])):
+            return w.lead + core + w.close
+    return as_written(w)
+
+
+def as_written(w: Written) -> str:
+    """`w` as the input gave it, without the marks at its end (`unmarked` with its own case)."""
+    return w.lead + w.core + w.close
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import kaldiio
 import numpy as np
 
 from punctkit.files import write_lines
+from punctkit.files.outputs import replace_mode
 
 
 class ArkWriter:
@@ -43,8 +44,6 @@ class ArkWriter:
         if exc_type is not None:
             Path(self.tmp).unlink(missing_ok=True)
             return
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(self.tmp, 0o666 & ~umask)  # mkstemp makes it private; an archive is as readable as any file
+        replace_mode(self.tmp, self.ark)  # mkstemp makes it private: a replaced archive's mode, else the umask's
         os.replace(self.tmp, self.ark)
         write_lines(self.scp, self.lines)

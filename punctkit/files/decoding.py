@@ -1,19 +1,30 @@
-"""Text decoding: the one decoder of text input (files, stdin, HTTP bodies), its codecs and BOMs,
-and the bounded samples format detection reads."""
+"""Text decoding: the one decoder of text input (files, stdin, pipes, HTTP bodies), its codecs and BOMs,
+and the bounded samples format detection reads.
+
+Limits: a line holds at most MAX_LINE_BYTES bytes (so a word does too); a longer one, such as the
+endless "line" of /dev/zero or of a sparse file of NUL bytes, is a one-line error naming the input and
+the line once that many bytes are read, never read into memory whole. Inputs are read a line at a time.
+
+Inputs that can be read only once (standard input, a FIFO, a pipe such as `<(zcat x.gz)` or
+/dev/stdin, a device such as /dev/urandom) are opened once: format detection reads their head
+(`peek_input`), which their reader then gets first, followed by the rest of the same stream.
+"""
 from __future__ import annotations
 
 import codecs
 import itertools
 import os
-import sys
+import stat
 from typing import BinaryIO, Iterator
 
 from punctkit.files.errors import PunctkitError, require_file
+from punctkit.files.streams import stdin_buffer
 
 # Byte-order marks, UTF-32 first (its little-endian BOM starts with UTF-16's).
 BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
         (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
-_stdin_head = bytearray()  # bytes read ahead from stdin (format detection); the next reader gets them first
+MAX_LINE_BYTES = 1 << 25  # 32 MiB: the longest line (and word) of any text input; a day's Whisper JSON on
+# one line is about 30 MiB, a 5 MB word fits
 
 
 ENCODING_OPTION = "--encoding"  # how a command is given an encoding (the server: a request's charset)
@@ -86,16 +97,31 @@ def _stream_head(stream: BinaryIO, head: bytes) -> bytes:
     return head
 
 
-def _byte_lines(stream: BinaryIO, head: bytes) -> Iterator[bytes]:
-    """The lines of `head` followed by the rest of `stream`, each with its newline."""
-    buf = head
+def _too_long(name: str, lineno: int, unit: str = "bytes") -> PunctkitError:
+    return PunctkitError(f"{name}:{lineno}: line longer than {MAX_LINE_BYTES >> 20} MiB ({MAX_LINE_BYTES} {unit}, "
+                         f"the limit of a line and of a word); break the input into lines (is it text? a device or "
+                         f"a file of NUL bytes has no line ends)")
+
+
+def _byte_lines(stream: BinaryIO, head: bytes, name: str) -> Iterator[bytes]:
+    """The lines of `head` followed by the rest of `stream`, each with its newline; a line longer
+    than MAX_LINE_BYTES is an error naming `name` and the line, after reading no more than that."""
+    buf, n = head, 0
     while b"\n" in buf:
         line, _, buf = buf.partition(b"\n")
+        n += 1
+        if len(line) > MAX_LINE_BYTES:
+            raise _too_long(name, n)
         yield line + b"\n"
-    buf += stream.readline()
-    if buf:
-        yield buf
-    yield from stream
+    while True:
+        more = stream.readline(MAX_LINE_BYTES + 1 - len(buf)) if len(buf) <= MAX_LINE_BYTES else b""
+        line, buf = (buf + more if buf else more), b""
+        if not line:
+            return
+        n += 1
+        if len(line) > MAX_LINE_BYTES and not (len(line) == MAX_LINE_BYTES + 1 and line.endswith(b"\n")):
+            raise _too_long(name, n)
+        yield line
 
 
 def _strip_eol(text: str) -> str:
@@ -119,7 +145,7 @@ def decode_lines(stream: BinaryIO, name: str, encoding: str | None = None,
         yield from _wide_lines(stream, name, codec, head, skip, first, last, option)
         return
     offset, last = skip, 1 << 62 if last is None else last
-    for i, raw in enumerate(_byte_lines(stream, head[skip:]), 1):
+    for i, raw in enumerate(_byte_lines(stream, head[skip:], name), 1):
         if i >= first:
             if i > last:
                 return
@@ -133,31 +159,46 @@ def decode_lines(stream: BinaryIO, name: str, encoding: str | None = None,
 def _wide_lines(stream: BinaryIO, name: str, codec: str, head: bytes, skip: int, first: int,
                 last: int | None, option: str) -> Iterator[tuple[int, str]]:
     """`decode_lines` for codecs whose newline is not the byte 0x0a (UTF-16, UTF-32); the lines before
-    bytes that do not decode come out before the error, as they do from `decode_lines`."""
+    bytes that do not decode come out before the error, as they do from `decode_lines`. A line is
+    bounded as there: MAX_LINE_BYTES bytes of input."""
     dec = codecs.getincrementaldecoder(codec)("strict")
-    i, buf, fed = 0, "", skip
+    limit = MAX_LINE_BYTES // len("\n".encode(codec))  # in characters
+    i, fed = 0, skip
+    pending: list[str] = []  # the pieces of the line not ended yet
+    size = 0                 # their characters
     failed: tuple[UnicodeError, int] | None = None  # the error, and where its object starts
     chunks = itertools.chain([head[skip:]], iter(lambda: stream.read1(1 << 16), b""), [b""])
     for chunk in chunks:
-        pending = len(dec.getstate()[0])
+        held = len(dec.getstate()[0])
         try:
-            buf += dec.decode(chunk, final=not chunk)
+            text = dec.decode(chunk, final=not chunk)
         except UnicodeError as e:
-            failed = e, fed - pending
-            if isinstance(e, UnicodeDecodeError):
-                buf += e.object[:e.start].decode(codec, "replace")  # the text before the bad bytes
+            failed = e, fed - held
+            text = e.object[:e.start].decode(codec, "replace") if isinstance(e, UnicodeDecodeError) else ""
         fed += len(chunk)
-        *done, buf = buf.split("\n")
-        for text in done:
+        done: list[str] = []
+        if "\n" in text:
+            start, *rest = text.split("\n")
+            done = ["".join(pending) + start, *rest[:-1]]
+            pending, size = [rest[-1]], len(rest[-1])
+        elif text:
+            pending.append(text)
+            size += len(text)
+        for line in done:
             i += 1
+            if len(line) > limit:
+                raise _too_long(name, i, f"bytes of {codec}")
             if last is not None and i > last:
                 return
             if i >= first:
-                yield i, _strip_eol(text)
+                yield i, _strip_eol(line)
+        if size > limit:
+            raise _too_long(name, i + 1, f"bytes of {codec}")
         if failed is not None:
             if last is not None and i + 1 > last:
                 return  # the bad bytes are past the lines asked for, which `decode_lines` never decodes
             raise _decode_error(name, i + 1, failed[1], failed[0], codec, option)
+    buf = "".join(pending)
     if buf and i + 1 >= first and (last is None or i + 1 <= last):
         yield i + 1, _strip_eol(buf)
 
@@ -170,6 +211,9 @@ def iter_lines(path: str | os.PathLike, lines: tuple[int, int] | None = None,
     not decode are an error naming file, line and byte offset (see `decode_lines`).
     `lines=(first, last)` keeps only that inclusive range of line numbers.
     """
+    if is_stream(path):  # a FIFO, a pipe, a device: read once, after the head detection read
+        yield from _stream_lines(path, encoding, lines)
+        return
     p = require_file(path)
     with open(p, "rb") as f:
         yield from decode_lines(f, str(p), encoding, lines)
@@ -177,16 +221,92 @@ def iter_lines(path: str | os.PathLike, lines: tuple[int, int] | None = None,
 
 def stdin_lines(encoding: str | None = None) -> Iterator[tuple[int, str]]:
     """`iter_lines` of standard input (its bytes, with the same decoder)."""
-    head = bytes(_stdin_head)
-    _stdin_head.clear()
-    yield from decode_lines(sys.stdin.buffer, "stdin", encoding, None, head)
+    yield from _stream_lines("-", encoding, None)
 
 
 def peek_stdin(limit: int) -> bytes:
     """Up to `limit` bytes from the start of standard input; `stdin_lines` reads them again."""
-    if len(_stdin_head) < limit:
-        _stdin_head.extend(sys.stdin.buffer.read(limit - len(_stdin_head)))
-    return bytes(_stdin_head[:limit])
+    return peek_input("-", limit)
+
+
+class _Once:
+    """An input that can be read only once, opened once: its file and the head read ahead of its reader."""
+
+    def __init__(self, file: BinaryIO, name: str, key: object = "-", device: bool = False) -> None:
+        self.file = file
+        self.name = name
+        self.key = key
+        self.device = device  # a character device (/dev/zero, a terminal): opened anew for the next read
+        self.head = bytearray()
+        self.taken = False  # a reader has had it
+
+
+_once: dict[object, _Once] = {}  # by (device, inode) of the path, held open; "-": standard input
+
+
+def is_stream(path: str | os.PathLike) -> bool:
+    """Whether `path` is standard input (`-`) or a file that can be read only once, from its start to
+    its end: a FIFO, a pipe (`<(zcat x.gz)`, /dev/stdin), a character device (/dev/urandom), a socket."""
+    if str(path) == "-":
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def _once_input(path: str | os.PathLike) -> _Once:
+    """The one open file of a stream input (`is_stream`); standard input's as it is now (a test runner
+    swaps it)."""
+    if str(path) == "-":
+        buf = stdin_buffer()
+        entry = _once.get("-")
+        if entry is None or entry.file is not buf:
+            entry = _once["-"] = _Once(buf, "stdin")
+        return entry
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino, st.st_rdev)  # held open, so never reused by another file
+    entry = _once.get(key)
+    if entry is None:  # a pipe stays open until the process ends: its key cannot be reused
+        entry = _once[key] = _Once(open(path, "rb"), str(path), key, stat.S_ISCHR(st.st_mode))  # noqa: SIM115
+    return entry
+
+
+def _read_once_error(entry: _Once) -> PunctkitError:
+    return PunctkitError(f"{entry.name}: a pipe or device can be read only once, and it has been read; "
+                         f"save it to a file and give that")
+
+
+def peek_input(path: str | os.PathLike, limit: int) -> bytes:
+    """Up to `limit` bytes from the start of a stream input (`is_stream`: stdin, a FIFO, a pipe, a device),
+    kept for its reader, which gets them first (`iter_lines`, `stdin_lines`)."""
+    entry = _once_input(path)
+    if entry.taken:
+        raise _read_once_error(entry)
+    while len(entry.head) < limit:
+        more = entry.file.read(limit - len(entry.head))
+        if not more:
+            break
+        entry.head += more
+    return bytes(entry.head[:limit])
+
+
+def _stream_lines(path: str | os.PathLike, encoding: str | None,
+                  lines: tuple[int, int] | None) -> Iterator[tuple[int, str]]:
+    """`decode_lines` of a stream input: its head first (`peek_input`), then the rest of the same stream."""
+    entry = _once_input(path)
+    if entry.taken:
+        raise _read_once_error(entry)
+    entry.taken = True
+    head = bytes(entry.head)
+    entry.head.clear()
+    try:
+        yield from decode_lines(entry.file, entry.name, encoding, lines, head)
+    finally:
+        if entry.device and _once.get(entry.key) is entry:  # a device gives as much again when reopened
+            del _once[entry.key]
+            entry.file.close()
 
 
 def sample_lines(path: str | os.PathLike, encoding: str | None = None, head_bytes: int = 1 << 16,
@@ -197,8 +317,8 @@ def sample_lines(path: str | os.PathLike, encoding: str | None = None, head_byte
     first `head_bytes` and `windows` evenly spaced slices. Stdin gives only its head (kept
     for its reader). Bytes that do not decode become U+FFFD here; the reader reports them.
     """
-    if str(path) == "-":
-        data = peek_stdin(head_bytes)
+    if is_stream(path):  # stdin, a FIFO, a pipe, a device: its head only (kept for its reader)
+        data = peek_input(path, head_bytes)
         return _slice_lines(data, encoding, True, len(data) < head_bytes)
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size

@@ -6,20 +6,31 @@ import math
 import os
 from pathlib import Path
 
-# Characters that end a line for str.splitlines and terminals, shown escaped inside messages.
-_LINE_BREAKS = {c: ascii(chr(c))[1:-1] for c in (0x0a, 0x0b, 0x0c, 0x0d, 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029)}
+# Characters shown escaped (`\x1b`, `\u202e`) inside messages: every C0 and C1 control and DEL (ESC, BEL,
+# backspace, CR, ... can move the cursor, rewrite the screen or set the clipboard), the line and paragraph
+# separators (str.splitlines ends a line there) and the bidirectional controls (they reorder what follows).
+_BIDI = (0x061c, 0x200e, 0x200f, *range(0x202a, 0x202f), *range(0x2066, 0x206a))
+_ESCAPED = {c: ascii(chr(c))[1:-1] for c in (*range(0x20), *range(0x7f, 0xa0), 0x2028, 0x2029, *_BIDI)}
+
+
+def shown(text: object) -> str:
+    """`text` as a message may quote it to a terminal: control characters, line separators and
+    bidirectional controls escaped as Python writes them (`\\x1b`, `\\x07`, `\\u2028`), the rest as is
+    (CJK, emoji and joiners stay readable). Idempotent: an escaped text is left as it is."""
+    return str(text).translate(_ESCAPED)
 
 
 class PunctkitError(Exception):
     """An error the user can fix; the CLI prints it as one line, without a traceback.
 
-    Line breaks inside the message (from quoted input) are escaped, so it stays one line.
+    Control characters inside the message (from quoted input: line breaks, ESC, BEL, backspace, bidi
+    controls) are escaped (`shown`), so it stays one line and cannot drive the terminal.
     """
 
     __module__ = "punctkit.files"  # the name tracebacks print (README; the DDP parent reads it)
 
     def __init__(self, message: object = "", *args: object) -> None:
-        super().__init__(str(message).translate(_LINE_BREAKS), *args)
+        super().__init__(shown(message), *args)
 
 
 def where(path: str | os.PathLike, lineno: int | None = None, utt: str | None = None) -> str:
@@ -58,5 +69,7 @@ def require_file(path: str | os.PathLike, what: str = "file") -> Path:
     if p.is_dir():
         raise PunctkitError(f"{p}: is a directory; give a {what} here")
     if not p.is_file():
+        if p.exists():  # a FIFO, a device: what is read line by line takes them (files.iter_lines)
+            raise PunctkitError(f"{p}: is not a regular file (a pipe or a device); give a {what} here")
         raise PunctkitError(f"{what} not found: {p}")
     return p

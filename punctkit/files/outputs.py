@@ -7,13 +7,15 @@ temporary file before the rename), so a later command knows a file at its output
 own: a file output (`punctuate -o`, `convert`, `decode --format text`) replaces an existing file
 only when punctkit wrote it, or with `--overwrite`. A copy (`cp`) or an edit that writes a new
 file drops the mark; where the file system keeps no user attributes, every existing file counts
-as the user's."""
+as the user's. A file replaced keeps its permissions (and its group where allowed: `replace_mode`),
+so a private 0600 output stays private; a new one gets the umask's default."""
 from __future__ import annotations
 
 import contextlib
 import errno
 import fnmatch
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import IO, Iterable, Iterator, Sequence
@@ -25,6 +27,24 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def replace_mode(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Give `tmp`, about to be renamed onto `path`, the permissions a replaced file keeps, as editors
+    do: an existing file's permission bits (`rwx` for user, group and others; a private 0600 transcript
+    stays private) and, where the file system allows it, its group; a new file gets the umask's default
+    (0666 less the umask; mkstemp makes 0600)."""
+    try:
+        st = os.stat(path)  # through a symbolic link: the file the user sees
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISREG(st.st_mode):
+        os.chmod(tmp, 0o666 & ~_umask())
+        return
+    if os.stat(tmp).st_gid != st.st_gid:
+        with contextlib.suppress(OSError):  # not a member of that group: ours
+            os.chown(tmp, -1, st.st_gid)
+    os.chmod(tmp, stat.S_IMODE(st.st_mode) & 0o777)
 
 
 @contextlib.contextmanager
@@ -49,7 +69,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     try:
         with open(tmp, mode, encoding=None if "b" in mode else encoding) as f:
             yield f
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs are ordinary files
+        replace_mode(tmp, p)  # the replaced file's mode (and group); a new file: the umask's default
         _mark_ours(tmp)
         os.replace(tmp, p)
     except BaseException as e:

@@ -57,14 +57,16 @@ def torch_model(pkg: Package, ngpu: int = 0, threads: int = 0, quantize: bool = 
     """The packed model rebuilt in torch (eval mode) and its device."""
     torch = import_torch()
 
-    from punctkit.expdir import load_plain, model_env, pick_device
-    from punctkit.models.registry import build_model
+    from punctkit.expdir import build_for, load_plain, pick_device
 
     if threads:
         torch.set_num_threads(int(threads))
 
     state = load_plain(io.BytesIO(pkg.weights), f"{pkg.path} (model.pt)")
-    model = build_model(pkg.conf["model"], **model_env(pkg.conf))
+    if not isinstance(state, dict):
+        raise PunctkitError(f"{pkg.path}: corrupt packed model (model.pt is not a state dict)")
+    model = build_for(pkg.conf, state, f"{pkg.path}: config.yaml", "model.pt",
+                      "the package was edited or is corrupt: pack it again")  # checked before it is built
     try:
         model.load_state_dict(state)
     except RuntimeError as e:

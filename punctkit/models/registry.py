@@ -1,9 +1,12 @@
 """Models registered by name and built from the `model:` section of a YAML config."""
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
-from typing import Any, Callable
+import math
+import threading
+from typing import Any, Callable, Iterator
 
 from punctkit.files import PunctkitError
 from punctkit.models.base import PunctModel
@@ -101,6 +104,86 @@ def build_model(conf: dict[str, Any], **env: Any) -> PunctModel:
         return cls(**kwargs)
     except ValueError as e:  # torch's checks of sizes the config gave (e.g. d_model: 0)
         raise PunctkitError(f"model '{conf['type']}': {e} (check the model section's sizes)") from None
+    except (MemoryError, RuntimeError) as e:  # a size this machine cannot hold (d_model: 50000)
+        if not isinstance(e, MemoryError) and "allocate" not in str(e):
+            raise
+        raise PunctkitError(f"model '{conf['type']}': its sizes need more memory than this machine has "
+                            f"(check the model section's sizes)") from None
+
+
+class _TooLarge(Exception):
+    """Raised inside a build on the meta device once it has made more than the weights hold."""
+
+
+@contextlib.contextmanager
+def _counting(max_values: int, max_tensors: int) -> Iterator[None]:
+    """Count the tensors a model build makes (parameters and buffers as they are registered, and
+    the clones that copy.deepcopy makes of whole layers, as nn.TransformerEncoder stacks them) and
+    raise `_TooLarge` as soon as they pass either bound."""
+    import torch
+    from torch.nn.modules import module as tm
+    from torch.overrides import TorchFunctionMode
+
+    made = [0, 0]
+    thread = threading.get_ident()  # the hooks are global: another thread's modules are not this build's
+
+    def add(t: Any) -> None:
+        if t is None or threading.get_ident() != thread:
+            return
+        made[0] += t.numel()
+        made[1] += 1
+        if made[0] > max_values or made[1] > max_tensors:
+            raise _TooLarge
+
+    def on_tensor(module: Any, name: str, t: Any) -> None:
+        add(t)
+
+    class Clones(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            if func is torch.Tensor.clone:
+                add(out)
+            return out
+
+    hooks = [tm.register_module_parameter_registration_hook(on_tensor),
+             tm.register_module_buffer_registration_hook(on_tensor)]
+    try:
+        with Clones():
+            yield
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def misfit(conf: dict[str, Any], env: dict[str, Any], shapes: dict[str, tuple[int, ...]]) -> str | None:
+    """Why the model of `conf` cannot hold the weights `shapes` (name -> shape), or None when it can.
+
+    The model is built on the meta device (no memory for its weights), its tensors counted as they
+    are made: a build that makes more than twice the values (or tensors) the weights hold, plus a
+    little for buffers a state dict leaves out, stops at once, so `d_model: 50000` or
+    `n_layers: 200000` over a small checkpoint is found in milliseconds and bounded memory. A build
+    within that is compared name by name and shape by shape with the weights (what
+    `load_state_dict` checks, before anything is allocated)."""
+    import torch
+
+    values = sum(math.prod(s) for s in shapes.values())
+    try:
+        with torch.device("meta"), _counting(2 * values + 2 ** 20, 2 * len(shapes) + 1000):
+            built = build_model(conf, **env)
+    except _TooLarge:
+        return f"it builds a model larger than the weights' {values} values in {len(shapes)} tensors"
+    except Exception:  # a model that cannot be built on the meta device: no verdict (the build checks it)
+        return None
+    want = {k: tuple(v.shape) for k, v in built.state_dict().items()}
+    missing = [k for k in want if k not in shapes]
+    extra = [k for k in shapes if k not in want]
+    if missing or extra:
+        return (f"it builds tensors the weights lack ({', '.join(missing[:3])})" if missing else
+                f"the weights hold tensors it does not build ({', '.join(extra[:3])})")
+    for k, shape in want.items():
+        if tuple(shapes[k]) != shape:
+            return f"it builds {k} of shape {list(shape)}, the weights hold {list(shapes[k])}"
+    return None
 
 
 def model_needs(conf: dict[str, Any]) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterable
 
 from punctkit.files import PunctkitError, atomic_write, require_file
+from punctkit.files.outputs import replace_mode
 
 SEPARATOR = "@@"  # subword-nmt's continuation mark: 'punc@@ tu@@ ation'
 
@@ -58,6 +59,7 @@ def train_sentencepiece(lines: Iterable[str], model: str | Path, vocab_size: int
             vocab_size=vocab_size, model_type=model_type, pad_id=pad_id, unk_id=unk_id, bos_id=-1,
             eos_id=-1, character_coverage=1.0, hard_vocab_limit=False, num_threads=1,
             minloglevel=2, shuffle_input_sentence=False)
+        replace_mode(prefix + ".model", model)  # a replaced model keeps its mode
         os.replace(prefix + ".model", model)
 
 

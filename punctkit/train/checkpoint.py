@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from punctkit.expdir import epoch_checkpoints, load_checkpoint
+from punctkit.expdir import epoch_checkpoints, load_checkpoint, training_history
 from punctkit.files import PunctkitError, atomic_write
 
 
@@ -87,15 +87,12 @@ def best_epochs(history: list[dict[str, Any]], n: int, key: str = "valid_f1") ->
 def average_named(exp: str | Path, n: int = 5, out: str | Path | None = None,
                   paths: list[Path] | None = None) -> list[Path]:
     """`punctkit average-checkpoints`: the given files, or the best `n` epochs of `exp` by dev F1."""
-    import json
-
     exp = Path(exp)
     if not paths:
         epochs = epoch_checkpoints(exp / "checkpoints")
         if not epochs:
             raise PunctkitError(f"{exp}: no checkpoints/epoch_N.pt to average")
-        hist_path = exp / "history.json"
-        history = json.loads(hist_path.read_text()) if hist_path.is_file() else [{"epoch": e} for e in epochs]
+        history = training_history(exp) or [{"epoch": e} for e in epochs]  # history.json, or repaired
         paths = [epochs[e] for e in best_epochs([h for h in history if h["epoch"] in epochs], n)]
     average_checkpoints(list(paths), out or exp / "model.avg.pt")
     return list(paths)

@@ -22,7 +22,7 @@ from punctkit.config import load_config, save_config
 from punctkit.data.datadir import read_data_dir
 from punctkit.data.labels import LabelSet
 from punctkit.data.streams import Extra, Stream, make_streams
-from punctkit.expdir import epoch_checkpoints
+from punctkit.expdir import epoch_checkpoints, load_checkpoint, offline_model_conf
 from punctkit.files import DirLock, PunctkitError, atomic_write
 from punctkit.models import registry
 from punctkit.models.base import PunctModel
@@ -122,6 +122,20 @@ def check_resumable(exp: Path, train_dir: str | Path, inventory: LabelSet) -> No
                             f"choose another --exp")
 
 
+def check_data_dirs(train_dir: str | Path, valid_dir: str | Path | None) -> None:
+    """The data directories a run reads exist and hold `text` and `labels`: one-line errors naming the
+    option, before `--exp` (or its train.log) is made."""
+    for option, d in (("--train-dir", train_dir), ("--valid-dir", valid_dir)):
+        if d is None:
+            continue
+        p = Path(d)
+        if not p.is_dir():
+            raise PunctkitError(f"{option} {p}: data directory not found (give one that `punctkit prepare` wrote)")
+        for name in ("text", "labels"):
+            if not (p / name).is_file():
+                raise PunctkitError(f"{option} {p}: no '{name}' file (not a data directory of `punctkit prepare`?)")
+
+
 def read_run_config(run: RunArgs, exp: Path, resuming: bool,
                     log: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The run's config (overrides applied, `audio.use` resolved), and the saved config.yaml
@@ -169,6 +183,25 @@ class Experiment:
         env = {k: v for k, v in self.env.items() if k != "embeddings"}
         return {"inventory": self.inventory.name,
                 "env": {**env, "embeddings_shape": list(emb.shape) if emb is not None else None}}
+
+
+def resume_checkpoint(exp: Experiment) -> tuple[Path, dict[str, Any]]:
+    """The last epoch checkpoint of a resumed run, loaded (on the CPU), with this run's model section
+    checked against its weights before the model is built (`registry.misfit`, on the meta device): a
+    config that builds more than the checkpoint holds (`d_model: 50000`) is one line, not gigabytes."""
+    path = list(epoch_checkpoints(exp.dir / "checkpoints").values())[-1]
+    state = load_checkpoint(path)
+    shapes = {k: tuple(v.shape) for k, v in state["model"].items() if isinstance(v, torch.Tensor)}
+    model_conf = exp.conf["model"]
+    try:
+        model_conf = offline_model_conf(model_conf, exp.dir / "frontend")
+    except PunctkitError:
+        pass  # no encoder config to check with: the build names what is missing
+    why = registry.misfit(model_conf, exp.env, shapes)
+    if why is not None:
+        raise PunctkitError(f"{path}: does not match this config's model ({why}); resume with the config "
+                            f"it was trained with, or choose another --exp")
+    return path, state
 
 
 def build_model(exp: Experiment, device: torch.device) -> PunctModel:

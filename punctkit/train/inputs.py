@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from punctkit.data.case_prior import CasePrior, case_prior
 from punctkit.data.datadir import read_data_dir
 from punctkit.data.labels import CaseLexicon
 from punctkit.data.tokenize import iwslt_tokens
@@ -54,8 +55,10 @@ def build_frontend(conf: dict[str, Any], dd: Any, out: Path, overwrite: bool = F
     fe = train_frontend(fconf, sentences, out, overwrite=overwrite)
     if dd.inventory.true_case:
         fe.case_lexicon = CaseLexicon.build(w for u in dd.utterances for w in u.words)
+        fe.case_prior = case_prior(dd)
         fe.save(out, overwrite=True)
         log(f"case lexicon: {len(fe.case_lexicon)} Mixed-case words -> {out / CaseLexicon.FILE}")
+        log(f"case prior: {len(fe.case_prior)} words' capitals inside sentences -> {out / CasePrior.FILE}")
     log(f"frontend {fe.kind}: {fe.vocab_size} tokens -> {out}")
     return fe
 

@@ -44,7 +44,7 @@ from punctkit.config import load_config
 from punctkit.text.frontend import check_frontend_section
 from punctkit.data.labels import LabelSet, O, mark_of
 from punctkit.data.streams import IGNORE, Extra, Stream, WindowDataset
-from punctkit.expdir import epoch_checkpoints, load_checkpoint, pick_device
+from punctkit.expdir import EPOCH_TMP_RE, epoch_checkpoints, load_checkpoint, pick_device
 from punctkit.files import PunctkitError, atomic_write
 from punctkit.models.base import PunctModel
 from punctkit.models.registry import model_needs
@@ -53,9 +53,9 @@ from punctkit.train import checkpoint as ckpt
 from punctkit.train.ddp import ddp_net, ddp_process, spawn, world_size_of
 from punctkit.train.distill import DistillOptions, distill_loss
 from punctkit.train.epochs import epoch_batches, passes_done
-from punctkit.train.experiment import (Callback, RunArgs, Validate, Validation, augmenter, build_model, exp_lock,
-                                       load_experiment, read_run_config, record_config, resume_policy, run_log,
-                                       train_soft_labels)
+from punctkit.train.experiment import (Callback, RunArgs, Validate, Validation, augmenter, build_model,
+                                       check_data_dirs, exp_lock, load_experiment, read_run_config, record_config,
+                                       resume_checkpoint, resume_policy, run_log, train_soft_labels)
 from punctkit.train.losses import make_loss
 from punctkit.train.options import TrainOptions, loss_weights, resolve_precision
 from punctkit.train.rdrop import rdrop_loss
@@ -162,6 +162,37 @@ class Trainer:
             json.dump(self.state.history, f, indent=1)
         self.prune()
 
+    def repair_history(self) -> None:
+        """After a resume: history.json as the checkpoint resumed from records it (its `state.history`),
+        when they differ (a run killed between the checkpoint's rename and history.json's left
+        history.json an epoch behind; a finished run rewrites it nowhere else)."""
+        if self.rank != 0 or not self.state.history:  # a checkpoint with no record leaves the file alone
+            return
+        path = self.exp / "history.json"
+        text = json.dumps(self.state.history, indent=1)  # as `save` writes it
+        try:
+            current = path.read_text(encoding="utf-8") if path.is_file() else None
+        except (OSError, UnicodeDecodeError):
+            current = None  # unreadable: replaced by the record
+        if current != text:
+            with atomic_write(path) as f:
+                f.write(text)
+            self.log(f"history.json: repaired from the checkpoint of epoch {self.state.epoch} "
+                     f"({len(self.state.history)} epochs)")
+
+    def remove_stale_temporaries(self) -> None:
+        """Remove the temporary files of epoch checkpoints that a killed run left in checkpoints/
+        (`.epoch_N.pt.XXXXXXXX.tmp`, atomic_write's names; this run holds the experiment's lock, so
+        no other run is writing them); nothing else is touched."""
+        if self.rank != 0 or not self.ckpt_dir.is_dir():
+            return
+        stale = [p for p in self.ckpt_dir.iterdir()
+                 if EPOCH_TMP_RE.match(p.name) and p.is_file() and not p.is_symlink()]
+        for p in stale:
+            p.unlink(missing_ok=True)
+        if stale:
+            self.log(f"removed {len(stale)} unfinished checkpoint file(s) of a killed run from {self.ckpt_dir}")
+
     def prune(self) -> None:
         """With `keep_checkpoints: N`, remove the epoch checkpoints that are neither among the best
         max(N, n_average) by dev F1 nor the last (only `epoch_K.pt` files, which this trainer wrote)."""
@@ -175,13 +206,14 @@ class Trainer:
             if e not in keep:
                 path.unlink()
 
-    def resume(self) -> bool:
-        """Restore everything from the last epoch checkpoint; False when there is none."""
+    def resume(self, loaded: tuple[Path, dict[str, Any]] | None = None) -> bool:
+        """Restore everything from the last epoch checkpoint (`loaded`: that checkpoint's path and
+        contents, when already read); False when there is none."""
         epochs = epoch_checkpoints(self.ckpt_dir)
         if not epochs:
             return False
         epoch, path = list(epochs.items())[-1]
-        st = load_checkpoint(path, self.device)
+        st = loaded[1] if loaded is not None and loaded[0] == path else load_checkpoint(path, self.device)
         try:
             self.model.load_state_dict(st["model"])
             self.optimizer.load_state_dict(st["optimizer"])
@@ -353,6 +385,7 @@ def train_process(run: RunArgs, rank: int = 0, world_size: int = 1,
     log(f"punctkit train: {run.train_dir} (dev {run.valid_dir}) -> {exp_dir} on {device}"
         + (f" x {world_size} processes (DDP)" if world_size > 1 else ""))
     exp = load_experiment(run, conf, saved, resuming, log, rank, world_size)
+    loaded = resume_checkpoint(exp) if resuming else None  # checked against this config before it is built
     model = build_model(exp, device)
     n_params = sum(p.numel() for p in model.parameters())
     n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -372,10 +405,14 @@ def train_process(run: RunArgs, rank: int = 0, world_size: int = 1,
                       counts.tolist(), run.on_step, run.on_epoch_end, rank=rank, world_size=world_size,
                       validate=validate)
     if resuming:
-        trainer.resume()  # the last check: a refused resume has written nothing
+        trainer.resume(loaded)  # the last check: a refused resume has written nothing
+        loaded = None
     if rank == 0:
         log.release()
         record_config(conf, exp_dir, exp.inventory)
+        trainer.remove_stale_temporaries()
+        if resuming:
+            trainer.repair_history()
     return trainer.fit()
 
 
@@ -403,6 +440,7 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
     run = RunArgs(config, train_dir, valid_dir, exp_dir, ngpu, resume, list(overrides), inputs_dir, extra, quiet,
                   on_step, on_epoch_end, validation)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ:  # started by torchrun
+        check_data_dirs(train_dir, valid_dir)
         return ddp_process(int(os.environ.get("LOCAL_RANK", os.environ["RANK"])), int(os.environ["WORLD_SIZE"]),
                            train_process, run, int(os.environ["RANK"]), lock_force=force)
     world = world_size_of(ngpu, nproc)
@@ -410,6 +448,7 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
     check_frontend_section(conf["frontend"], str(config) if isinstance(config, (str, Path)) else "config")
     model_needs(conf["model"])
     TrainOptions.from_section(conf["train"])
+    check_data_dirs(train_dir, valid_dir)  # so is a missing --train-dir: it leaves no --exp, no train.log
     with exp_lock(exp_dir, force, quiet):
         if world == 1:
             return train_process(run)

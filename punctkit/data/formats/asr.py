@@ -11,7 +11,8 @@
   `text`, `token` or `punctuated_word`, and times in `start`/`start_time` and
   `end`/`end_time`, or `start` + `duration`), or else from a `text` string.
 
-Words are the input's whitespace-separated tokens (a CTM/JSON word is one token), split
+Words are the input's tokens separated by white space other than no-break spaces
+(tokenize.split_words; a CTM/JSON word is one token), split
 by punctkit.data.tokenize.read_passage: each comes with the word the model reads, the mark
 that followed it (O for none) and how it was written, so that the output gives back every
 word as it came (only marks and case change). A token that is only a mark (`,`) gives its
@@ -28,7 +29,7 @@ from typing import Any, Iterator
 
 from punctkit.data.formats.base import AsrUtterance, OutputOptions, Source, input_lines, label_probs, source_name
 from punctkit.data.labels import O, LabelSet, Substitution
-from punctkit.data.tokenize import is_mark_token, mark_after, read_passage
+from punctkit.data.tokenize import is_mark_token, mark_after, read_passage, split_words, strip_space
 from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError, parse_json, where
 
@@ -43,7 +44,7 @@ _NUM = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 def ctm_kind(line: str) -> str:
     """`ctm` for 5+ fields with numbers as fields 3 and 4, else ''."""
-    f = line.split()
+    f = split_words(line)
     return "ctm" if len(f) >= 5 and _NUM.fullmatch(f[2]) and _NUM.fullmatch(f[3]) else ""
 
 
@@ -68,7 +69,7 @@ def ctm_line(src: Source, i: int, line: str) -> CtmLine | None:
     """One CTM line, its times checked; None for blank and `;;` comment lines."""
     if not line.strip() or line.startswith(";;"):
         return None
-    f = line.split()
+    f = split_words(line)  # a word's no-break space is the word's
     if len(f) < 5:
         raise PunctkitError(f"{where(src, i)}: expected 'uttid channel start duration word [conf]', "
                             f"got {len(f)} fields")
@@ -109,7 +110,7 @@ def read_ctm(src: Source, encoding: str | None = None) -> Iterator[tuple[str, li
 def add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, rules: Substitution) -> bool:
     """Add one ASR token (a word, possibly with marks attached) to `utt`; False if it holds no word
     (a bare mark gives its mark to the word before, when that has none)."""
-    token = token.strip()
+    token = strip_space(token)  # Whisper's leading space goes; a no-break space is the word's
     if not token or is_mark_token(token):
         mk = mark_after(token, inventory, rules)
         if utt.words and mk != O and utt.marks[-1] == O:
@@ -152,7 +153,7 @@ def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source,
         if rec is None or rec.get("start_s") is None:
             raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} has no start time "
                                 f"(--format ctm needs word times)")
-        if len(w.split()) != 1:  # a JSON word with a space: a CTM field cannot hold it unchanged
+        if len(split_words(w)) != 1:  # a JSON word with a space: a CTM field cannot hold it unchanged
             raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} ({w!r}) contains a space, "
                                 f"which a CTM field cannot hold: use --format jsonl")
         if "channel" in rec:
@@ -212,7 +213,7 @@ def jsonl_units(src: Source, inventory: LabelSet, rules: Substitution, encoding:
         if items is None:
             if not isinstance(obj.get("text"), str):
                 raise PunctkitError(f"{loc} (utterance {uttid}): no 'words' list and no 'text' string")
-            items = obj["text"].split()
+            items = split_words(obj["text"])
         if not isinstance(items, list):
             raise PunctkitError(f"{loc} (utterance {uttid}): 'words' must be a list")
         for k, item in enumerate(items):

@@ -4,7 +4,9 @@
   `write` takes (convert, prepare, score, decode).
 - `AsrUtterance`: what `punctkit punctuate` reads: words as the model reads them, the marks
   the input already had, each word as written, and per word the record it came from (CTM
-  fields, JSON item) so that an output can give every word back as it came.
+  fields, JSON item) so that an output can give every word back as it came (every reader splits
+  words with the one splitter, tokenize.split_words; every writer gives back the words as written,
+  `shown_words` where the mark goes elsewhere).
 - `TextInput`: an input already decoded to text (serve's request body), which every reader and
   detection take where they take a file's path (`-`: stdin): a `Source` is any of the three.
 """
@@ -15,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from punctkit.data.labels import CaseLexicon, LabelSet, Substitution, cased_words
-from punctkit.data.tokenize import Passage, Written, read_passage
+from punctkit.data.labels import CaseLexicon, LabelSet, Substitution
+from punctkit.data.tokenize import Passage, Written, as_written, read_passage, split_words, unmarked
 from punctkit.data.utterance import Utterance  # noqa: F401 (the readers' and writers' type, re-exported)
-from punctkit.files import PunctkitError, iter_lines, stdin_lines
+from punctkit.files import PunctkitError, iter_lines, shown, stdin_lines
 
 
 @dataclass
@@ -47,12 +49,21 @@ class OutputOptions:
     max_cue_seconds: float = 7.0
     max_line_chars: int = 42
     max_cue_lines: int = 2
-    lexicon: CaseLexicon | None = None  # the model's Mixed forms: corpus words in their labels' case
+    lexicon: CaseLexicon | None = None  # the model's Mixed forms (the shown words' case comes from them)
 
-    def corpus_words(self, words: list[str], labels: list[str]) -> list[str]:
-        """Words as the corpus formats write them: a true-case model's in the case of their labels
-        (as `punctkit decode` writes them, so that scoring reads what users see); else as they came."""
-        return cased_words(words, labels, self.inventory, self.lexicon) if self.inventory else list(words)
+    def word_column(self, utt: AsrUtterance, shown: list[str]) -> list[str]:
+        """Each word of `utt` as the input gave it, without the marks at its end (the output gives the
+        mark in a label): twocol's word column and the words of the corpus formats punctuate writes
+        (`$5`, `10\u00a0km`, `q&a`, never the model's tokens). Only the model changes its case: a
+        case-aware model's words in the case they are shown in (`shown_words`: what users see, so
+        that scoring reads it); else each word in the input's own case."""
+        if self.inventory is not None and self.inventory.case_aware:
+            return shown_words(utt, shown)
+        return [as_written(w) for w in utt.written]
+
+    def corpus_utterance(self, utt: AsrUtterance, labels: list[str], shown: list[str]) -> Utterance:
+        """A punctuated unit as a corpus writer's utterance: its words (`word_column`) and labels."""
+        return Utterance(utt.uttid, self.word_column(utt, shown), labels)
 
 
 # one punctuated unit: the utterance, its labels, its words as shown and its probability rows
@@ -69,6 +80,12 @@ def given_words(utt: AsrUtterance) -> list[str]:
     """Each word of `utt` as the input gave it: its record's `token` (ASR formats), else rebuilt."""
     return [rec["token"] if isinstance(rec, dict) and "token" in rec else as_given(w)
             for w, rec in zip(utt.written, utt.records + [None] * (len(utt.written) - len(utt.records)))]
+
+
+def shown_words(utt: AsrUtterance, shown: list[str]) -> list[str]:
+    """Each word of `utt` as the input gave it, in the case it is shown in, without the marks at its
+    end (tokenize.unmarked)."""
+    return [unmarked(w, s) for w, s in zip(utt.written, shown)]
 
 
 def label_probs(row: Any, inventory: LabelSet) -> dict[str, float]:
@@ -102,7 +119,7 @@ class Report:
         self.repairs[kind] += 1
         ex = self.examples.setdefault(kind, [])
         if len(ex) < 3:
-            ex.append(f"{loc}{': ' + detail if detail else ''}")
+            ex.append(shown(f"{loc}{': ' + detail if detail else ''}"))  # quoted input: controls escaped
 
     def note(self, kind: str, n: int = 1) -> None:
         """Record something expected, such as marks removed by the rules."""
@@ -190,9 +207,9 @@ def as_source(path: Source) -> Path | TextInput:
 
 
 def split_text(text: str, inventory: LabelSet, rules: Substitution) -> Passage:
-    """The words of `text` (split on whitespace), the mark (label mark, O for none) after each,
-    and each as written."""
-    return read_passage(text.split(), inventory, rules)
+    """The words of `text` (split on white space, never at a no-break space: tokenize.split_words), the
+    mark (label mark, O for none) after each, and each as written."""
+    return read_passage(split_words(text), inventory, rules)
 
 
 def flatten(utts: list[Utterance]) -> tuple[list[str], list[str]]:

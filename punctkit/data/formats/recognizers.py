@@ -30,6 +30,7 @@ from typing import Any, Iterator
 from punctkit.data.formats.asr import ID_KEYS, add_token, first_key, json_objects, word_times
 from punctkit.data.formats.base import AsrUtterance, Source, given_words, input_lines, source_name
 from punctkit.data.labels import LabelSet, Substitution
+from punctkit.data.tokenize import split_words
 from punctkit.files import PunctkitError, json_value, parse_json, where
 
 # the keys that tell a JSON object's kind (top-level keys only); an object with none is `jsonl`
@@ -155,8 +156,8 @@ def timed_words(utt: AsrUtterance, items: Any, loc: str, inventory: LabelSet, ru
 
 def text_words(utt: AsrUtterance, text: str, inventory: LabelSet, rules: Substitution,
                dropped: list[int] | None) -> None:
-    """Add the whitespace-separated words of `text` to `utt`, without times."""
-    for tok in text.split():
+    """Add the words of `text` (split on white space, never at a no-break space) to `utt`, without times."""
+    for tok in split_words(text):
         if not add_token(utt, tok, {"index": None, "start_s": None, "end_s": None}, inventory, rules) \
                 and dropped is not None:
             dropped[0] += 1

@@ -4,7 +4,8 @@ utterance id first, `utt1 So, if we ...`).
 Each is read two ways from the same lines: as a corpus (`read_text`: IWSLT-style words and
 their marks, via punctkit.data.tokenize, for convert/prepare/score; `TextOptions`: the repairs of
 published text that prepare applies when asked, and one stream per file) and for punctuate
-(`text_units`, `kaldi_text_units`: whitespace tokens passed through as written, streaming).
+(`text_units`, `kaldi_text_units`: white-space tokens, never split at a no-break space
+(tokenize.split_words), passed through as written, streaming).
 `kaldi_text_lines` is the one Kaldi-text line reader under both.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from punctkit.data.formats.base import (
     AsrUtterance, Report, Source, TextInput, Utterance, as_source, input_lines, source_name, split_text,
 )
 from punctkit.data.labels import LabelSet, Substitution
-from punctkit.data.tokenize import join_marked, label_tokens, read_passage, split_contraction, tokens
+from punctkit.data.tokenize import join_marked, label_tokens, read_passage, split_contraction, split_words, tokens
 from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError, where
 
@@ -200,7 +201,7 @@ def kaldi_text_units(src: Source, inventory: LabelSet, rules: Substitution, enco
                      dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """Kaldi `text` for punctuate: `uttid words...` per line (an id without words gives an empty utterance)."""
     for i, uttid, rest in kaldi_text_lines(src, encoding):
-        p = read_passage(rest.split(), inventory, rules)
+        p = read_passage(split_words(rest), inventory, rules)
         yield AsrUtterance(uttid, p.words, p.marks, p.written, [None] * len(p.words), lineno=i)
 
 

@@ -1,0 +1,292 @@
+"""Every output format of `punctkit punctuate` writes each input word exactly as given: only its case
+and the marks at its end may change (issue 56, kind 10).
+
+The formats come from the registry (`punctuate_outputs()`), so a new format is held to this too: each
+is written from every input format that can feed it (`names("units")`), under a fake model whose
+labels (every mark, every case class) are a fixed function of the word, so the test needs no training.
+Formats this file knows are read back word by word; a format it does not know must hold each word,
+in order, as given (case aside) somewhere in its output.
+
+The words are hard ones: symbols the model never sees (`$5`, `30%`, `q&a`), no-break and ideographic
+spaces inside a word (`10\u00a0km`, never split: tokenize.split_words), combining marks, bidi
+controls, ZWJ emoji, contractions, inner periods and hyphens, a dash between words, quotes and brackets.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+import zlib
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from punctkit.data.formats import P2_TOKENS, REGISTRY
+from punctkit.data.formats.registry import names, punctuate_outputs
+from punctkit.data.labels import get_inventory
+from punctkit.data.tokenize import TRAILING_MARKS, is_mark_token, split_words
+from punctkit.files import PunctkitError
+from punctkit.infer.pipeline import Labeller
+
+HARD = [
+    "$5", "30%", "10\u00a0km", "100\u202f%", "J.P.", "q&a", "Q&A", "cafe\u0301", "e\u0301te\u0301",
+    "\u202ehello\u202c", "\u2067abc\u2069", "\u200fshalom", "👨\u200d👩\u200d👧", "👍🏽", "don't",
+    "rock'n'roll", "e-mail", "3.5", "—", "well—maybe", "(see", "it)", "\"quoted,\"", "東京\u3000大阪",
+    "iPhone", "NASA", "u.s.", "x\u200by", "a\u2060b", "C++", "<b>", "--", "1,000", "ok?!", "…",
+]
+# three units (lines, utterances, segments), each with marks-only tokens between words
+LINES = [HARD[:12], HARD[12:24], HARD[24:] + ["so", "what"]]
+
+MARK_CHARS = TRAILING_MARKS + "-"
+CLOSERS = "\"'”’»›)]}"
+_TRAILING = re.compile(f"[{re.escape(MARK_CHARS + CLOSERS)}]+$")
+
+
+def unmarked(tok: str) -> str:
+    """A token with the marks of its trailing run of marks and closers deleted (closers stay)."""
+    m = _TRAILING.search(tok)
+    return tok if m is None else tok[:m.start()] + "".join(c for c in m.group() if c not in MARK_CHARS)
+
+
+def same_word(given: str, out: str) -> bool:
+    """Whether `out` is `given` with only its case and the marks at its end changed; a word without
+    case (`$5`, `3.5`, emoji) is exactly the same."""
+    g, o = unmarked(given), unmarked(out)
+    if g.upper() == g.lower():
+        return o == g
+    return o.casefold() == g.casefold() and len(o) == len(g)
+
+
+class FakeModel(Labeller):
+    """A labeller whose label for each word is a fixed function of the word (every label of its
+    inventory occurs), with one-hot probability rows."""
+
+    chunk_words, grid, reach, closes_streams = 1000, 1, 1, True
+
+    def __init__(self, inventory: str) -> None:
+        self.inventory = get_inventory(inventory)
+        self.frontend = SimpleNamespace(case_lexicon=None, unk_id=0, split_contractions=False,
+                                        word_ids=lambda w: [1])
+
+    def decode(self, streams, extra=None):
+        n = len(self.inventory.labels)
+        out = []
+        for s in streams:
+            ids = [zlib.crc32(w.encode("utf-8", "surrogatepass")) % n for w in s.words]
+            out.append(([(ids, 0.0)], np.eye(n, dtype=np.float32)[ids]))
+        return out
+
+
+# ---------------------------------------------------------------- inputs in every format
+
+
+def _times(lines: list[list[str]]):
+    t = 0.0
+    for k, toks in enumerate(lines, 1):
+        timed = []
+        for tok in toks:
+            timed.append((tok, round(t, 2), round(t + 0.3, 2)))
+            t += 0.4
+        yield k, timed
+
+
+def make_input(fmt: str, path: Path) -> Path:
+    """LINES written in input format `fmt`."""
+    if fmt == "text":
+        body = "".join(" ".join(toks) + "\n" for toks in LINES)
+    elif fmt == "kaldi_text":
+        body = "".join(f"utt{k} " + " ".join(toks) + "\n" for k, toks in enumerate(LINES, 1))
+    elif fmt == "ctm":
+        body = "".join(f"utt{k} 1 {s:.2f} 0.30 {w} 0.9\n" for k, timed in _times(LINES) for w, s, _ in timed)
+    elif fmt == "jsonl":
+        body = "".join(json.dumps({"id": f"utt{k}", "words": [{"word": w, "start": s, "end": e} for w, s, e in timed]},
+                                  ensure_ascii=False) + "\n" for k, timed in _times(LINES))
+    elif fmt == "whisper":
+        segs = [{"start": timed[0][1], "end": timed[-1][2], "text": "".join(" " + w for w, _, _ in timed),
+                 "words": [{"word": " " + w, "start": s, "end": e, "probability": 0.9} for w, s, e in timed]}
+                for _, timed in _times(LINES)]
+        body = json.dumps({"text": "", "segments": segs}, ensure_ascii=False)
+    elif fmt == "vosk":
+        body = "".join(json.dumps({"result": [{"word": w, "start": s, "end": e, "conf": 1.0} for w, s, e in timed],
+                                   "text": " ".join(w for w, _, _ in timed)}, ensure_ascii=False) + "\n"
+                       for _, timed in _times(LINES))
+    elif fmt == "nemo":
+        body = "".join(json.dumps({"audio_filepath": f"a{k}.wav", "pred_text": " ".join(toks)}, ensure_ascii=False)
+                       + "\n" for k, toks in enumerate(LINES, 1))
+    elif fmt == "nlp":  # Rev's NLP format: a header, then a token a line
+        head = "token|speaker|ts|endTs|punctuation|prepunctuation|case|tags|oldTs|oldEndTs|ali_comment\n"
+        body = head + "".join(f"{w}|0|{s:.4f}|{e:.4f}|||LC|[]|||\n" for _, timed in _times(LINES) for w, s, e in timed)
+    else:
+        raise KeyError(fmt)
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def given_words(src_fmt: str = "text") -> list[str]:
+    """The input's words, in order (marks-only tokens are marks, not words; in Rev's NLP format a token
+    in angle brackets, `<b>`, is a non-speech tag)."""
+    return [t for toks in LINES for t in toks
+            if not is_mark_token(t) and not (src_fmt == "nlp" and t.startswith("<") and t.endswith(">"))]
+
+
+# ---------------------------------------------------------------- outputs read back, word by word
+
+
+def _rows_of_blocks(text: str) -> list[list[str]]:
+    return [b.split("\n") for b in text.strip("\n").split("\n\n") if b.strip()]
+
+
+def _jsonl(text: str) -> list[dict]:
+    return [json.loads(ln) for ln in text.splitlines() if ln.strip()]
+
+
+def words_out(fmt: str, out: Path, ids: bool) -> list[str] | None:
+    """The words of punctuate's output `out` in `fmt` (each as shown), None for a format not known here."""
+    if fmt == "datadir":
+        return [w for ln in (out / "text").read_text(encoding="utf-8").splitlines() for w in split_words(ln)[1:]]
+    text = out.read_text(encoding="utf-8")
+    if fmt in ("readable", "text", "kaldi_text"):
+        skip = 1 if fmt == "kaldi_text" or (fmt == "readable" and ids) else 0
+        return [w for ln in text.splitlines() for w in split_words(ln)[skip:]]
+    if fmt == "punctuator2":
+        return [w for ln in text.splitlines() for w in split_words(ln) if w not in P2_TOKENS]
+    if fmt == "twocol":
+        return [ln.split("\t")[0] for ln in text.splitlines() if ln.strip()]
+    if fmt == "ctm":
+        return [split_words(ln)[4] for ln in text.splitlines()]
+    if fmt == "jsonl":
+        return [w for obj in _jsonl(text) for w in split_words(obj["text"])]
+    if fmt == "nemo":
+        return [w for obj in _jsonl(text) for w in split_words(obj["pred_text_punctuated"])]
+    if fmt == "timed-json":
+        return [w["punctuated"] for obj in _jsonl(text) for w in obj["words"]]
+    if fmt == "srt":
+        return [w for block in _rows_of_blocks(text) for ln in block[2:] for w in split_words(ln)]
+    if fmt == "vtt":
+        blocks = _rows_of_blocks(text)
+        assert blocks[0] == ["WEBVTT"]
+        return [w for block in blocks[1:] for ln in block[1:] for w in split_words(html.unescape(ln))]
+    return None
+
+
+def holds_in_order(text: str, words: list[str]) -> None:
+    """Each word, as given up to the marks and closing quotes at its end (which a format may hold apart),
+    case folded, found in `text` in order."""
+    hay, pos = text.casefold(), 0
+    for w in words:
+        needle = _TRAILING.sub("", w).casefold() or w.casefold()
+        at = hay.find(needle, pos)
+        assert at >= 0, f"{w!r} not found as given after offset {pos}"
+        pos = at + len(needle)
+
+
+# ---------------------------------------------------------------- the test
+
+KNOWN = ("readable", "text", "kaldi_text", "punctuator2", "twocol", "ctm", "jsonl", "nemo", "timed-json", "srt",
+         "vtt", "datadir")
+INPUTS = [f for f in ("text", "kaldi_text", "ctm", "jsonl", "whisper", "vosk", "nemo", "nlp") if f in names("units")]
+
+
+@pytest.mark.parametrize("fmt", punctuate_outputs())
+@pytest.mark.parametrize("inventory", ["truecase4", "4class"])
+def test_every_output_format_writes_the_words_as_given(fmt, inventory, tmp_path):
+    from punctkit.punctuator import punctuate_file
+
+    model = FakeModel(inventory)
+    written = 0
+    for src_fmt in INPUTS:
+        src = make_input(src_fmt, tmp_path / f"in.{src_fmt}")
+        out = tmp_path / f"out.{src_fmt}.{fmt}"
+        try:
+            punctuate_file(model, src, out, input_format=src_fmt, fmt=fmt)
+        except PunctkitError as e:  # an output this input cannot feed (no word times, ...)
+            if fmt in KNOWN:  # the only refusal a known format makes here
+                assert REGISTRY[fmt].needs_times and not REGISTRY[src_fmt].times, (src_fmt, str(e))
+            continue
+        written += 1
+        given = given_words(src_fmt)
+        got = words_out(fmt, out, ids=src_fmt in ("kaldi_text", "ctm", "jsonl"))
+        if got is None:  # a format this test does not know: the words as given, in order, in its text
+            holds_in_order(out.read_text(encoding="utf-8") if out.is_file() else
+                           "\n".join(p.read_text(encoding="utf-8") for p in sorted(out.iterdir()) if p.is_file()),
+                           given)
+            continue
+        assert len(got) == len(given), (src_fmt, got)
+        bad = [(g, o) for g, o in zip(given, got) if not same_word(g, o)]
+        assert not bad, (src_fmt, bad)
+    assert written, f"no input format could be written as {fmt}"
+
+
+@pytest.mark.parametrize("src_fmt", INPUTS)
+def test_twocol_word_column_is_the_word_as_given_and_the_mark_is_in_the_label(src_fmt, tmp_path):
+    """twocol: `$5`, not the model's `5`; the mark only in the label; a word's closing quote stays."""
+    from punctkit.data.labels import mark_of
+    from punctkit.data.tokenize import as_written, model_word, written
+    from punctkit.punctuator import punctuate_file
+
+    if src_fmt == "nlp":
+        pytest.skip("nlp: checked by the every-format test")
+    src = make_input(src_fmt, tmp_path / "in")
+    punctuate_file(FakeModel("truecase4"), src, tmp_path / "out.tsv", input_format=src_fmt, fmt="twocol")
+    rows = [ln.split("\t") for ln in (tmp_path / "out.tsv").read_text(encoding="utf-8").splitlines() if ln]
+    words = [r[0] for r in rows]
+    given = given_words()
+    assert [unmarked(w).casefold() for w in words] == [unmarked(g).casefold() for g in given]
+    for w in ("$5", "30%", "10\u00a0km", "100\u202f%", "3.5", "👨\u200d👩\u200d👧", "1,000"):
+        assert w in words  # exactly, never the model's token (`5`, `30`, `10`)
+    assert "cafe\u0301".casefold() in [w.casefold() for w in words]  # the combining mark stays
+    assert any(w.casefold() == "\u202ehello\u202c" for w in words)  # and the bidi controls
+    assert '"quoted"'.casefold() in [w.casefold() for w in words]  # the comma went to the label
+    # exactly the word as given less the marks at its end (a period that is the word's stays: `J.P.`, `u.s.`)
+    assert [w.casefold() for w in words] == [as_written(written(g, model_word(g))).casefold() for g in given]
+    assert {"J.P.", "U.S."} <= {w.upper() for w in words} and "ok" in [w.casefold() for w in words]
+    assert {mark_of(r[1]) for r in rows} > {"O"}  # the fake model does give marks, in the label column
+
+
+def test_twocol_output_scores_against_its_reference(tmp_path):
+    """score reads twocol hyps: words given as `$5`, `10\u00a0km`, `q&a` in both REF and HYP pair up."""
+    from punctkit.punctuator import punctuate_file
+    from punctkit.score import score_files
+
+    ref = tmp_path / "ref.txt"
+    ref.write_text("So, $5 for 10\u00a0km of q&a? Yes. J.P. said 30% -- don't stop, e-mail me.\n", encoding="utf-8")
+    src = make_input("text", tmp_path / "in.txt")
+    src.write_text(ref.read_text(encoding="utf-8"), encoding="utf-8")
+    punctuate_file(FakeModel("4class"), src, tmp_path / "hyp.twocol", input_format="text", fmt="twocol")
+    assert "$5\t" in (tmp_path / "hyp.twocol").read_text(encoding="utf-8")
+    for align in (False, True):
+        res = score_files(ref, tmp_path / "hyp.twocol", align=align)
+        assert res["overall"]["support"] > 0
+        if align:
+            assert res["alignment"]["substituted"] == 0 and res["alignment"]["ref_unaligned"] == 0
+
+
+@pytest.mark.parametrize("sep", ["\u00a0", "\u202f", "\u2007", "\u3000"])
+@pytest.mark.parametrize("src_fmt", INPUTS)
+def test_a_no_break_space_never_splits_a_word(sep, src_fmt, tmp_path):
+    """`10<NBSP>km` is one word in every reader, and comes back as it was given (readable output)."""
+    from punctkit.punctuator import punctuate_file
+
+    global LINES
+    saved = LINES
+    LINES = [["we", "ran", f"10{sep}km", "today"], ["then", f"Mr.{sep}Smith", "left"]]
+    try:
+        src = make_input(src_fmt, tmp_path / "in")
+        out = tmp_path / "out.txt"
+        punctuate_file(FakeModel("4class"), src, out, input_format=src_fmt, fmt="readable")
+    finally:
+        LINES = saved
+    text = out.read_text(encoding="utf-8")
+    assert f"10{sep}km" in text and f"mr.{sep}smith" in text.casefold()
+    assert "10 km" not in text and "10km" not in text
+
+
+def test_split_words_is_str_split_but_at_no_break_spaces():
+    from punctkit.data.tokenize import strip_space
+
+    assert split_words(" a\u00a0b\tc\u2003d\u3000e\u2028f\u202fg  ") == ["a\u00a0b", "c", "d\u3000e", "f\u202fg"]
+    assert split_words("utt1 10\u00a0km now", 1) == ["utt1", "10\u00a0km now"]
+    assert split_words("a \u00a0 b") == ["a", "b"] and split_words(" \t") == []  # no-break spaces alone: no word
+    assert strip_space(" \u00a0x\u00a0\n") == "\u00a0x\u00a0" and strip_space(" x ") == "x"
