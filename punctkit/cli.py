@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, List, NoReturn, Optional
 
 import typer
 
-from punctkit.data.formats import FORMATS, names
+from punctkit.data.formats import FORMATS, READ_FORMATS, names
 from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import INVENTORIES
-from punctkit.files import PunctkitError
+from punctkit.files import CLOSED, PunctkitError, guard_std_streams, shown, utf8_stdout
+from punctkit.files.streams import STDOUT_CLOSED
 from punctkit.pretrained import default_model
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ def _global_options(
 
 # format names, from the format registry (punctkit/data/formats/registry.py)
 CORPUS = " | ".join(FORMATS)
+CORPUS_IN = " | ".join(READ_FORMATS)
 PUNCT_IN = " | ".join(names("units"))
 PUNCT_OUT = " | ".join(punctuate_outputs())
 INVENTORY_NAMES = tuple(INVENTORIES)
@@ -112,7 +114,7 @@ OWF = OWH + "; a file output replaces an existing file that punctkit did not wri
 def convert(
     src: Path = typer.Argument(..., help="input file or data directory"),
     dst: Path = typer.Argument(..., help="output file or data directory"),
-    from_fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*FORMATS), help=f"{CORPUS} (detected when omitted)"),
+    from_fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*READ_FORMATS), help=f"{CORPUS_IN} (detected when omitted)"),
     to_fmt: Optional[str] = typer.Option(None, "--to", callback=_one_of(*FORMATS), help=f"{CORPUS} (default: text, or datadir for a dir/)"),
     inventory: Optional[str] = typer.Option(None, callback=_one_of(*INVENTORY_NAMES), help="label inventory (default: inferred; 4class for text)"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OWF),
@@ -129,7 +131,7 @@ def convert(
 def prepare(
     inputs: Optional[List[Path]] = typer.Argument(None, help="punctuated text files (any format)"),
     out: Path = typer.Option(..., "--out", "-o", help="data directory to write"),
-    fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*FORMATS), help=f"{CORPUS} (detected when omitted)"),
+    fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*READ_FORMATS), help=f"{CORPUS_IN} (detected when omitted)"),
     inventory: str = typer.Option("4class", callback=_one_of(*INVENTORY_NAMES), help=" | ".join(INVENTORY_NAMES)),
     rules: Optional[Path] = typer.Option(None, help="YAML substitution rules (default: Faber 2020 table)"),
     lowercase: bool = typer.Option(False, help="lower-case every word"),
@@ -191,15 +193,18 @@ def score(
     samples: int = typer.Option(1000, min=1, help="bootstrap samples"),
     seed: int = typer.Option(1, help="bootstrap seed"),
     block_len: Optional[int] = typer.Option(None, min=1, help="bootstrap unit: N-word blocks (default: utterances)"),
-    ref_format: Optional[str] = typer.Option(None, callback=_one_of(*FORMATS), help=f"REF format: {CORPUS} (detected when omitted)"),
-    hyp_format: Optional[str] = typer.Option(None, callback=_one_of(*FORMATS), help="HYP (and HYP2) format, as --ref-format"),
+    ref_format: Optional[str] = typer.Option(None, callback=_one_of(*READ_FORMATS), help=f"REF format: {CORPUS_IN} (detected when omitted)"),
+    hyp_format: Optional[str] = typer.Option(None, callback=_one_of(*READ_FORMATS), help="HYP (and HYP2) format, as --ref-format"),
     inventory: Optional[str] = typer.Option(None, callback=_one_of(*INVENTORY_NAMES), help="inventory for unlabelled text inputs (case4: Faber's U/L case table; cased words are scored for case with any)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="also write score.txt and score.json here"),
     encoding: Optional[str] = ENCODING,
 ) -> None:
     """Score HYP against REF: P/R/F1 per class and overall, SER, CER, confusion matrix; case and exact-form case F1 for a cased REF."""
+    from punctkit.files import require_stdout
     from punctkit.score import format_report, score_files, to_json, write_score
 
+    if out is None:
+        require_stdout()  # the report is all it gives: fail before scoring (with -o, its files are written first)
     result = score_files(ref, hyp, ref_format, hyp_format, merge, align, hyp2, samples, seed,
                          inventory, block_len, encoding)
     if out is not None:
@@ -644,11 +649,30 @@ def pack(
 
 
 @app.command()
+def models() -> None:
+    """List the models shipped with punctkit (-m NAME) with their cards: size, training data, licences, figures."""
+    from punctkit.package import read_package
+    from punctkit.pretrained import SHIPPED, shipped_path
+
+    for name in SHIPPED:
+        path = shipped_path(name)
+        card = read_package(path).manifest.get("card", {})
+        typer.echo(f"{name}{' (default)' if name == next(iter(SHIPPED)) else ''}: {path.name}, "
+                   f"{path.stat().st_size / 1e6:.1f} MB, {card.get('model', '?')} ({card.get('inventory', '?')})")
+        for key in ("training_data", "licence", "speed", "rebuild"):
+            if card.get(key):
+                typer.echo(f"  {key.replace('_', ' ')}: {card[key]}")
+        for test, r in sorted((card.get("results") or {}).items()):
+            case = f", exact-form case F1 {r['case_f1']:.1f}" if isinstance(r.get("case_f1"), (int, float)) else ""
+            typer.echo(f"  {test.replace('decode_', '')}: punctuation F1 {r.get('f1', 0):.1f}{case}")
+
+
+@app.command()
 def punctuate(
     src: str = typer.Argument("-", help="input file, or - for standard input"),
-    model: Optional[List[Path]] = typer.Option(None, "--model", "-m", help="packed model (punctkit pack); repeat "
-                                               "for an ensemble (label probabilities averaged); default: the "
-                                               "model installed with punctkit (true case, TED)"),
+    model: Optional[List[Path]] = typer.Option(None, "--model", "-m", help="a shipped model's name (fast: the "
+                                               "default; punctkit models lists them) or a packed model (punctkit "
+                                               "pack); repeat for an ensemble (label probabilities averaged)"),
     weights: Optional[str] = typer.Option(None, "--weights", help="ensemble weights, one per -m (e.g. 0.6,0.4; "
                                                                   "default equal, or an ensemble package's)"),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="output file (default: standard output)"),
@@ -689,8 +713,13 @@ def punctuate(
 ) -> None:
     """Restore punctuation (and casing) in text, Kaldi text, CTM, JSON lines, Whisper, NeMo or Vosk output;
     write text, JSON, CTM, subtitles (srt, vtt) or timed JSON."""
+    from punctkit.files import require_stdin, require_stdout
     from punctkit.punctuator import punctuate_file
 
+    if src == "-":
+        require_stdin()  # before the model is loaded
+    if out in (None, "-"):
+        require_stdout()
     if not stream and (lookahead is not None or flush_on_final):
         raise PunctkitError("--lookahead and --flush-on-final go with --stream")
     if stream and (keep_input_marks or fmt != "readable" or out not in (None, "-")):
@@ -719,9 +748,10 @@ def punctuate(
 
 @app.command()
 def serve(
-    model: Optional[Path] = typer.Option(None, "--model", "-m", help="packed model (punctkit pack; --onnx: served "
-                                         "without torch); default: the model installed with punctkit"),
-    host: str = typer.Option("127.0.0.1", help="address to listen on (0.0.0.0: every interface)"),
+    model: Optional[Path] = typer.Option(None, "--model", "-m", help="a shipped model's name (fast: the default) or "
+                                         "a packed model (punctkit pack; --onnx: served without torch)"),
+    host: str = typer.Option("127.0.0.1", help="address to listen on (0.0.0.0: every interface; the names "
+                             "clients use must then be given to --allow-host)"),
     port: int = typer.Option(8080, min=0, max=65535, help="port (0: a free one, named in the log)"),
     max_body: str = typer.Option("1MB", "--max-body", help="largest request body (413 beyond), e.g. 1MB, 256KB"),
     batch_wait_ms: float = typer.Option(5.0, min=0, help="how long a request waits for others to share its "
@@ -734,15 +764,26 @@ def serve(
                                 "onnx when the model has it and onnxruntime is installed"),
     log: Optional[Path] = typer.Option(None, "--log", help="append the log (a line per request) to this file "
                                                           "(default: standard error)"),
+    max_queue: int = typer.Option(64, "--max-queue", min=1, help="requests in flight at once (being read, queued "
+                                  "or labelled; each open /stream websocket counts): 503 with Retry-After beyond, "
+                                  "before the body is read"),
+    max_queue_bytes: str = typer.Option("4MB", "--max-queue-bytes", help="their body bytes in flight (declared "
+                                        "length; --max-body for a chunked or compressed body): 503 beyond; one "
+                                        "request is always admitted"),
+    allow_host: Optional[List[str]] = typer.Option(None, "--allow-host", help="a Host name to accept besides "
+                                                   "localhost, 127.0.0.1, [::1] and --host (repeatable; * : any); "
+                                                   "others get 403 (DNS rebinding guard)"),
 ) -> None:
     """HTTP service: POST /punctuate (text or any punctuate input), GET /health, GET /model; stops on SIGTERM."""
     try:
-        from punctkit.serve import ServeOptions, parse_rate, parse_size, serve as run
+        from punctkit.serve import ServeOptions, parse_hosts, parse_rate, parse_size, serve as run
     except ModuleNotFoundError as e:
         if e.name != "aiohttp":
             raise
         raise PunctkitError("punctkit serve needs aiohttp: pip install 'punctkit[serve]'") from None
-    opts = ServeOptions(host, port, parse_size(max_body), batch_wait_ms, parse_rate(rate_limit), log)
+    opts = ServeOptions(host, port, parse_size(max_body), batch_wait_ms, parse_rate(rate_limit), log,
+                        max_queue=max_queue, max_queue_bytes=parse_size(max_queue_bytes, "--max-queue-bytes"),
+                        allow_hosts=parse_hosts(allow_host or []))
     run(model or default_model(), opts, threads, backend)
 
 def _punctuate_stream(punct: "Punctuator", src: str, input_format: Optional[str], encoding: Optional[str],
@@ -773,7 +814,7 @@ def _fail(message: str, code: int) -> NoReturn:
     """Print `punctkit: MESSAGE` as one line on stderr (after the traceback in debug mode) and exit."""
     if _debug() and sys.exc_info()[0] is not None:
         traceback.print_exc()
-    one_line = " ".join(str(message).split())
+    one_line = " ".join(shown(message).split())  # quoted input cannot drive the terminal (ESC, BEL, ...)
     try:
         sys.stderr.write(f"punctkit: {one_line}\n")
         sys.stderr.flush()
@@ -846,6 +887,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     130 when interrupted. Typer bundles its own copy of click, so its exceptions are
     recognised by what they carry (`exit_code`, `format_message`), not by class.
     """
+    guard_std_streams()  # a closed standard stream: /dev/null in its place, each use a one-line error
+    utf8_stdout()  # words in any script, whatever the locale (docs/safety.md, "Limits and streams")
     try:
         rv = app(args=argv, prog_name="punctkit", standalone_mode=False)
         try:
@@ -862,6 +905,9 @@ def main(argv: Optional[List[str]] = None) -> None:
             _quiet_stdout()
             sys.exit(1)
         name = e.filename if e.filename is not None else _file_written(e)
+        if e.errno == errno.EBADF and "stdout" in CLOSED and name in (None, "standard output"):
+            _quiet_stdout()
+            _fail(f"error: {STDOUT_CLOSED}", 1)
         if name == "standard output":
             _quiet_stdout()  # what is still buffered would fail again at exit
         _fail(f"error: {_os_message(e, None if name is None else str(name))}", 1)

@@ -26,6 +26,7 @@ from punctkit.decode.decoder import split_utterances
 from punctkit.decode.stream_end import close_ids
 from punctkit.decode.options import OPTIONS_FILE, options_lines, read_decode_config, resolve, write_options
 from punctkit.expdir import read_model_config
+from punctkit.pretrained import SHIPPED
 from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file
 from punctkit.infer.engine import Engine, Punctuator
 from punctkit.infer.ensemble import Ensemble
@@ -61,7 +62,7 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     dirs = list(model_dir) if isinstance(model_dir, (list, tuple)) else [model_dir]
     given = {"format": fmt, "beam": beam, "nbest": nbest, "batch_size": batch_size, "checkpoint": checkpoint,
              "window": window, "step": step, "stream_end": stream_end}
-    pkgs = [_package(d, checkpoint, nbest) if Path(d).is_file() else None for d in dirs]
+    pkgs = [_package(d, checkpoint, nbest) if Path(d).is_file() or str(d) in SHIPPED else None for d in dirs]
     confs = [p.conf if p is not None else read_model_config(d) for d, p in zip(dirs, pkgs)]
     all_opts = [resolve(given, c["decode"], read_decode_config(config), str(config), log=log or _stderr)
                 for c in confs]
@@ -105,6 +106,7 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     utts, nbest_lines, rows = [], [], {}
     lexicon = engine.frontend.case_lexicon if inv.true_case else None
     for s, (h, dist) in zip(units, hyps):
+        h = [(engine.joint.decide(dist, s.words, opens=opts.closes_streams, best=h[0][0]), h[0][1])] + h[1:]
         h = [(close_ids(ids, dist, inv, closes=opts.closes_streams), score) for ids, score in h]
         best = h[0][0]
         for uttid, a, b in s.utt_spans():

@@ -50,10 +50,12 @@ import yaml
 
 from punctkit import __version__
 from punctkit.archive import FRONTEND_LIMIT, TOTAL_LIMIT, WEIGHTS_LIMIT, MiB, file_type, size_problem, unsafe_name
+from punctkit.data.case_prior import CasePrior
 from punctkit.data.labels import CaseLexicon
+from punctkit.pretrained import model_path
 from punctkit.config import check_model_section
 from punctkit.decode.options import OPTIONS_FILE, SEARCH_KEYS, read_options, resolve
-from punctkit.files import PunctkitError, atomic_write, parse_json, parse_yaml, read_json_file, require_file
+from punctkit.files import PunctkitError, atomic_write, parse_json, parse_yaml, require_file
 from punctkit.score import read_score
 from punctkit.text.frontend import CONF_FILE, Frontend, load_frontend
 from punctkit.text.plm import TOKENIZER_DIR
@@ -74,12 +76,14 @@ CHUNK = 4 * MiB
 # The files each frontend kind writes into its directory (punctkit/text/frontend.py, plm.py).
 PLM_FILES = ("config.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
              "merges.txt") + TOKENIZER_FILES
-# Any kind may hold the case lexicon of true-case models (punctkit.data.labels.CaseLexicon).
+# Any kind may hold the case lexicon and the case prior of true-case models (punctkit.data.labels.CaseLexicon,
+# punctkit.data.case_prior.CasePrior).
+CASE_FILES = (CaseLexicon.FILE, CasePrior.FILE)
 FRONTEND_FILES: dict[str, tuple[str, ...]] = {
-    "word": ("vocab.txt", CaseLexicon.FILE),
-    "subword_nmt": ("bpe.codes", "vocab.txt", CaseLexicon.FILE),
-    "sentencepiece": ("spm.model", CaseLexicon.FILE),
-    "plm": tuple(f"{TOKENIZER_DIR}/{n}" for n in PLM_FILES) + (CaseLexicon.FILE,),
+    "word": ("vocab.txt", *CASE_FILES),
+    "subword_nmt": ("bpe.codes", "vocab.txt", *CASE_FILES),
+    "sentencepiece": ("spm.model", *CASE_FILES),
+    "plm": tuple(f"{TOKENIZER_DIR}/{n}" for n in PLM_FILES) + CASE_FILES,
 }
 DIRS = (FRONTEND, f"{FRONTEND}{TOKENIZER_DIR}/")  # directory entries a re-zipped package may have
 KNOWN = set(LIMITS) | {FRONTEND + n for files in FRONTEND_FILES.values() for n in files}  # of any kind
@@ -111,22 +115,9 @@ def is_dir_entry(name: str) -> bool:
 
 def _offline_model_conf(model_conf: dict[str, Any], frontend_dir: Path) -> dict[str, Any]:
     """The model section with a PLM path replaced by its config.json (`plm: {config: ...}`)."""
-    conf = dict(model_conf)
-    spec = conf.get("plm")
-    if spec is None or (isinstance(spec, dict) and "config" in spec):
-        return conf
-    from punctkit.text.plm import read_plm_config, resolve_plm_dir
+    from punctkit.expdir import offline_model_conf
 
-    local = frontend_dir / TOKENIZER_DIR
-    if (local / "config.json").is_file():
-        plm_conf = read_plm_config(local)
-    else:
-        path = spec.get("path", "auto") if isinstance(spec, dict) else spec
-        plm_conf = read_plm_config(resolve_plm_dir(path))
-    conf["plm"] = {"config": plm_conf}
-    if isinstance(spec, dict) and spec.get("layers") is not None:
-        conf["plm"]["layers"] = spec["layers"]  # the encoder was cut to its first N layers
-    return conf
+    return offline_model_conf(model_conf, frontend_dir)
 
 
 def _train_data(exp: Path) -> str | None:
@@ -179,6 +170,36 @@ def quoted_decoding(card_results: list[Path]) -> dict[str, Any] | None:
     return next(iter(found.values()), None)
 
 
+# An absolute path inside a card's text: POSIX (`/home/...`: a `/` that starts a word, not one inside a
+# URL, a fraction or `a/b`), a Windows drive (`C:\\...`) or a UNC share (`\\\\host\\...`).
+ABSOLUTE_PATH = re.compile(r"(?<![\w.~:/\\-])(?:/|[A-Za-z]:[\\/]|\\\\)[^\s\"'<>|;,(){}\[\]]+")
+
+
+def card_paths(value: Any, bases: Iterable[Path] = ()) -> Any:
+    """`value` (a card, or any of its entries) with every absolute path in its text made relative: to
+    the first of `bases` it lies under (never the filesystem root), else its last component, so that
+    a card names no directory of the machine that packed it (`/home/USER/...`). Used when a card is
+    made (bases: the working directory, the experiment's parent) and when one is served."""
+    if isinstance(value, dict):
+        return {k: card_paths(v, bases) for k, v in value.items()}
+    if isinstance(value, list):
+        return [card_paths(v, bases) for v in value]
+    if not isinstance(value, str):
+        return value
+    roots = [b for b in (Path(os.path.abspath(b)) for b in bases) if b != Path(b.anchor)]
+
+    def relative(m: re.Match) -> str:
+        text = m.group(0)
+        if text.startswith("/"):
+            path = Path(os.path.normpath(text))
+            for root in roots:
+                if path.is_relative_to(root) and path != root:
+                    return path.relative_to(root).as_posix()
+        return re.split(r"[\\/]", text.rstrip("\\/"))[-1] or "."
+
+    return ABSOLUTE_PATH.sub(relative, value)
+
+
 def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: list[Path],
               train_data: str | None, notes: dict[str, str] | None = None) -> dict[str, Any]:
     """The short description stored with a packed model; `notes`: more entries (`pack --card-note
@@ -195,21 +216,22 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
     distill = (conf.get("train") or {}).get("distill") or {}
     if isinstance(distill, dict) and distill.get("probs"):  # a student names its teacher's labels
         card["distilled_from"] = {k: distill[k] for k in ("probs", "weight", "temperature") if k in distill}
-    hist = exp / "history.json"
-    if hist.is_file():
-        try:
-            h = read_json_file(hist)
+    from punctkit.expdir import training_history
+
+    try:  # history.json, or the last epoch checkpoint's record when a kill left history.json behind it
+        h = training_history(exp)
+        if h is not None:
             card["epochs"] = len(h)
             scores = [e["valid_f1"] for e in h if e.get("valid_f1") is not None]
             card["best_dev_f1"] = max(scores) if scores else None
-        except (PunctkitError, TypeError, KeyError, AttributeError):
-            pass  # a history that cannot be read gives the card no epochs
+    except (PunctkitError, TypeError, KeyError, AttributeError):
+        pass  # a history that cannot be read gives the card no epochs
     card["results"] = {p.parent.name: _results(p) for p in card_results}
     for key, text in (notes or {}).items():
         if key in card:
             raise PunctkitError(f"--card-note {key}: the card's own entry; name the note otherwise")
         card[key] = text
-    return card
+    return card_paths(card, [Path.cwd(), exp.parent])  # no absolute path of this machine on the card
 
 
 def model_files(exp_dir: str | Path, checkpoint: str | None = None, card_results: Iterable[str | Path] = (),
@@ -352,6 +374,7 @@ def ensemble_package(exp_dirs: list[str | Path], weights: list[float],
                             f"label different marks: the models of an ensemble must share one inventory")
     card = {"model": ENSEMBLE, "inventory": members[0]["inventory"], "weights": weights, "members": members,
             "results": {Path(p).parent.name: _results(Path(p)) for p in card_results}}
+    card = card_paths(card, [Path.cwd(), *(Path(e).parent for e in exp_dirs)])  # no absolute path of this machine
     top = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "punctkit_version": __version__,
            "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "kind": ENSEMBLE, "weights": weights, "card": card}
     files.insert(0, (MANIFEST, json.dumps(top, indent=1).encode(), zipfile.ZIP_DEFLATED))
@@ -563,7 +586,7 @@ def read_package(path: str | Path) -> Package | EnsemblePackage:
     """A packed model's manifest, config, frontend and weights (an ensemble package's: each
     member's), every member validated first; one-line errors for foreign, hostile, truncated,
     corrupt or other-version files."""
-    p = require_file(path, "packed model")
+    p = require_file(model_path(path), "packed model")  # a shipped model's name (`fast`) is its package
     if not zipfile.is_zipfile(p):
         raise _bad(p, "not a packed punctkit model (truncated, or not written by `punctkit pack`)")
     try:

@@ -467,7 +467,27 @@ def case_metrics(ref: Transcript, hyp: Transcript, pairs: Pairs) -> dict | None:
         "exact": exact_form_prf(rf, hf),
         "exact_inside": exact_form_prf([rf[k] for k in inside], [hf[k] for k in inside]),
         "slots": len(ri), "skipped": int((both & ~known).sum()),
+        "contradictions": contradictions(hyp, hyp_forms, ref_forms, pairs),
     }
+
+
+def contradictions(hyp: Transcript, hyp_forms: Sequence[str], ref_forms: Sequence[str], pairs: Pairs) -> dict:
+    """Where the hypothesis's marks and case contradict each other (decode/joint.py):
+    `lower_after_end`: words after a sentence-final mark whose first letter is lower case (of
+    `after_end` such words that have letters); `capital_inside`: words after a comma, another
+    non-final mark or none, written with a capital where the reference writes them in lower case."""
+    starts = sentence_starts(hyp)
+    after_end = lower_after_end = 0
+    for j in np.flatnonzero(starts[1:]) + 1:
+        first = next((c for c in hyp_forms[j] if c.isalpha()), "")
+        if first:
+            after_end += 1
+            lower_after_end += first.islower()
+    capital_inside = 0
+    for i, j in zip(pairs.ref_idx, pairs.hyp_idx):
+        if i >= 0 and j > 0 and not starts[j] and hyp_forms[j][:1].isupper() and case_class(ref_forms[i]) == "L":
+            capital_inside += 1
+    return {"after_end": after_end, "lower_after_end": lower_after_end, "capital_inside": capital_inside}
 
 
 def _marks(t: Transcript, idx: np.ndarray, mapping: dict[str, str]) -> list[str]:
@@ -612,7 +632,10 @@ def _case_lines(case: dict, head: list[str]) -> list[str]:
     return [CASE_TITLES[case["scheme"]]] + _table(rows) + [
         f"exact form: {case['exact']['hits']} identical ({case['exact_inside']['hits']} inside sentences); "
         f"{case['slots']} word pairs compared, {case['skipped']} reference words skipped "
-        f"(no case reference: {CASE_UNKNOWN})"]
+        f"(no case reference: {CASE_UNKNOWN})",
+        "marks and case: {lower_after_end} of {after_end} words after a sentence end begin in lower case; "
+        "{capital_inside} words the reference writes in lower case have a capital inside a sentence".format(
+            **case["contradictions"])]
 
 
 def format_report(result: dict) -> str:

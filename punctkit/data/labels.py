@@ -11,6 +11,7 @@ The case class of a case-aware label is read by `case_of`; what it means by `Lab
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,9 +184,15 @@ class CaseLexicon:
         return cls(forms)
 
 
+# Initials: single letters joined by periods (`u.s.`, `j.p.`, `i.e.`) or by `&` (`q&a`, `m&a`, `p&l`, `r&d`)
+INITIALISM = re.compile(r"[^\W\d_](?:\.[^\W\d_])+\.?|[^\W\d_]{1,3}(?:&[^\W\d_])+")
+
+
 def apply_case(word: str, style: str | None, lexicon: CaseLexicon | None = None) -> str:
     """`word` in the case that a class's style asks for (None: unchanged). The style applies to the
-    word's letters only; `mixed` takes the lexicon's form (Capitalized without one). A word with a
+    word's letters only; `mixed` takes the lexicon's form (Capitalized without one). Initials
+    (`INITIALISM`) are a class of their own: shown with a capital, every letter is one (`J.P.`, not
+    `J.p.`), and letters joined by `&` are never lower case (`Q&A`, `M&A`); `i.e.` in lower case stays. A word with a
     contraction that the training text splits off (`tv's`, `mcdonald's`) is cased on its stem, the
     contraction lower case: `TV's`, `McDonald's`, as the labels of `TV 's` and `McDonald 's` show them."""
     if style is None:
@@ -193,6 +200,8 @@ def apply_case(word: str, style: str | None, lexicon: CaseLexicon | None = None)
     stem, *rest = split_contraction(word)
     if rest:
         return apply_case(stem, style, lexicon) + rest[0].lower()
+    if INITIALISM.fullmatch(word) and ("&" in word or style != "lower"):
+        return word.upper()  # initials: `J.P.`, `U.S.`, `Q&A` (a class, not a word list; `i.e.` stays lower)
     if style == "lower":
         return word.lower()
     if style == "capital":

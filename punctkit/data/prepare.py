@@ -9,6 +9,7 @@ from sys import intern
 
 from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.formats import Report, Utterance, detect_format, flatten, get_format, read
+from punctkit.data.formats.nlp import read_nlp
 from punctkit.data.formats.text import PLAIN, TextOptions, read_text
 from punctkit.data.labels import (
     O, SENTENCE_END, LabelSet, Substitution, default_substitution, get_inventory, load_substitution, mark_of,
@@ -17,6 +18,7 @@ from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError, iter_lines, where
 from punctkit.progress import progress
 
+NLP_OPTS = TextOptions(split_contractions=True)  # the one text option an NLP input takes
 SHOW_PROGRESS = 20  # inputs from which prepare shows a progress bar
 
 
@@ -127,6 +129,8 @@ def read_input(path: Path, fmt: str | None, inv: LabelSet, subst: Substitution, 
     or Kaldi text; a labelled input whose labels are marks only (IWSLT's files) read into a
     case-aware `inv` gets each word's case class from its letters (`with_case`)."""
     name = fmt or detect_format(path, encoding)
+    if name == "nlp" and opts in (PLAIN, NLP_OPTS):  # a call is one stream; its tokens may be split as IWSLT's
+        return read_nlp(path, inv, subst, report, lowercase, lines, encoding, opts.split_contractions)
     if opts != PLAIN:
         if name not in ("text", "kaldi_text"):
             raise PunctkitError(f"{path}: read as {name}, but {' '.join(options_used(opts))} apply to plain "

@@ -42,6 +42,7 @@ class DecodeOptions:
     format: str = "datadir"
     checkpoint: str | None = None
     stream_end: str = "sentence"
+    joint: bool = True  # a case-aware model's marks and case decided together (decode/joint.py)
 
     @property
     def closes_streams(self) -> bool:
@@ -111,6 +112,8 @@ def check(opts: DecodeOptions, given: tuple[str, ...] = ()) -> None:
     if opts.stream_end not in STREAM_ENDS:
         name = "--stream-end" if "stream_end" in given else "decode option stream_end"
         raise PunctkitError(f"{name} {opts.stream_end!r}: expected one of {', '.join(STREAM_ENDS)}")
+    if not isinstance(opts.joint, bool):
+        raise PunctkitError(f"decode option joint: expected true or false, got {opts.joint!r}")
     if opts.checkpoint is not None and not isinstance(opts.checkpoint, str):
         raise PunctkitError(f"decode option checkpoint: expected a file name or null, got {opts.checkpoint!r}")
 

@@ -181,6 +181,10 @@ class Punctuator(Labeller):
     def closes_streams(self) -> bool:
         return self.options.closes_streams
 
+    @property
+    def decides_jointly(self) -> bool:
+        return self.options.joint
+
     def decode(self, streams: list[Stream], extra: Extra | None = None) -> list[Predicted]:
         """Per stream: n-best label ids and the 1-best's distributions, one per input word. A model
         trained on IWSLT's tokens reads `don't` as `do n't` (`ModelWords`), one label back."""

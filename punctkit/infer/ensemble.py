@@ -140,6 +140,10 @@ class Ensemble(Labeller):
         return all(m.closes_streams for m in self.members)
 
     @property
+    def decides_jointly(self) -> bool:
+        return all(m.decides_jointly for m in self.members)
+
+    @property
     def backend(self) -> str:
         return "+".join(m.backend for m in self.members)
 

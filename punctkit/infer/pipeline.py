@@ -17,6 +17,7 @@ from punctkit.data.formats import AsrUtterance, split_text
 from punctkit.data.labels import O, LabelSet, default_substitution
 from punctkit.data.streams import IGNORE, Stream
 from punctkit.data.tokenize import Casing, Renderer, carries_case, show_tokens
+from punctkit.decode.joint import JointDecision
 from punctkit.decode.stream_end import close_stream
 from punctkit.decode.windows import Predicted
 from punctkit.files import PunctkitError
@@ -76,6 +77,23 @@ class Labeller:
         """The one model a `PunctStream` runs (infer/engine.py: Engine.streamable)."""
         raise NotImplementedError
 
+    @property
+    def decides_jointly(self) -> bool:
+        """Whether marks and case are decided together (the decode option `joint`)."""
+        return True
+
+    @property
+    def joint(self) -> JointDecision:
+        """The joint decision of marks and case over this engine's distributions (decode/joint.py):
+        the one place each word's label is chosen from its distribution, given its neighbours'."""
+        got = self.__dict__.get("_joint")
+        if got is None:
+            fe = self.frontend
+            got = JointDecision(self.inventory, fe.case_lexicon, getattr(fe, "case_prior", None),
+                                enabled=self.decides_jointly)
+            self.__dict__["_joint"] = got
+        return got
+
     # --- labelling
     def _rows(self, word_lists: list[list[str]]) -> list[tuple[list[int], np.ndarray]]:
         """Best label ids of each word of each stream and their distributions."""
@@ -97,11 +115,19 @@ class Labeller:
         buf: list[tuple[str, str | None]] = []
         buf_start = keep = 0
 
+        prev: list[int] = []  # the label id of the last word labelled (the joint decision runs on)
+
         def run(seg: list[tuple[str, str | None]], a: int, b: int, last: bool = False) -> Iterator[Any]:
-            ids, rows = self._rows([[w for w, _ in seg]])[0]
+            words = [w for w, _ in seg]
+            best, rows = self._rows([words])[0]
             fixed = [f for _, f in seg[a:b]]
-            labels = fixed_labels(self.inventory, ids[a:b], fixed)
             first = buf_start + a == 0
+            ids = self.joint.decide(rows[a:b], words[a:b], fixed=fixed, prev=prev[-1] if prev else None, best=best[a:b],
+                                    opens=first and self.closes_streams,
+                                    next_row=rows[b] if b < len(seg) else None,
+                                    next_word=words[b] if b < len(seg) else None)
+            prev[:] = ids[-1:] or prev
+            labels = fixed_labels(self.inventory, ids, fixed)
             if first or last:  # the stream's start and end bound sentences, unless the options leave them open
                 labels = close_stream(labels, rows[a:b], self.inventory, fixed, closes=self.closes_streams,
                                       opens=first, ends=last)
@@ -133,7 +159,8 @@ class Labeller:
             k = 0
             for words, fixed in group:
                 if words:
-                    ids, rows = done[k]
+                    best, rows = done[k]
+                    ids = self.joint.decide(rows, words, fixed=fixed, opens=self.closes_streams, best=best)
                     labels = close_stream(fixed_labels(self.inventory, ids, fixed), rows, self.inventory, fixed,
                                           closes=self.closes_streams)
                     k += 1

@@ -22,9 +22,9 @@ import numpy as np
 
 from punctkit.data.formats import split_text
 from punctkit.data.labels import default_substitution
-from punctkit.data.tokenize import Casing, Renderer, Written, carries_case
+from punctkit.data.tokenize import Casing, Renderer, Written, carries_case, split_words
 from punctkit.decode.lookahead import Span, delay, label_windows, word_window
-from punctkit.decode.model_words import ModelWords, word_label
+from punctkit.decode.model_words import ModelWords, case_times_mark, word_label
 from punctkit.decode.stream_end import closing_label, opening_label
 from punctkit.files import PunctkitError, parse_json
 from punctkit.infer.pipeline import Labeller
@@ -69,6 +69,7 @@ class PunctStream:
         self.n = 0                        # words of this context so far
         self.done = 0                     # words of this context committed
         self.render = Renderer(self.casing)  # sentence state and the input's case, run on
+        self.prev: int | None = None      # the label id of the last word committed (decode/joint.py)
         self.cache: dict[Span, tuple[list[int], np.ndarray]] = {}
 
     @property
@@ -77,8 +78,9 @@ class PunctStream:
         return self.n - self.done
 
     def feed(self, words: str | Sequence[str]) -> list[Committed]:
-        """Add words (a text, split on whitespace, or its tokens); returns the words this commits."""
-        tokens = words.split() if isinstance(words, str) else list(words)
+        """Add words (a text, split on white space but never at a no-break space, or its tokens); returns
+        the words this commits."""
+        tokens = split_words(words) if isinstance(words, str) else list(words)
         p = split_text(" ".join(tokens), self.punct.inventory, self.rules)
         m = ModelWords(p.words, self.punct.frontend.split_contractions)  # `don't` -> `do n't` for IWSLT's models
         self.words += m.words
@@ -106,7 +108,10 @@ class PunctStream:
         yield from self.finish()
 
     def _commit(self, upto: int, ended: bool = False) -> list[Committed]:
-        """Label words done..upto-1 (decided: with `ended`, n is the stream's length) and show them."""
+        """Label words done..upto-1 (decided: with `ended`, n is the stream's length) and show them.
+        Marks and case are decided together (decode/joint.py): a word's label weighs the next word's
+        distribution, so with a case-aware model the last decided word waits for the next call, unless
+        the stream ends."""
         while self.done < upto < self.n and self.written[upto - self.base] is None:
             upto -= 1  # an input word is committed with all its model words
         if upto <= self.done:
@@ -115,18 +120,33 @@ class PunctStream:
         wanted = [(i, word_window(i, self.n, p.window, p.step, self.lookahead)) for i in range(self.done, upto)]
         rows: dict[int, np.ndarray] = {}
         ids = label_windows(self.words, self.base, wanted, p.frontend, p.predict, self.cache, rows)
-        out: list[Committed] = []
         heads = [i for i in range(self.done, upto) if self.written[i - self.base] is not None] + [upto]
-        for i, j in zip(heads, heads[1:]):  # model words i..j-1 are one input word
-            w, label = self.written[i - self.base], inv.labels[word_label(ids[i], ids[j - 1], inv)]
+        spans = list(zip(heads, heads[1:]))  # model words i..j-1 are one input word
+        words = ["".join(self.words[i - self.base:j - self.base]) for i, j in spans]
+        word_rows = np.stack([rows[j - 1] if j - 1 == i or not inv.case_aware
+                              else case_times_mark(rows[i], rows[j - 1], inv) for i, j in spans])
+        joint = p.joint
+        held = joint.active and not ended  # the last word waits for its successor's distribution
+        if held and len(spans) < 2:
+            return []
+        decided = spans[:-1] if held else spans
+        label_ids = joint.decide(word_rows[:len(decided)], words[:len(decided)], prev=self.prev,
+                                 opens=self.done == 0 and p.closes_streams,
+                                 next_row=word_rows[-1] if held else None, next_word=words[-1] if held else None)
+        if not joint.active:  # each input word's label from its pieces' (the mark of the last, the case of the first)
+            label_ids = [word_label(ids[i], ids[j - 1], inv) for i, j in decided]
+        out: list[Committed] = []
+        for (i, j), k in zip(decided, label_ids):
+            w, label = self.written[i - self.base], inv.labels[k]
             assert w is not None
             if i == 0 and p.closes_streams:  # the stream's start begins a sentence
                 label = opening_label(label, inv)
             if ended and j == upto and p.closes_streams:  # the stream's end ends a sentence
                 label = closing_label(label, rows[j - 1], inv)
+            self.prev = inv.index(label)
             self.render.input_cased = self.cased[i - self.base]
             out.append(("".join(self.words[i - self.base:j - self.base]), label, self.render.show(w, label)))
-        self.done = upto
+        self.done = decided[-1][1]
         self.committed += len(out)
         self._trim()
         return out

@@ -1,20 +1,47 @@
-"""The model punctkit ships with (package data): `punctuate`, `serve` and `Punctuator.load()` use it
-when no model is named. It is a fast true-case package (recipes/ted: DRNN-LWMA over MiniLM-pooled
-vectors, ONNX, int8) trained on TED talk transcripts; its card names the command that rebuilds it and
-the training data's licence (CC BY-NC-ND, unlike punctkit's Apache-2.0)."""
+"""The models punctkit ships with (package data), by name: `-m fast` (the default: `punctuate`, `serve`
+and `Punctuator.load()` use it when no model is named). `fast` is a true-case package (recipes/ted:
+DRNN-LWMA over MiniLM-pooled vectors, ONNX) trained on published transcripts; its card names the
+command that rebuilds it and its training data's licences (unlike punctkit's Apache-2.0).
+
+`model_path` is the one place a model argument becomes a file: a path that exists is that file, a
+shipped model's name is its package, and any other name is a one-line error listing the names."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from punctkit.files import PunctkitError
 
-DEFAULT_MODEL = "ted_truecase.pkt"
+# name -> the package file in this directory; the first is the default
+SHIPPED: dict[str, str] = {"fast": "ted_truecase.pkt"}
+DEFAULT_NAME = "fast"
+DEFAULT_MODEL = SHIPPED[DEFAULT_NAME]
+
+
+def shipped_path(name: str) -> Path:
+    """The package of a shipped model; a one-line error when the installation lacks it."""
+    path = Path(__file__).with_name(SHIPPED[name])
+    if not path.is_file():
+        raise PunctkitError(f"the shipped model '{name}' ({path}) is missing from this installation: "
+                            f"reinstall punctkit (pip install .), or name a package file with -m")
+    return path
 
 
 def default_model() -> Path:
-    """The path of the shipped model; a one-line error when the installation lacks it."""
-    path = Path(__file__).with_name(DEFAULT_MODEL)
-    if not path.is_file():
-        raise PunctkitError(f"no model given (-m model.pkt) and the default model {path} is missing from this "
-                            f"installation: reinstall punctkit (pip install .), or name a model with -m")
-    return path
+    """The path of the default shipped model (`fast`)."""
+    return shipped_path(DEFAULT_NAME)
+
+
+def model_path(model: str | os.PathLike) -> Path:
+    """A model argument as a file: an existing path as it is; a shipped model's name (`fast`) as its
+    package; a name that is neither (no directory part, no `.pkt`) a one-line error listing the names;
+    any other path as it is (its reader says it is missing)."""
+    text = os.fspath(model)
+    if os.path.exists(text):
+        return Path(text)
+    if text in SHIPPED:
+        return shipped_path(text)
+    if os.sep not in text and "/" not in text and not text.endswith(".pkt"):
+        raise PunctkitError(f"unknown model '{text}': not a shipped model ({', '.join(SHIPPED)}) and no such "
+                            f"file; name a shipped model or give a package file's path (punctkit models lists them)")
+    return Path(text)

@@ -32,6 +32,7 @@ from typing import Any, Callable, ClassVar, Iterable
 
 import yaml
 
+from punctkit.data.case_prior import CasePrior
 from punctkit.data.labels import CaseLexicon
 from punctkit.files import PunctkitError, atomic_write, iter_lines, output_dir, read_yaml_mapping, require_file
 from punctkit.text.vocab import Vocab
@@ -40,7 +41,7 @@ FRONTENDS: dict[str, type["Frontend"]] = {}
 _MODULES = ("punctkit.text.plm",)  # frontends registered outside this file
 CONF_FILE = "frontend.yaml"
 # What any kind writes into a frontend directory (`plm/`: a copied tokenizer).
-FRONTEND_FILES = (CONF_FILE, "vocab.txt", "bpe.codes", "spm.model", "plm/", CaseLexicon.FILE)
+FRONTEND_FILES = (CONF_FILE, "vocab.txt", "bpe.codes", "spm.model", "plm/", CaseLexicon.FILE, CasePrior.FILE)
 
 
 def register_frontend(kind: str) -> Callable[[type["Frontend"]], type["Frontend"]]:
@@ -77,6 +78,7 @@ class Frontend:
         flags = {k: True for k, v in (("lowercase", lowercase), ("split_contractions", split_contractions)) if v}
         self.options = dict(options, label_on=label_on, **flags)
         self.case_lexicon: CaseLexicon | None = None
+        self.case_prior: CasePrior | None = None  # capitals inside sentences (decode/joint.py)
         self._cache: dict[str, list[int]] = {}
 
     # --- to implement per kind
@@ -160,6 +162,9 @@ class Frontend:
             if self.case_lexicon is not None:
                 with atomic_write(out / CaseLexicon.FILE) as f:
                     f.writelines(line + "\n" for line in self.case_lexicon.lines())
+            if self.case_prior is not None:
+                with atomic_write(out / CasePrior.FILE) as f:
+                    f.writelines(line + "\n" for line in self.case_prior.lines())
         with atomic_write(out / CONF_FILE) as f:
             yaml.safe_dump({"kind": self.kind, **self.options}, f, sort_keys=True)
 
@@ -193,6 +198,8 @@ def load_frontend(in_dir: str | Path) -> Frontend:
     if (d / CaseLexicon.FILE).is_file():
         fe.case_lexicon = CaseLexicon.parse((line for _, line in iter_lines(d / CaseLexicon.FILE)),
                                             str(d / CaseLexicon.FILE))
+    if (d / CasePrior.FILE).is_file():
+        fe.case_prior = CasePrior.parse((line for _, line in iter_lines(d / CasePrior.FILE)), str(d / CasePrior.FILE))
     return fe
 
 

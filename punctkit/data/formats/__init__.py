@@ -21,9 +21,11 @@ from punctkit.data.labels import TEXT_MARK
 
 # the corpus formats: read by convert, prepare and score, written by convert and decode
 FORMATS = tuple(n for n in names("reader") if n in names("writer"))
+# what convert, prepare and score read: the corpus formats and the read-only ones (nlp)
+READ_FORMATS = names("reader")
 
 __all__ = [
-    "FORMATS", "REGISTRY", "Format", "Utterance", "AsrUtterance", "Report", "read", "write", "convert",
+    "FORMATS", "READ_FORMATS", "REGISTRY", "Format", "Utterance", "AsrUtterance", "Report", "read", "write", "convert",
     "Source", "TextInput", "detect_format", "detect_for", "classify_lines", "get_format", "names", "flatten", "repair_word",
     "source_name", "split_text", "P2_TOKENS", "TEXT_MARK",
 ]

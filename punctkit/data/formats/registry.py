@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, TextIO
 
 from punctkit.data.datadir import read_data_dir, write_data_dir
-from punctkit.data.formats import asr, labelled, recognizers, subtitles, text
+from punctkit.data.formats import asr, labelled, nlp, recognizers, subtitles, text
 from punctkit.data.formats.base import (
     AsrUtterance, OutputOptions, Punctuated, Report, Source, TextInput, Utterance, as_source, chosen_prob, source_name,
 )
 from punctkit.data.labels import O, LabelSet, Substitution, default_substitution, get_inventory, inventory_for
 from punctkit.files import (
-    PunctkitError, check_not_input, check_output_file, peek_stdin, sample_lines, text_codec, write_lines,
+    PunctkitError, check_not_input, check_output_file, is_stream, peek_input, sample_lines, text_codec, where, write_lines,
 )
 
 # corpus reader: (path, inventory or None, rules, report, lowercase, lines, encoding) -> utterances, inventory
@@ -107,6 +107,11 @@ def _read_text(with_ids: bool) -> Reader:
     return read_text
 
 
+def _read_nlp(p: Path | TextInput, inv: LabelSet, rules: Substitution, report: Report, lowercase: bool,
+              lines: tuple[int, int] | None, encoding: str | None) -> tuple[list[Utterance], LabelSet | None]:
+    return nlp.read_nlp(p, inv, rules, report, lowercase, lines, encoding), inv
+
+
 def _read_datadir(p: Path, inv: LabelSet | None, *_: object) -> tuple[list[Utterance], LabelSet | None]:
     dd = read_data_dir(p, inv)
     return dd.utterances, dd.inventory
@@ -129,11 +134,17 @@ def readable_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: st
 
 def twocol_emit(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path, rows: object = None,
                 opts: OutputOptions | None = None) -> Iterator[str]:
-    """`word<TAB>LABEL` lines of one utterance (the model's words, as the corpus writer writes them:
-    a true-case model's in their labels' case) and a blank line; with probability rows, the chosen label's probability as a third column."""
+    """`word<TAB>LABEL` lines of one utterance and a blank line: each word as the input gave it, its mark
+    in the label, its case changed only by a case-aware model (OutputOptions.word_column: `$5`,
+    `10\u00a0km`, `"Hello"`); with probability rows, the chosen label's probability as a third column.
+    A word holding a tab or a line break (a JSON word) is a one-line error: a twocol line cannot hold it."""
     if not utt.words:
         return
-    words = opts.corpus_words(utt.words, labels) if opts is not None else utt.words
+    words = (opts or OutputOptions()).word_column(utt, shown)
+    for k, w in enumerate(words):
+        if any(c in w for c in "\t\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"):
+            raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k + 1} ({w!r}) holds a tab or a "
+                                f"line break, which a twocol line cannot hold: use --format jsonl")
     for k, (w, lab) in enumerate(zip(words, labels)):
         if rows is not None and opts is not None and opts.inventory is not None:
             yield f"{w}\t{lab}\t{chosen_prob(rows[k], opts.inventory, lab):.4f}"  # type: ignore[index]
@@ -171,6 +182,10 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
            line_kind=recognizers.json_line_kind),
     Format("vosk", "Vosk results (`result[]` of word, start, end, conf), one or several objects",
            units=recognizers.vosk_units, line_kind=recognizers.json_line_kind, times=True, one_stream=True),
+    Format("nlp", "Rev's NLP format: a header, then `token|speaker|ts|endTs|punctuation|...|case|...` a token; "
+           "written back with the tokens re-cased and `punctuation` and `case` filled, other columns kept",
+           reader=_read_nlp, units=nlp.nlp_units, stream=nlp.nlp_lines, line_kind=nlp.nlp_kind, times=True,
+           one_stream=True),
     Format("srt", "SubRip subtitles: cues end at sentence ends, within --max-cue-seconds, --max-line-chars "
            "and --max-cue-lines", stream=subtitles.srt_lines, needs_times=True),
     Format("vtt", "WebVTT subtitles (cues as srt)", stream=subtitles.vtt_lines, needs_times=True),
@@ -179,7 +194,7 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
 ]}
 # classifiers from the most structured lines to the least (a JSON line may hold `,COMMA`, a CTM word too);
 # the JSON line classifier names the JSON format by the object's keys (recognizers.json_line_kind)
-DETECT_ORDER = ("jsonl", "ctm", "twocol", "punctuator2")
+DETECT_ORDER = ("jsonl", "nlp", "ctm", "twocol", "punctuator2")
 ROLES = {"reader": "read", "writer": "write", "units": "read by punctuate", "emit": "written by punctuate"}
 
 
@@ -247,9 +262,6 @@ def detect_format(path: Source, encoding: str | None = None) -> str:
             return "datadir"
         if not p.exists():
             raise PunctkitError(f"file not found: {p}")
-        if not p.is_file():
-            raise PunctkitError(f"{p}: not a regular file, so its format cannot be detected before it is read; "
-                                f"give the format (--from, --input-format, --ref-format/--hyp-format)")
     head, complete = input_head(path, encoding)
     if head.lstrip().startswith(("{", "[")):
         kind = recognizers.json_kind(head, complete, str(path))
@@ -264,12 +276,12 @@ JSON_HEAD = 1 << 22  # bytes of a file decoded whole to tell a JSON document's f
 
 
 def input_head(path: Source, encoding: str | None = None) -> tuple[str, bool]:
-    """The start of a file (or of stdin, kept for its reader; or of a `TextInput`), decoded, and whether
-    it is all of it."""
+    """The start of a file (or of stdin, a FIFO, a pipe or a device, kept for its reader: files.peek_input;
+    or of a `TextInput`), decoded, and whether it is all of it."""
     if isinstance(path, TextInput):
         return path.text[:JSON_HEAD], len(path.text) <= JSON_HEAD
-    if str(path) == "-":
-        data = peek_stdin(1 << 16)
+    if is_stream(path):  # read once: its head only, which its reader gets first
+        data = peek_input(path, 1 << 16)
         complete = len(data) < 1 << 16
     else:
         with open(path, "rb") as f:

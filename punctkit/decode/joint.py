@@ -1,0 +1,181 @@
+"""Marks and case decided together: the label of each word given the label before it and the word after.
+
+A true-case (or case-aware) model gives each word a distribution over joint labels, a case class
+and the mark after the word ("C_COMMA"). Taken word by word, the arg-max labels can contradict
+each other: a sentence-final mark followed by a lower-case word ("New York. and I"), or a
+sentence-start capital after a comma or no mark ("Jane, Thanks"). `JointDecision` picks each
+word's label from its distribution under two rules over neighbouring labels:
+
+1. after a sentence-final mark (and at a stream's start, when the stream begins a sentence) a
+   word's first letter is upper case: its case class is C or U, or M where its lexicon form
+   starts upper case; a word whose own form starts lower case (`iPhone`, `eBay`: M with such a
+   form) keeps it, and a word without letters takes any class;
+2. inside a sentence (after a comma, another non-final mark, or none) a word takes a capital (C)
+   only when the training text writes it with one inside sentences often enough (`CasePrior`
+   share at least `threshold`: names, `I`), or when the training text has too few of it inside
+   sentences to tell (then the model decides alone).
+
+Each word's label maximises its own log-probability plus, with `lookahead` 1, the best
+log-probability of the next word's labels that rule 1 or 2 allows after it: so a period that
+would force a capital on a word the model sees in lower case weighs that word's own evidence
+("New York and I", or "New York. And I", whichever the two words' distributions make more
+probable). The choice is left to right, each word given the label chosen before it, so a
+stream labels the same whole or in segments, and a streaming decoder that holds one word back
+labels as offline decoding does.
+
+Inventories without case (4class, 6class) are left as their arg-max: the rules concern case.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from punctkit.data.case_prior import CasePrior
+from punctkit.data.labels import SENTENCE_END, CaseLexicon, LabelSet, case_of, mark_of
+
+THRESHOLD = 0.1   # rule 2: the share of capitals inside sentences from which a word may take one (valid chose)
+LOOKAHEAD = 1     # words after a word whose distribution its decision weighs (0 or 1; valid chose)
+_FLOOR = 1e-12
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Per word (rows) and label (columns): what the label adds to a path's log-probability after a
+    sentence-final mark (`after_final`: 0, or -inf where rule 1 forbids it) and after any other mark
+    or none (`inside`: 0, or `weight` times the log of the word's share of capitals inside
+    sentences for a capital, rule 2)."""
+
+    after_final: np.ndarray
+    inside: np.ndarray
+
+
+@dataclass
+class JointDecision:
+    """The joint decision of one model's labels (see the module's docstring)."""
+
+    inventory: LabelSet
+    lexicon: CaseLexicon | None = None
+    prior: CasePrior | None = None
+    threshold: float = THRESHOLD
+    lookahead: int = LOOKAHEAD
+    weight: float = 0.0    # rule 2 as a cost (weight x log share) instead of the threshold, when > 0
+    enabled: bool = True   # False: each word's arg-max (the decode option `joint: false`)
+    final: np.ndarray = field(init=False)       # per label: its mark ends a sentence
+    case_ids: dict[str, np.ndarray] = field(init=False)  # case class -> its labels' positions
+
+    def __post_init__(self) -> None:
+        labels = self.inventory.labels
+        self.final = np.array([mark_of(lab) in SENTENCE_END for lab in labels])
+        cases = [case_of(lab) for lab in labels]
+        self.case_ids = {c: np.array([k for k, x in enumerate(cases) if x == c], dtype=np.int64)
+                         for c in set(cases) if c is not None}
+
+    @property
+    def active(self) -> bool:
+        """Whether the rules apply (a case-aware inventory)."""
+        return self.enabled and self.inventory.case_aware
+
+    # ---------------------------------------------------------------- allowed labels per word
+    def costs(self, words: list[str]) -> Costs:
+        """What rules 1 and 2 add for each of `words` (the words the model read)."""
+        n, n_labels = len(words), len(self.inventory.labels)
+        after_final = np.zeros((n, n_labels))
+        inside = np.zeros((n, n_labels))
+        style = {c: self.inventory.case_style(c) for c in self.case_ids}
+        for i, w in enumerate(words):
+            if not any(ch.isalpha() for ch in w):
+                continue
+            own_lower = self._own_form_lower(w)
+            for c, ids in self.case_ids.items():
+                st = style[c]
+                if (st == "lower" and not own_lower) or (st == "mixed" and not self._mixed_starts_upper(w)
+                                                         and not own_lower):
+                    after_final[i, ids] = -np.inf
+                if st == "lower" and own_lower:  # `iPhone` after a period: its own form (M), or a capital
+                    after_final[i, ids] = -np.inf
+                if st == "capital":
+                    inside[i, ids] = self._inside_cost(w)
+        return Costs(after_final, inside)
+
+    def _inside_cost(self, w: str) -> float:
+        share = self.prior.capital_share(w) if self.prior is not None else None
+        if share is None:
+            return 0.0
+        if self.weight > 0:
+            return self.weight * float(np.log(max(share, 0.01)))
+        return -np.inf if share < self.threshold else 0.0
+
+    def _mixed_starts_upper(self, w: str) -> bool:
+        form = self.lexicon.forms.get(w.lower()) if self.lexicon is not None else None
+        return form is None or form[:1].isupper()
+
+    def _own_form_lower(self, w: str) -> bool:
+        form = self.lexicon.forms.get(w.lower()) if self.lexicon is not None else None
+        return form is not None and form[:1].islower()
+
+    def _lower_inside(self, w: str) -> bool:
+        if self.prior is None:
+            return False
+        share = self.prior.capital_share(w)
+        return share is not None and share < self.threshold
+
+    # ---------------------------------------------------------------- the decision
+    def decide(self, rows: np.ndarray, words: list[str], *, fixed: list[str | None] | None = None,
+               prev: int | None = None, opens: bool = False, next_row: np.ndarray | None = None,
+               next_word: str | None = None, best: list[int] | None = None) -> list[int]:
+        """Label ids of consecutive words (`rows`: their distributions, words x labels) chosen left to
+        right. `fixed`: per word the mark it must keep (None: predicted). `prev`: the label id chosen for
+        the word before these (None: none); `opens`: with no word before, the first word begins a
+        sentence. `next_row`/`next_word`: the distribution and word after the last one, when the
+        stream goes on (its own label is decided later, given these). `best`: the search's own label
+        ids, returned (with `fixed` marks) where the rules do not apply (else each row's arg-max)."""
+        rows = np.asarray(rows, dtype=np.float64)
+        n = len(words)
+        if n == 0:
+            return []
+        if not self.active:
+            ids = list(best) if best is not None else rows.argmax(-1).tolist()
+            return self._with_fixed(ids, rows, fixed)
+        logp = np.log(np.maximum(rows, _FLOOR))
+        allowed = np.ones_like(rows, dtype=bool)
+        if fixed is not None:
+            marks = np.array([mark_of(lab) for lab in self.inventory.labels])
+            for i, mk in enumerate(fixed):
+                if mk is not None:
+                    allowed[i] = marks == mk
+        m = self.costs(words + ([next_word] if next_word is not None else []))
+        # the best next-word score after a final mark and after any other (lookahead 1)
+        nxt_final = np.zeros(n)
+        nxt_inside = np.zeros(n)
+        if self.lookahead > 0:
+            nl, na = logp[1:], allowed[1:]
+            if next_row is not None:
+                nl = np.vstack([nl, np.log(np.maximum(np.asarray(next_row, dtype=np.float64), _FLOOR))[None]])
+                na = np.vstack([na, np.ones((1, rows.shape[1]), dtype=bool)])
+            k = len(nl)  # words 0..k-1 have a next word
+            if k:
+                nxt_final[:k] = np.where(na, nl + m.after_final[1:k + 1], -np.inf).max(-1)
+                nxt_inside[:k] = np.where(na, nl + m.inside[1:k + 1], -np.inf).max(-1)
+        gain = logp + np.where(self.final[None, :], nxt_final[:, None], nxt_inside[:, None])
+        gain = np.where(allowed, gain, -np.inf)
+        # each word's choice after a final mark and after any other, then the left-to-right walk
+        best_af = (gain + m.after_final[:n]).argmax(-1)
+        best_in = (gain + m.inside[:n]).argmax(-1)
+        best_any = gain.argmax(-1)
+        out: list[int] = []
+        last = prev
+        for i in range(n):
+            if last is None:
+                k = int(best_af[i] if opens else best_any[i])
+            else:
+                k = int(best_af[i] if self.final[last] else best_in[i])
+            out.append(k)
+            last = k
+        return out
+
+    def _with_fixed(self, ids: list[int], rows: np.ndarray, fixed: list[str | None] | None) -> list[int]:
+        if fixed is None:
+            return ids
+        return [i if mk is None else self.inventory.index(self.inventory.relabel(self.inventory.labels[i], mk))
+                for i, mk in zip(ids, fixed)]
