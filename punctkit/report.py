@@ -5,16 +5,30 @@ Each row is one decoded set of one experiment: `EXP/decode_SET/score.json`
 `EXP/history.json` (epochs, minutes of training, the best dev F1 and its epoch).
 Nothing is recomputed: the table shows exactly what the recipe wrote. `markdown_by_seed`
 folds the runs of one system over seeds (`exp/<system>_seed<N>`) into one row: mean ± spread.
+
+`experiment_markdown` is one experiment's `exp/<tag>/RESULTS.md` (ESPnet's show_asr_result.sh), which
+stage 6 of the recipes writes: the environment, the command (`exp/<tag>/run.sh`), the config and one
+table per test set. `demo_text` gives stage 8 (the demo) the first words of a test set, readable.
+Both run as `python -m punctkit.report {experiment,demo} ...` from recipes/TEMPLATE/punct.sh.
 """
 from __future__ import annotations
 
+import argparse
+import datetime
+import importlib.metadata
+import platform
 import re
 import statistics
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from punctkit.files import PunctkitError, read_json_file
+from punctkit import __version__
+from punctkit.data.datadir import read_data_dir
+from punctkit.data.tokenize import detokenize
+from punctkit.files import PunctkitError, atomic_write, read_json_file
 from punctkit.score import read_score
 
 
@@ -150,3 +164,197 @@ def markdown_by_seed(rows: list[ResultRow]) -> str:
                   "-" if not epochs else str(epochs[0]) if len(epochs) == 1 else f"{epochs[0]}-{epochs[-1]}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ one experiment's RESULTS.md
+
+SIMD_FLAGS = re.compile(r"^(sse\S*|ssse3|avx\S*|fma\S*|f16c|amx\S*|neon|asimd\S*|sve\S*)$")  # those that change speed
+PARAMS_LINE = re.compile(r"model (\S+): (\d+) parameters \((\d+) trainable\)")  # the trainer's line in train.log
+
+
+def _cpu() -> tuple[str, str]:
+    """(the CPU's model and core count, its vector-extension flags) from /proc/cpuinfo; `unknown` elsewhere."""
+    try:
+        info = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return platform.processor() or "unknown", "unknown"
+    fields: dict[str, str] = {}
+    cores = 0
+    for line in info.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        cores += key == "processor"
+        fields.setdefault(key, value.strip())
+    model = fields.get("model name") or fields.get("Model") or fields.get("CPU part") or "unknown"
+    flags = [f for f in (fields.get("flags") or fields.get("Features") or "").split() if SIMD_FLAGS.match(f)]
+    return f"{model} ({cores} logical cores)", " ".join(flags) or "none"
+
+
+def _git(*args: str) -> str:
+    """A git command's output in punctkit's checkout ('' where there is no git or no checkout)."""
+    try:
+        p = subprocess.run(["git", *args], cwd=Path(__file__).resolve().parent, capture_output=True, text=True,
+                           timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return p.stdout.strip() if p.returncode == 0 else ""
+
+
+def _torch_version() -> str:
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _parameters(exp: Path) -> str:
+    """The model's parameter count, as the trainer logged it (exp/train.log)."""
+    log = exp / "train.log"
+    found = PARAMS_LINE.findall(log.read_text(errors="replace")) if log.is_file() else []
+    if not found:
+        return "unknown (no `parameters` line in train.log)"
+    kind, total, trainable = found[-1]
+    return f"{int(total):,} ({int(trainable):,} trainable), {kind}"
+
+
+def _training(history: list[dict[str, Any]]) -> str:
+    if not history:
+        return "no history.json"
+    row = ResultRow("", "", {}, history)
+    best = row.best
+    text = f"{len(history)} epochs, {_f(row.train_minutes)} min"
+    return text + (f"; best epoch {best[0]} (dev F1 {best[1]:.1f})" if best else "")
+
+
+def _command(exp: Path) -> str | None:
+    """The command line of `exp/run.sh` (its last line that is not a comment)."""
+    script = exp / "run.sh"
+    if not script.is_file():
+        return None
+    lines = [ln for ln in script.read_text().splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    return lines[-1] if lines else None
+
+
+def _prf(m: dict[str, Any] | None) -> str:
+    return "/".join(_f(m.get(k)) for k in ("precision", "recall", "f1")) if isinstance(m, dict) else "-"
+
+
+def _set_tables(name: str, rows: list[ResultRow]) -> list[str]:
+    """The tables of one test set: punctuation (a row per decoding of it), then case where the data has case."""
+    classes = [c for c in rows[0].score["classes"] if c != "O"]
+    head = ["decode"] + [f"{c} P/R/F1" for c in classes] + ["overall P", "overall R", "overall F1", "SER"]
+    out = [f"### {name}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        o = r.score["overall"]
+        cells = [r.set] + [_prf(r.score["per_class"].get(c)) for c in classes]
+        cells += [_f(o["precision"]), _f(o["recall"]), f"**{_f(o['f1'])}**", _ser(r.score)]
+        out.append("| " + " | ".join(cells) + " |")
+    cased = [r for r in rows if isinstance(r.score.get("case"), dict)]
+    if cased:
+        case_classes = list(cased[0].score["case"].get("classes") or {})
+        head = (["decode"] + [f"{c} P/R/F1" for c in case_classes]
+                + ["exact form P/R/F1", "exact form inside sentences P/R/F1"])
+        out += ["", f"Case of {name} (classes of the words' exact forms; exact form: the word written as the "
+                "reference writes it):", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in cased:
+            case = r.score["case"]
+            cells = [r.set] + [_prf((case.get("classes") or {}).get(c)) for c in case_classes]
+            cells += [_prf(case.get("exact")), _prf(case.get("exact_inside"))]
+            out.append("| " + " | ".join(cells) + " |")
+    return out + [""]
+
+
+def experiment_markdown(exp: str | Path, now: datetime.datetime | None = None) -> str:
+    """`exp/<tag>/RESULTS.md` of one experiment, as ESPnet's show_asr_result.sh writes it: the environment
+    (date, CPU and its vector extensions, python, torch, punctkit and its git commit, the model's parameter
+    count, the training run's length), the command that reruns it (`exp/<tag>/run.sh`), the config it was
+    trained with (`exp/<tag>/config.yaml`, inline) and one table per test set (per-class and overall P/R/F1,
+    SER; case figures where the data has case), each row one decoding (`decode_<set>[_<dtag>]`)."""
+    exp = Path(exp)
+    rows = collect([exp])
+    now = now or datetime.datetime.now().astimezone()
+    cpu, flags = _cpu()
+    commit = _git("rev-parse", "HEAD")
+    if commit:
+        dirty = _git("status", "--porcelain", "--untracked-files=no")
+        commit = f"`{commit}` ({_git('log', '-1', '--format=%cd', '--date=iso-strict')}" + \
+                 (", with uncommitted changes)" if dirty else ")")
+    out = [f"# {exp.name}", "",
+           "Written by `python -m punctkit.report experiment` (stage 6 of recipes/TEMPLATE/punct.sh) from the "
+           "experiment's files; rerun the experiment with `run.sh` beside this file.", "",
+           "## Environment", "",
+           f"- date: `{now.isoformat(timespec='seconds')}`",
+           f"- CPU: {cpu}; vector extensions: `{flags}`",
+           f"- python: `{platform.python_version()}`; torch: `{_torch_version()}`; punctkit: `{__version__}`",
+           f"- git: {commit or 'unknown (not a git checkout)'}",
+           f"- model parameters: {_parameters(exp)}",
+           f"- training: {_training(rows[0].history)}", ""]
+    command = _command(exp)
+    out += ["## Command", "",
+            "In the recipe's directory (`run.sh` here does it; extra options go after it, e.g. `--stage 5`):", "",
+            f"    {command}" if command else "    (no run.sh: the experiment was not trained by this recipe's stage 4)",
+            ""]
+    config = exp / "config.yaml"
+    if config.is_file():
+        out += ["## Config", "", "<details><summary>config.yaml (the run's config, all defaults filled in)"
+                "</summary>", "", "```yaml", config.read_text().rstrip("\n"), "```", "", "</details>", ""]
+    out += ["## Results", "", "Overall F1 and SER in percent; P/R/F1 per class; SER: slot error rate.", ""]
+    by_set: dict[str, list[ResultRow]] = {}
+    for r in rows:
+        by_set.setdefault(Path(str(r.score.get("ref") or r.set)).name, []).append(r)
+    for name, set_rows in by_set.items():
+        out += _set_tables(name, [ResultRow(r.exp, f"decode_{r.set}", r.score, r.history) for r in set_rows])
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+# ------------------------------------------------------------------ the demo's words (stage 8)
+
+def demo_text(data_dir: str | Path, n_words: int) -> tuple[str, str]:
+    """The first `n_words` words of a data directory as the recipes' demo shows them (stage 8): (the words
+    as a recognizer writes them, unpunctuated, in their case; the reference: the same words with their
+    marks). Both are readable: IWSLT's split contractions are joined (`i 'm` -> `i'm`, `do n't` -> `don't`),
+    and the reference is written as `punctkit punctuate` writes a model's output (case from the labels
+    where the data has case, else sentence starts and `I` capitalised)."""
+    d = read_data_dir(data_dir)
+    words: list[str] = []
+    labels: list[str] = []
+    for u in d.utterances:
+        words += u.words[:n_words - len(words)]
+        labels += u.labels[:n_words - len(labels)]
+        if len(words) >= n_words:
+            break
+    return detokenize(words, ["O"] * len(words), capitalize=False), detokenize(words, labels)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m punctkit.report", description=__doc__.split("\n", 1)[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    e = sub.add_parser("experiment", help="write EXP/RESULTS.md (environment, command, config, tables)")
+    e.add_argument("exp", type=Path)
+    e.add_argument("-o", "--out", type=Path, help="output file (default: EXP/RESULTS.md; - for standard output)")
+    d = sub.add_parser("demo", help="write OUT/words.txt and OUT/ref.txt: the first words of a data dir, readable")
+    d.add_argument("data", type=Path)
+    d.add_argument("out", type=Path)
+    d.add_argument("--words", type=int, default=60, help="how many words (default 60)")
+    args = ap.parse_args(argv)
+    try:
+        if args.what == "experiment":
+            text = experiment_markdown(args.exp)
+            if str(args.out) == "-":
+                sys.stdout.write(text)
+            else:
+                with atomic_write(args.out or args.exp / "RESULTS.md") as f:
+                    f.write(text)
+        else:
+            words, ref = demo_text(args.data, args.words)
+            for name, text in (("words.txt", words), ("ref.txt", ref)):
+                with atomic_write(args.out / name) as f:
+                    f.write(text + "\n")
+    except PunctkitError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

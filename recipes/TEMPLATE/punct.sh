@@ -8,16 +8,31 @@
 #   1 data directories (audio recipes: audio too)       (local/data.sh)
 #   2 features, CMVN and validation (only with --use-audio true)
 #   3 vocabulary / BPE / embeddings
-#   4 train                       (through $train_cmd or $cuda_cmd)
+#   4 train                       (through $train_cmd or $cuda_cmd; exp/<tag>/run.sh reruns it)
 #   5 decode each test set        (through $decode_cmd, --nj jobs; exp/<tag>/decode_<set>[_<dtag>])
-#   6 score                       (exp/<tag>/decode_<set>[_<dtag>]/score.{txt,json})
+#   6 score                       (exp/<tag>/decode_<set>[_<dtag>]/score.{txt,json}; exp/<tag>/RESULTS.md)
 #   7 pack                        (exp/<tag>/model.pkt, for punctkit punctuate; text-only models)
-#   8 demo: the packed model punctuates the first --demo-words words of the first
-#     test set, printed next to the reference (text-only models)
+#   8 demo: the first --demo-words words of the first test set (IWSLT's split contractions
+#     joined), printed as the reference has them, as the packed model punctuates them and
+#     as the model punctkit ships punctuates them (text-only models)
 set -euo pipefail
 # shellcheck disable=SC2086  # $train_args / $decode_args / $pack_args are option lists, split on purpose
 
 log() { echo "$(date '+%Y-%m-%dT%H:%M:%S') ($(basename "$0"):${BASH_LINENO[0]}) $*"; }
+shell_words() {  # the arguments as one command line: plain words as they are, the others in single quotes
+  local a out=()
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./=:,+@%-]+$ ]]; then out+=("$a"); else out+=("'${a//\'/\'\\\'\'}'"); fi
+  done
+  echo "${out[*]}"
+}
+# this script's command line without its --stage/--stop-stage, for exp/<tag>/run.sh (ESPnet's run_args)
+args=("$@"); kept=(); i=0
+while [ "$i" -lt "${#args[@]}" ]; do
+  case ${args[i]} in --stage|--stop-stage) i=$((i + 2)); continue ;; esac
+  kept+=("${args[i]}"); i=$((i + 1))
+done
+run_cmd=$(shell_words "$0" ${kept[@]+"${kept[@]}"})
 
 help_message="Usage: $0 [options]
   --stage N / --stop-stage N   run stages N..M (default 0..100)
@@ -113,14 +128,26 @@ if [ "$stage" -le 2 ] && [ "$stop_stage" -ge 2 ]; then
   fi
 fi
 
-# (engine stages 3-6)
 if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
   log "stage 3: vocabulary / BPE / embeddings ($train_config) -> $exp/inputs"
   punctkit prepare-inputs --config "$train_config" "$data/$train_set" "$exp/inputs"
 fi
 
+# exp/<tag>/run.sh reruns the experiment (ESPnet's): the command that trained it (without its stages), from
+# stage 3 on; options given to it come last and win (`exp/<tag>/run.sh --stage 5` decodes again). Written
+# by stage 4, or by stage 6 for an experiment trained without one.
+write_rerun_script() {
+  mkdir -p "$exp"
+  { echo "#!/usr/bin/env bash"
+    echo "# Reruns experiment $exp from stage 3 (resuming its training): the command that ran it on $(date '+%Y-%m-%d')."
+    echo "# You can resume the process from another stage with this script: $exp/run.sh --stage 5"
+    echo "cd $(shell_words "$PWD") && $run_cmd --stage 3 \"\$@\"; exit \$?"
+  } > "$exp/run.sh.tmp" && chmod +x "$exp/run.sh.tmp" && mv "$exp/run.sh.tmp" "$exp/run.sh"
+}
+
 if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
-  log "stage 4: train $exp (log: $exp/log/train.log)"
+  log "stage 4: train $exp (log: $exp/log/train.log; $exp/run.sh reruns it)"
+  write_rerun_script
   launcher=$train_cmd; [ "$ngpu" -eq 0 ] || launcher=$cuda_cmd
   ${launcher} --gpu "$ngpu" "$exp/log/train.log" \
     punctkit train --config "$train_config" --train-dir "$data/$train_set" --valid-dir "$data/$valid_set" \
@@ -160,6 +187,9 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
     log "stage 6: score $x -> $dir/score.txt"
     punctkit score "$data/$x" "$dir/hyp" --out "$dir"
   done
+  [ -f "$exp/run.sh" ] || write_rerun_script
+  log "stage 6: $exp/RESULTS.md (environment, command, config, a table per test set)"
+  python -m punctkit.report experiment "$exp"
 fi
 
 if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then
@@ -181,22 +211,20 @@ if [ "$stage" -le 8 ] && [ "$stop_stage" -ge 8 ]; then
   if [ "$use_audio" = true ]; then
     log "stage 8: skipped (no package for audio models; their output is $exp/decode_$x/hyp)"
   else
-    # What the toolkit did, for a newcomer: the reference and the model's output, word for word.
+    # What the toolkit did, for a newcomer: the reference, this recipe's model and the model punctkit
+    # ships, word for word, on the first words of the test set as a recognizer writes them (IWSLT's
+    # split contractions joined: "i'm", "don't"; models trained on split ones split them again)
     demo=$exp/demo_$x
-    mkdir -p "$demo"
-    first_words() {  # first_words N FILE [SKIP]: the first N words of FILE (after SKIP fields a line), one line
-      awk -v n="$1" -v skip="${3:-0}" '{for (i = skip + 1; i <= NF && c < n; i++) { printf "%s%s", (c ? " " : ""), $i; c++ }}
-        c >= n { exit } END { print "" }' "$2"
-    }
-    first_words "$demo_words" "$data/$x/text" 1 > "$demo/words.txt.tmp" && mv "$demo/words.txt.tmp" "$demo/words.txt"
+    python -m punctkit.report demo "$data/$x" "$demo" --words "$demo_words"  # words.txt, ref.txt
     # the demo directory is this stage's own: its files are replaced on a rerun also where the file
-    # system keeps no mark of punctkit's files (--overwrite; README, "Safety")
-    punctkit convert "$data/$x" "$demo/ref_all.txt" --to text --overwrite
-    first_words "$demo_words" "$demo/ref_all.txt" > "$demo/ref.txt.tmp" && mv "$demo/ref.txt.tmp" "$demo/ref.txt"
+    # system keeps no mark of punctkit's files (--overwrite; docs/safety.md)
     punctkit punctuate -m "$exp/model.pkt" "$demo/words.txt" -o "$demo/hyp.txt" --overwrite
-    log "stage 8: demo: the first $demo_words words of $x, punctuated by $exp/model.pkt (files in $demo)"
+    punctkit punctuate "$demo/words.txt" -o "$demo/shipped.txt" --overwrite
+    log "stage 8: demo: the first $demo_words words of $x: the reference, this recipe's model ($exp/model.pkt)" \
+      "and the model punctkit ships (punctkit punctuate without -m) (files in $demo)"
     echo "reference: $(cat "$demo/ref.txt")"
-    echo "punctkit:  $(cat "$demo/hyp.txt")"
+    echo "recipe:    $(cat "$demo/hyp.txt")"
+    echo "shipped:   $(cat "$demo/shipped.txt")"
   fi
 fi
 

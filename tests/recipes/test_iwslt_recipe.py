@@ -1,5 +1,7 @@
 """The IWSLT recipe end to end on a few thousand words: every stage, as a user runs it."""
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -7,10 +9,15 @@ import time
 import zipfile
 from pathlib import Path
 
+import yaml
+
+from punctkit.data.contractions import SPLIT_CONTRACTIONS
 from punctkit.score import score_files
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes" / "iwslt"
+# a contraction IWSLT splits off its word, shown split ("I 'm", "do n't"): never in the demo
+SPLIT = re.compile(r"\s(" + "|".join(re.escape(c) for c in SPLIT_CONTRACTIONS) + r")\b", re.IGNORECASE)
 
 
 def run_recipe(tmp_path, *args, timeout=600):
@@ -47,7 +54,7 @@ def test_data_stages_build_iwslt_dirs_with_repair_report(iwslt, tmp_path):
 def test_tiny_run_all_stages_writes_scores(iwslt, tmp_path):
     # train_tiny's 2 epochs (8 steps) on 3000 words learn to predict O everywhere; 10 epochs
     # with class weights take seconds and learn enough to beat both trivial hypotheses below
-    r = run_recipe(tmp_path, "--local-data-opts", "--max-words 3000",
+    r = run_recipe(tmp_path, "--local-data-opts", "--max-words 3000", "--stop-stage", "100",
                    "--train-config", "conf/train_tiny.yaml", "--tag", "tiny",
                    "--train-args", "--set train.epochs=10 --set train.class_weights=auto")
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
@@ -82,14 +89,65 @@ def test_tiny_run_all_stages_writes_scores(iwslt, tmp_path):
                        input="so what do you think\n", capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert p.stdout.lower().replace(",", "").replace(".", "").replace("?", "").split() == "so what do you think".split()
-    # stage 8: the packed model punctuates the first 60 words of test_ref, printed next to the reference
-    first60 = " ".join(ref.split("\n", 1)[0].split()[1:61])
+    # stage 6: exp/tiny/RESULTS.md (ESPnet's generated results) and exp/tiny/run.sh, which reruns the experiment
+    results = (exp / "RESULTS.md").read_text()
+    for block in ("## Environment", "- date: `", "vector extensions: `", "- python: `", "torch: `", "- git: ",
+                  "- model parameters: 54,308 ", "- training: 10 epochs", "## Command", "## Config", "```yaml",
+                  "class_weights: auto", "### test_ref", "| decode | COMMA P/R/F1 |", "| SER |"):
+        assert block in results, block
+    f1 = f"**{score['overall']['f1']:.1f}**"
+    assert re.search(r"^\| decode_test_ref \|.*\| " + re.escape(f1) + r" \|", results, re.M), results
+    assert "| decode_test_ref_beam2_step10 |" in results  # every decoding of the set, one row each
+    rerun = exp / "run.sh"
+    assert rerun.is_file() and os.access(rerun, os.X_OK)
+    command = rerun.read_text().splitlines()[-1]
+    assert command in results
+    assert command.startswith(f"cd {RECIPE} && ./punct.sh ") and "--train-config conf/train_tiny.yaml" in command
+    assert "--train-args '--set train.epochs=10 --set train.class_weights=auto'" in command
+    assert command.endswith(' --stage 3 "$@"; exit $?') and "--stop-stage" not in command
+    # the script reruns the experiment from any stage: here scoring only, which writes RESULTS.md again
+    (exp / "RESULTS.md").unlink()
+    r3 = subprocess.run([str(rerun), "--stage", "6", "--stop-stage", "6"], capture_output=True, text=True, timeout=300)
+    assert r3.returncode == 0, (r3.stdout[-2000:], r3.stderr[-2000:])
+    assert "stage 6: score test_ref" in r3.stdout and "### test_ref" in (exp / "RESULTS.md").read_text()
+    # stage 8: the first 60 words of test_ref, readable (IWSLT's `i 'm` joined: `i'm`), as the reference has
+    # them, as the packed model punctuates them and as the shipped default model punctuates them
+    tokens = ref.split("\n", 1)[0].split()[1:61]
+    assert "'m" in tokens and "'s" in tokens  # test2011 begins "i 'm a savant": the demo has a split to join
+    demo = exp / "demo_test_ref"
+    words = (demo / "words.txt").read_text()
+    assert words == " ".join(tokens).replace(" 'm", "'m").replace(" 's", "'s") + "\n"
+    assert words.startswith("i'm a savant ")
     shown = dict(line.split(": ", 1) for line in r.stdout.splitlines()
-                 if line.startswith(("reference: ", "punctkit:  ")))
+                 if line.startswith(("reference: ", "recipe:    ", "shipped:   ")))
+    assert set(shown) == {"reference", "recipe", "shipped"}, r.stdout[-2000:]
     strip = lambda t: t.lower().replace(",", "").replace(".", "").replace("?", "").split()  # noqa: E731
-    assert strip(shown["reference"]) == strip(shown["punctkit"].strip()) == first60.split()
+    for who, line in shown.items():
+        assert not SPLIT.search(line), (who, line)  # "I'm", never "I 'm"
+        assert strip(line) == words.split(), who
+    assert shown["reference"].startswith("I'm a savant, or more precisely, ")
     ref_labels = (tmp_path / "data" / "test_ref" / "labels").read_text().split("\n", 1)[0].split()[1:61]
     assert sum(shown["reference"].count(m) for m in ",.?") == sum(lab != "O" for lab in ref_labels)
-    demo = exp / "demo_test_ref"
-    assert (demo / "hyp.txt").read_text().strip() == shown["punctkit"].strip()
-    assert (demo / "words.txt").read_text() == first60 + "\n"
+    assert (demo / "ref.txt").read_text().strip() == shown["reference"]
+    assert (demo / "hyp.txt").read_text().strip() == shown["recipe"].strip()
+    assert (demo / "shipped.txt").read_text().strip() == shown["shipped"].strip()
+    shipped = subprocess.run([sys.executable, "-m", "punctkit.cli", "punctuate", "-"], input=words,
+                             capture_output=True, text=True)
+    assert shipped.returncode == 0 and shipped.stdout.strip() == shown["shipped"].strip()
+
+
+def test_quick_config_trains_a_fixed_number_of_epochs(iwslt, tmp_path):
+    """The main job's config trains exactly its epochs with a fixed seed on one thread (no wall-clock stop,
+    no early stopping), so its figure does not depend on the machine's load: here on 3000 words."""
+    conf = yaml.safe_load((RECIPE / "conf" / "train_drnn_lwma_quick.yaml").read_text())["train"]
+    assert conf["max_minutes"] is None and conf["patience"] is None
+    assert conf["threads"] == 1 and isinstance(conf["seed"], int) and conf["epochs"] >= 10
+    r = run_recipe(tmp_path, "--local-data-opts", "--max-words 3000", "--stop-stage", "4")
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
+    exp = tmp_path / "exp" / "train_drnn_lwma_quick"
+    history = json.loads((exp / "history.json").read_text())
+    assert [h["epoch"] for h in history] == list(range(1, conf["epochs"] + 1))
+    assert "stopped:" not in (exp / "train.log").read_text()
+    used = yaml.safe_load((exp / "config.yaml").read_text())["train"]
+    assert (used["epochs"], used["max_minutes"], used["patience"], used["threads"], used["seed"]) == (
+        conf["epochs"], None, None, 1, conf["seed"])
