@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from punctkit.files import MAX_LINE_BYTES, PunctkitError, decode_lines, shown
-from punctkit.files import decoding
+from punctkit.files import MAX_LINE_BYTES, PunctkitError, decode_lines, shown, text_codec
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "so i am here do you know why\nthank you very much\n"
@@ -196,7 +195,7 @@ def test_sparse_file_of_nuls(cmd: str, tmp_path: Path) -> None:
 
 
 def test_line_limit_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(decoding, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(text_codec, "MAX_LINE_BYTES", 1000)
     ok = b"a" * 1000 + b"\n" + b"b" * 1000
     assert [len(t) for _, t in decode_lines(io.BytesIO(ok), "f")] == [1000, 1000]
     for bad, lineno in ((b"x\n" + b"a" * 1001 + b"\n", 2), (b"a" * 1001, 1), (b"a" * 5000, 1)):
@@ -205,7 +204,7 @@ def test_line_limit_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_line_limit_boundary_wide(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(decoding, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(text_codec, "MAX_LINE_BYTES", 1000)
     fine = ("a" * 500 + "\n" + "b" * 10).encode("utf-16")
     assert [len(t) for _, t in decode_lines(io.BytesIO(fine), "f")] == [500, 10]
     with pytest.raises(PunctkitError, match="^f:2: line longer than"):
@@ -357,3 +356,16 @@ def test_error_type_escapes_centrally() -> None:
     assert "\n" not in msg and "\\x1b[2J" in msg
     assert shown(msg) == msg  # idempotent
     assert shown("中文 👍\u200d🔥") == "中文 👍\u200d🔥"  # scripts, emoji and joiners stay readable
+
+
+def test_a_json_document_without_end_is_one_line_in_bounded_memory(tmp_path, monkeypatch):
+    """A Whisper/Vosk document is read whole only up to MAX_DOCUMENT_CHARS (here lowered)."""
+    from punctkit.data.formats import recognizers
+
+    monkeypatch.setattr(recognizers, "MAX_DOCUMENT_CHARS", 10_000)
+    big = tmp_path / "w.json"
+    big.write_text('{"segments": [\n' + '{"text": " so", "words": []},\n' * 2000 + '{"text": ""}]}\n')
+    from punctkit.files import PunctkitError
+
+    with pytest.raises(PunctkitError, match=r"w.json:\d+: a JSON document \(Whisper, Vosk\) longer than"):
+        recognizers.read_json_text(big, None)

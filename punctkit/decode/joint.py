@@ -16,12 +16,13 @@ word's label from its distribution under two rules over neighbouring labels:
    sentences to tell (then the model decides alone).
 
 Each word's label maximises its own log-probability plus, with `lookahead` 1, the best
-log-probability of the next word's labels that rule 1 or 2 allows after it: so a period that
-would force a capital on a word the model sees in lower case weighs that word's own evidence
-("New York and I", or "New York. And I", whichever the two words' distributions make more
-probable). The choice is left to right, each word given the label chosen before it, so a
-stream labels the same whole or in segments, and a streaming decoder that holds one word back
-labels as offline decoding does.
+log-probability of the next word's labels that rule 1 allows after it: so a period that would
+force a capital on a word the model sees in lower case weighs that word's own evidence ("New York
+and I", or "New York. And I", whichever the two words' distributions make more probable). Rule 2
+is not weighed ahead (`rule2_ahead`): a capital it refuses becomes lower case, it adds no period.
+The choice is left to right, each word given the label chosen before it, so a stream labels the
+same whole or in segments, and a streaming decoder that holds one word back labels as offline
+decoding does.
 
 Inventories without case (4class, 6class) are left as their arg-max: the rules concern case.
 """
@@ -60,9 +61,11 @@ class JointDecision:
     threshold: float = THRESHOLD
     lookahead: int = LOOKAHEAD
     weight: float = 0.0    # rule 2 as a cost (weight x log share) instead of the threshold, when > 0
+    rule2_ahead: bool = False  # the look-ahead weighs rule 2 too (valid chose not: rule 2 lowers the capital instead)
     enabled: bool = True   # False: each word's arg-max (the decode option `joint: false`)
     final: np.ndarray = field(init=False)       # per label: its mark ends a sentence
     case_ids: dict[str, np.ndarray] = field(init=False)  # case class -> its labels' positions
+    _memo: dict[str, tuple[np.ndarray, np.ndarray]] = field(init=False, default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         labels = self.inventory.labels
@@ -79,24 +82,31 @@ class JointDecision:
     # ---------------------------------------------------------------- allowed labels per word
     def costs(self, words: list[str]) -> Costs:
         """What rules 1 and 2 add for each of `words` (the words the model read)."""
-        n, n_labels = len(words), len(self.inventory.labels)
-        after_final = np.zeros((n, n_labels))
-        inside = np.zeros((n, n_labels))
-        style = {c: self.inventory.case_style(c) for c in self.case_ids}
-        for i, w in enumerate(words):
-            if not any(ch.isalpha() for ch in w):
-                continue
+        rows = [self._word_costs(w) for w in words]
+        n_labels = len(self.inventory.labels)
+        if not rows:
+            return Costs(np.zeros((0, n_labels)), np.zeros((0, n_labels)))
+        return Costs(np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows]))
+
+    def _word_costs(self, w: str) -> tuple[np.ndarray, np.ndarray]:
+        """(after a final mark, inside a sentence) of one word, remembered (bounded)."""
+        got = self._memo.get(w)
+        if got is not None:
+            return got
+        n_labels = len(self.inventory.labels)
+        after_final, inside = np.zeros(n_labels), np.zeros(n_labels)
+        if any(ch.isalpha() for ch in w):
             own_lower = self._own_form_lower(w)
             for c, ids in self.case_ids.items():
-                st = style[c]
-                if (st == "lower" and not own_lower) or (st == "mixed" and not self._mixed_starts_upper(w)
-                                                         and not own_lower):
-                    after_final[i, ids] = -np.inf
-                if st == "lower" and own_lower:  # `iPhone` after a period: its own form (M), or a capital
-                    after_final[i, ids] = -np.inf
+                st = self.inventory.case_style(c)
+                if st == "lower" or (st == "mixed" and not self._mixed_starts_upper(w) and not own_lower):
+                    after_final[ids] = -np.inf  # (a word whose own form starts lower case keeps M: `iPhone`)
                 if st == "capital":
-                    inside[i, ids] = self._inside_cost(w)
-        return Costs(after_final, inside)
+                    inside[ids] = self._inside_cost(w)
+        if len(self._memo) >= 200_000:
+            self._memo.clear()
+        self._memo[w] = (after_final, inside)
+        return after_final, inside
 
     def _inside_cost(self, w: str) -> float:
         share = self.prior.capital_share(w) if self.prior is not None else None
@@ -156,7 +166,8 @@ class JointDecision:
             k = len(nl)  # words 0..k-1 have a next word
             if k:
                 nxt_final[:k] = np.where(na, nl + m.after_final[1:k + 1], -np.inf).max(-1)
-                nxt_inside[:k] = np.where(na, nl + m.inside[1:k + 1], -np.inf).max(-1)
+                ahead = m.inside[1:k + 1] if self.rule2_ahead else np.zeros_like(nl)
+                nxt_inside[:k] = np.where(na, nl + ahead, -np.inf).max(-1)
         gain = logp + np.where(self.final[None, :], nxt_final[:, None], nxt_inside[:, None])
         gain = np.where(allowed, gain, -np.inf)
         # each word's choice after a final mark and after any other, then the left-to-right walk
@@ -165,11 +176,12 @@ class JointDecision:
         best_any = gain.argmax(-1)
         out: list[int] = []
         last = prev
+        af, ins, final = best_af.tolist(), best_in.tolist(), self.final.tolist()
         for i in range(n):
             if last is None:
-                k = int(best_af[i] if opens else best_any[i])
+                k = af[i] if opens else int(best_any[i])
             else:
-                k = int(best_af[i] if self.final[last] else best_in[i])
+                k = af[i] if final[last] else ins[i]
             out.append(k)
             last = k
         return out

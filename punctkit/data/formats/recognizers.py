@@ -125,9 +125,22 @@ def head_key_kind(head: str) -> str | None:
 
 # ---------------------------------------------------------------- shared
 
+MAX_DOCUMENT_CHARS = 1 << 28  # 256 Mi characters: the largest JSON document (Whisper, Vosk) read whole
+
+
 def read_json_text(src: Source, encoding: str | None) -> str:
-    """The whole text of a JSON input (`-`: stdin), lines joined with newlines (line numbers kept)."""
-    return "\n".join(line for _, line in input_lines(src, encoding))
+    """The whole text of a JSON input (`-`: stdin), lines joined with newlines (line numbers kept); one
+    longer than MAX_DOCUMENT_CHARS (an input without end) is a one-line error once that much is read."""
+    lines: list[str] = []
+    size = 0
+    for i, line in input_lines(src, encoding):
+        size += len(line) + 1
+        if size > MAX_DOCUMENT_CHARS:
+            raise PunctkitError(f"{where(src, i)}: a JSON document (Whisper, Vosk) longer than "
+                                f"{MAX_DOCUMENT_CHARS >> 20} Mi characters, read whole: split the recording's "
+                                f"output, or give it as JSON lines (--input-format jsonl)")
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def json_error(src: Source, e: json.JSONDecodeError) -> PunctkitError:
