@@ -33,8 +33,16 @@ from typing import Any, Callable
 import numpy as np
 
 from punctkit.data.datadir import read_table
-from punctkit.data.jobs import (PartFiles, check_jobs, check_part_record, finished_parts, jobs_to_run,
-                                 part_files, part_key, split_parts)
+from punctkit.data.jobs import (
+    PartFiles,
+    check_jobs,
+    check_part_record,
+    finished_parts,
+    jobs_to_run,
+    part_files,
+    part_key,
+    split_parts,
+)
 from punctkit.feats.wav import Segment, data_segments, iter_audio
 from punctkit.files import PunctkitError, atomic_write, check_not_input, iter_lines, parse_json, where, write_lines
 

@@ -1,5 +1,5 @@
 """Checks of zip archive members that do not depend on what an archive holds: safe relative
-names, plain files, declared sizes and compression ratios. Packed models (package.py) and
+names, plain files, declared sizes and compression ratios. Packed models (package/read.py) and
 the MPNet parts (text/plm_parts.py) are read through them; nothing here opens a file."""
 from __future__ import annotations
 

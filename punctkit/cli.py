@@ -1,35 +1,24 @@
 """The `punctkit` command: one thin subcommand per stage over the library.
 
 This is the only module that imports typer. Each command parses its options,
-calls one library function and prints a short summary. `main` turns every error
-into one line on stderr: usage errors (status 2), errors the user can fix
-(`PunctkitError`) and failing file operations (`OSError`, status 1); an unexpected
-exception is a one-line bug report request. PUNCTKIT_DEBUG=1 or `--debug` adds the
-traceback.
+calls one library function and prints a short summary. `main` runs the app under
+punctkit/cli_errors.py's policy: every error is one line on stderr (status 2 for
+usage errors, 1 for the rest); PUNCTKIT_DEBUG=1 or `--debug` adds the traceback.
 """
 from __future__ import annotations
 
-import contextlib
-import errno
-import io
 import os
-import sys
-import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, List, NoReturn, Optional
+from typing import List, Optional
 
 import typer
 
+from punctkit.cli_errors import run_cli
 from punctkit.data.formats import FORMATS, READ_FORMATS, names
 from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import INVENTORIES
-from punctkit.files import CLOSED, PunctkitError, guard_std_streams, shown, utf8_stdout
-from punctkit.files.streams import STDOUT_CLOSED
+from punctkit.files import PunctkitError
 from punctkit.pretrained import default_model
-
-if TYPE_CHECKING:
-    from punctkit.data.tokenize import Casing
-    from punctkit.punctuator import Punctuator
 
 app = typer.Typer(
     add_completion=False,
@@ -73,6 +62,8 @@ def _one_of(*choices: str):  # noqa: ANN202 (a click callback)
             raise typer.BadParameter(f"'{value}' is not one of: {', '.join(choices)}")
         return value
     return check
+
+
 ENCODING = typer.Option(None, help="text encoding of the inputs, e.g. latin-1 "
                                    "(default: UTF-8, or UTF-16/32 by its BOM)")
 
@@ -105,9 +96,9 @@ def _chunk_spec_opt(spec: Optional[str]) -> Optional[str]:
 
 # ------------------------------------------------------------------ data preparation
 
-OWH = ("write into an output directory that holds files punctkit does not write "
-       "(they are kept: punctkit never deletes a file it did not write)")
-OWF = OWH + "; a file output replaces an existing file that punctkit did not write"
+OVERWRITE_DIR_HELP = ("write into an output directory that holds files punctkit does not write "
+                      "(they are kept: punctkit never deletes a file it did not write)")
+OVERWRITE_FILE_HELP = OVERWRITE_DIR_HELP + "; a file output replaces an existing file that punctkit did not write"
 
 
 @app.command()
@@ -117,7 +108,7 @@ def convert(
     from_fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*READ_FORMATS), help=f"{CORPUS_IN} (detected when omitted)"),
     to_fmt: Optional[str] = typer.Option(None, "--to", callback=_one_of(*FORMATS), help=f"{CORPUS} (default: text, or datadir for a dir/)"),
     inventory: Optional[str] = typer.Option(None, callback=_one_of(*INVENTORY_NAMES), help="label inventory (default: inferred; 4class for text)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWF),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_FILE_HELP),
     encoding: Optional[str] = ENCODING,
 ) -> None:
     """Convert punctuated data between formats."""
@@ -143,7 +134,7 @@ def prepare(
     strict: bool = typer.Option(False, help="fail on the first repair instead of reporting it"),
     name: Optional[str] = typer.Option(None, help="utterance id prefix (default: the output dir name)"),
     lines: Optional[str] = typer.Option(None, callback=_lines_opt, help="only lines FIRST:LAST of each input"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_DIR_HELP),
     encoding: Optional[str] = ENCODING,
     file_list: Optional[Path] = typer.Option(None, "--file-list", help="the inputs as 'id path' lines (instead "
                                              "of arguments); each input's utterance ids start with its id"),
@@ -164,9 +155,9 @@ def prepare(
 
     opts = TextOptions(decode_html, drop_notes, None if drop_lines is None else line_pattern(drop_lines),
                        split_contractions, one_stream)
-    report = do_prepare(inputs or [], out, fmt, inventory, rules, lowercase, rechunk, block_len, seed,
-                        strict, name, lines, overwrite=overwrite, encoding=encoding, text_opts=opts,
-                        file_list=file_list)
+    report = do_prepare(inputs or [], out, fmt=fmt, inventory=inventory, rules=rules, lowercase=lowercase,
+                        rechunk_spec=rechunk, block_len=block_len, seed=seed, strict=strict, name=name, lines=lines,
+                        overwrite=overwrite, encoding=encoding, text_opts=opts, file_list=file_list)
     typer.echo("\n".join([f"prepare: {out}"] + report.lines()))
 
 
@@ -180,7 +171,6 @@ def stats(data: Path = typer.Argument(..., help="data directory or labelled file
 
 
 # ------------------------------------------------------------------ scoring
-# (score commands)
 
 @app.command()
 def score(
@@ -205,8 +195,9 @@ def score(
 
     if out is None:
         require_stdout()  # the report is all it gives: fail before scoring (with -o, its files are written first)
-    result = score_files(ref, hyp, ref_format, hyp_format, merge, align, hyp2, samples, seed,
-                         inventory, block_len, encoding)
+    result = score_files(ref, hyp, ref_format=ref_format, hyp_format=hyp_format, mapping=merge, align=align,
+                         hyp2_path=hyp2, samples=samples, seed=seed, inventory=inventory, block_len=block_len,
+                         encoding=encoding)
     if out is not None:
         write_score(result, out)
     typer.echo(to_json(result) if json_out else format_report(result).rstrip("\n"))
@@ -225,7 +216,6 @@ def results(
     typer.echo((markdown_by_seed(rows) if seeds else markdown(rows)).rstrip("\n"))
 
 # ------------------------------------------------------------------ text inputs and training
-# (engine commands)
 
 @app.command("prepare-inputs")
 def prepare_inputs_cmd(
@@ -233,11 +223,11 @@ def prepare_inputs_cmd(
     out: Path = typer.Argument(..., help="directory for frontend/ (vocabulary, BPE, ...) and w2v.txt"),
     config: Path = typer.Option(..., "--config", help="training config (its frontend: and embeddings: sections)"),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="override, e.g. frontend.merges=5000"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_DIR_HELP),
 ) -> None:
     """Stage 3: build the vocabulary/BPE/sentencepiece model and, if asked, word2vec vectors."""
     from punctkit.config import load_config
-    from punctkit.train.trainer import prepare_inputs
+    from punctkit.train.inputs import prepare_inputs
 
     prepare_inputs(load_config(config, set_ or []), train_dir, out, log=lambda m: typer.echo(m, err=True),
                    overwrite=overwrite)
@@ -289,7 +279,7 @@ def decode(
     ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
     config: Optional[Path] = typer.Option(None, "--config", help="conf/decode.yaml: defaults for these options "
                                                                  "(over the model's decode: section)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWF),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_FILE_HELP),
     probs: bool = typer.Option(False, "--probs", help="also write each word's label probabilities "
                                                       "(OUT/probs or OUT.probs: uttid p,p,.. p,p,.., inventory order)"),
     weights: Optional[str] = typer.Option(None, "--weights", help="with several MODEL_DIRS: their weights "
@@ -304,10 +294,10 @@ def decode(
     import_torch()  # first: torch's OpenMP threads then sleep while they wait (RESULTS.md, "Load")
     from punctkit.decode_data import decode_dir
 
-    decode_dir(model_dirs if len(model_dirs) > 1 else model_dirs[0], data_dir, out, fmt, beam, nbest, batch_size,
-               checkpoint, ngpu, window, step, log=lambda m: typer.echo(m, err=True), overwrite=overwrite,
-               config=config, probs=probs, weights=weights, stream_end=stream_end,
-               threads=threads)  # logs its summary
+    decode_dir(model_dirs if len(model_dirs) > 1 else model_dirs[0], data_dir, out, fmt=fmt, beam=beam, nbest=nbest,
+               batch_size=batch_size, checkpoint=checkpoint, ngpu=ngpu, window=window, step=step,
+               log=lambda m: typer.echo(m, err=True), overwrite=overwrite, config=config, probs=probs,
+               weights=weights, stream_end=stream_end, threads=threads)  # logs its summary
 
 
 @app.command("average-checkpoints")
@@ -340,15 +330,13 @@ def bpe_train(
     merges: int = typer.Option(10000, min=1, help="subword_nmt: merge operations"),
     vocab_size: int = typer.Option(8000, min=1, help="sentencepiece: vocabulary size"),
     model_type: str = typer.Option("bpe", callback=_one_of("bpe", "unigram"), help="sentencepiece: bpe | unigram"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_DIR_HELP),
 ) -> None:
     """Learn BPE codes (subword-nmt) or a sentencepiece model from a data dir's text."""
     from punctkit.data.datadir import read_data_dir
     from punctkit.text.frontend import train_frontend
 
     opts = {"subword_nmt": {"merges": merges}, "sentencepiece": {"vocab_size": vocab_size, "model_type": model_type}}
-    if kind not in opts:
-        raise PunctkitError(f"--kind must be subword_nmt or sentencepiece, not '{kind}'")
     sents = [u.words for u in read_data_dir(data_dir, need_labels=False).utterances]
     fe = train_frontend({"kind": kind, **opts[kind]}, sents, out, overwrite=overwrite)
     typer.echo(f"bpe train: {kind}, {fe.vocab_size} tokens -> {out}", err=True)
@@ -430,14 +418,13 @@ def s2v_train(
                err=True)
 
 # ------------------------------------------------------------------ data directories and cluster
-# (cluster commands)
 
 @app.command("split-data")
 def split_data(
     data: Path = typer.Argument(..., help="data directory to split"),
     n: int = typer.Argument(..., min=1, help="number of parts"),
     per_spk: bool = typer.Option(False, "--per-spk", help="keep each speaker's utterances in one part"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_DIR_HELP),
 ) -> None:
     """Split a data directory into DATA/splitN/1..N (every per-utterance file kept consistent)."""
     from punctkit.data.datadir import split_data_dir
@@ -450,7 +437,7 @@ def split_data(
 def combine_data(
     out: Path = typer.Argument(..., help="data directory to write"),
     dirs: List[Path] = typer.Argument(..., help="data directories to merge"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_DIR_HELP),
 ) -> None:
     """Merge data directories into OUT (sorted; spk2utt regenerated)."""
     from punctkit.data.datadir import combine_data_dirs
@@ -460,7 +447,6 @@ def combine_data(
     typer.echo(f"combine-data: {len(dirs)} directories -> {out}", err=True)
 
 # ------------------------------------------------------------------ audio
-# (acoustic commands)
 
 @app.command("validate-data-dir")
 def validate_data_dir_cmd(data: Path = typer.Argument(..., help="data directory")) -> None:
@@ -502,7 +488,7 @@ def extract_feats_cmd(
     subsample: int = typer.Option(3, min=1, help="frame subsampling factor, stored in DATA/feats.info"),
     skip_bad: bool = typer.Option(False, help="log bad utterances and go on (default: stop)"),
     merge: bool = PARTS_MERGE,
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_DIR_HELP),
 ) -> None:
     """Fbank + Kaldi pitch features (kaldi-native-fbank) into FEATDIR, DATA/feats.scp, utt2num_frames."""
     from punctkit.feats.fbank_pitch import extract_feats
@@ -546,7 +532,7 @@ def synthesize(
                                            "PERIOD=0.8,QUESTION=0.8,COMMA=0.5 (default: every mark)"),
     hesitation_rate: float = typer.Option(0.0, min=0.0, max=1.0,
                                           help="probability of a comma spoken after an unmarked word (e.g. 0.04)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_DIR_HELP),
 ) -> None:
     """Speak punctuated text with espeak-ng or flite: 16 kHz wavs, wav.scp and (espeak-ng) an exact word CTM."""
     from punctkit.feats.synth import Prosody, parse_mark_prob, synthesize_data_dir
@@ -589,7 +575,7 @@ def recognize(
     job: Optional[int] = PARTS_JOB,
     merge: bool = PARTS_MERGE,
     skip_bad: bool = typer.Option(False, help="log utterances with no speech or no words and go on (default: stop)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWH),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_DIR_HELP),
 ) -> None:
     """Recognize speech with pocketsphinx (English): OUT gets text, ctm, projected labels, recognize.json (WER)."""
     from punctkit.recognize import recognize_data_dir
@@ -600,7 +586,6 @@ def recognize(
 
 
 # ------------------------------------------------------------------ packed models
-# (punctuate commands)
 
 @app.command()
 def pack(
@@ -702,7 +687,7 @@ def punctuate(
     ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
     backend: str = typer.Option("auto", callback=_one_of("auto", "torch", "onnx"), help="torch | onnx (models packed with --onnx) | auto: onnx when "
                                              "the model has it and onnxruntime is installed"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OWF),
+    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_FILE_HELP),
     stream: bool = typer.Option(False, "--stream", help="read words as they come (plain words, or JSON lines "
                                 "{\"text\": ..., \"final\": true|false}); write each line's committed words "
                                 "at once"),
@@ -738,9 +723,13 @@ def punctuate(
         punct = load_model(model[0], **opts)
     casing = punct.casing(capitalize, recase)
     if stream:
-        _punctuate_stream(punct, src, input_format, encoding, lookahead, flush_on_final, casing)
+        from punctkit.infer.stream import punctuate_stream
+
+        n = punctuate_stream(punct, src, input_format, encoding, lookahead, flush_on_final, casing)
+        typer.echo(f"punctuate: {n} words streamed", err=True)
         return
-    stats = punctuate_file(punct, src, out, input_format, fmt, keep_input_marks, casing,
+    stats = punctuate_file(punct, src, out, input_format=input_format, fmt=fmt, keep_input_marks=keep_input_marks,
+                           casing=casing,
                            overwrite=overwrite, encoding=encoding, probs=probs, max_cue_seconds=max_cue_seconds,
                            max_line_chars=max_line_chars, max_cue_lines=max_cue_lines)
     typer.echo(f"punctuate: {stats.summary()}", err=True)
@@ -776,7 +765,8 @@ def serve(
 ) -> None:
     """HTTP service: POST /punctuate (text or any punctuate input), GET /health, GET /model; stops on SIGTERM."""
     try:
-        from punctkit.serve import ServeOptions, parse_hosts, parse_rate, parse_size, serve as run
+        from punctkit.serve import ServeOptions, parse_hosts, parse_rate, parse_size
+        from punctkit.serve import serve as run
     except ModuleNotFoundError as e:
         if e.name != "aiohttp":
             raise
@@ -786,149 +776,9 @@ def serve(
                         allow_hosts=parse_hosts(allow_host or []))
     run(model or default_model(), opts, threads, backend)
 
-def _punctuate_stream(punct: "Punctuator", src: str, input_format: Optional[str], encoding: Optional[str],
-                      lookahead: Optional[str], flush_on_final: bool, capitalize: "Casing") -> None:
-    """`punctuate --stream`: input lines as they come (decoded as every input is: files.decode_lines),
-    each output line flushed when written."""
-    from punctkit.decode.lookahead import parse_lookahead
-    from punctkit.files import decode_lines, stdin_lines
-    from punctkit.infer.stream import PunctStream, stream_lines
-
-    state = PunctStream(punct, parse_lookahead(lookahead), capitalize)
-    with contextlib.ExitStack() as stack:
-        lines = (stdin_lines(encoding) if src == "-" else
-                 decode_lines(stack.enter_context(open(src, "rb")), src, encoding))  # a FIFO too
-        source = "standard input" if src == "-" else src
-        for line in stream_lines(state, (text for _, text in lines), input_format, flush_on_final, source):
-            sys.stdout.write(line + "\n")
-            sys.stdout.flush()
-    typer.echo(f"punctuate: {state.committed} words streamed", err=True)
-
-
-def _debug() -> bool:
-    """Whether tracebacks are wanted (PUNCTKIT_DEBUG=1 or the global --debug option)."""
-    return os.environ.get("PUNCTKIT_DEBUG", "") not in ("", "0")
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    """Print `punctkit: MESSAGE` as one line on stderr (after the traceback in debug mode) and exit."""
-    if _debug() and sys.exc_info()[0] is not None:
-        traceback.print_exc()
-    one_line = " ".join(shown(message).split())  # quoted input cannot drive the terminal (ESC, BEL, ...)
-    try:
-        sys.stderr.write(f"punctkit: {one_line}\n")
-        sys.stderr.flush()
-    except OSError:
-        pass
-    sys.exit(code)
-
-
-def _file_written(e: OSError) -> Optional[str]:
-    """The name of the file being written where `e` was raised, for errors that carry no
-    file name (a write or close failing, e.g. on /dev/full): the open file in write mode
-    among the local variables of the innermost frame."""
-    tb = e.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    if tb is None:
-        return None
-    for v in tb.tb_frame.f_locals.values():
-        if v is sys.stdout or v is getattr(sys.stdout, "buffer", None):
-            return "standard output"
-        if isinstance(v, io.IOBase) and any(c in getattr(v, "mode", "") for c in "wax+"):
-            name = getattr(v, "name", None)
-            if isinstance(name, str):
-                return name
-    return None
-
-
-def _os_message(e: OSError, name: Optional[str]) -> str:
-    """`NAME: strerror` (`NAME -> FILENAME2: strerror` for two paths) for any OSError."""
-    what = e.strerror or str(e) or type(e).__name__
-    if isinstance(e, (FileExistsError, NotADirectoryError)) and name is not None:
-        blocking = _file_in_the_way(Path(name))
-        if blocking is not None:  # an output under (or in place of) a regular file
-            return f"{blocking}: is a file, not a directory"
-    if name is None:
-        return what
-    if e.filename2 is not None:  # a rename or link: the destination (an output) is what the user named
-        return f"{name} -> {e.filename2}: {what}" if e.errno == errno.ENOENT else f"{e.filename2}: {what}"
-    return f"{name}: {what}"
-
-
-def _file_in_the_way(path: Path) -> Optional[Path]:
-    """The regular file that `path` or one of its parents is, where a directory was needed."""
-    for p in (path, *path.parents):
-        if p.is_file():
-            return p
-    return None
-
-
-def _usage_message(e: Exception) -> str:
-    """A click usage error as one line naming the command and where its help is."""
-    msg = e.format_message()  # type: ignore[attr-defined]
-    ctx = getattr(e, "ctx", None)
-    cmd = getattr(ctx, "command_path", None) or "punctkit"
-    sub = cmd.partition(" ")[2]
-    return f"{sub + ': ' if sub else ''}{msg} (see '{cmd} --help')"
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null so that Python's exit-time flush cannot fail again."""
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-
-
 def main(argv: Optional[List[str]] = None) -> None:
-    """Entry point: every error the user can cause is one line on stderr, never a traceback.
-
-    Exit status 2 for usage errors (click's convention), 1 for everything else,
-    130 when interrupted. Typer bundles its own copy of click, so its exceptions are
-    recognised by what they carry (`exit_code`, `format_message`), not by class.
-    """
-    guard_std_streams()  # a closed standard stream: /dev/null in its place, each use a one-line error
-    utf8_stdout()  # words in any script, whatever the locale (docs/safety.md, "Limits and streams")
-    try:
-        rv = app(args=argv, prog_name="punctkit", standalone_mode=False)
-        try:
-            sys.stdout.flush()
-        except OSError as e:
-            e.filename = "standard output"
-            raise
-    except PunctkitError as e:
-        _fail(f"error: {e}", 1)
-    except KeyboardInterrupt:
-        _fail("aborted", 130)
-    except OSError as e:
-        if e.errno == errno.EPIPE:  # `punctkit ... | head`: the reader has gone, nothing to report
-            _quiet_stdout()
-            sys.exit(1)
-        name = e.filename if e.filename is not None else _file_written(e)
-        if e.errno == errno.EBADF and "stdout" in CLOSED and name in (None, "standard output"):
-            _quiet_stdout()
-            _fail(f"error: {STDOUT_CLOSED}", 1)
-        if name == "standard output":
-            _quiet_stdout()  # what is still buffered would fail again at exit
-        _fail(f"error: {_os_message(e, None if name is None else str(name))}", 1)
-    except Exception as e:
-        code = getattr(e, "exit_code", None)
-        if isinstance(code, int) and callable(getattr(e, "format_message", None)):
-            if type(e).__name__ == "NoArgsIsHelpError":  # `punctkit` alone: the help, not an error
-                e.show()  # type: ignore[attr-defined]
-                sys.exit(code)
-            _fail(f"error: {_usage_message(e)}" if code == 2 else f"error: {e.format_message()}", code)
-        if isinstance(code, int):  # typer.Exit
-            sys.exit(code)
-        if type(e).__name__ == "Abort":  # typer.Abort (also raised for EOF at a prompt)
-            _fail("aborted", 1)
-        first = (str(e).strip().splitlines() or [""])[0][:300]
-        _fail(f"internal error: {type(e).__name__}: {first} -- this is a bug; rerun with "
-              f"PUNCTKIT_DEBUG=1 and report the traceback", 1)
-    if rv == 130:  # typer turns Ctrl-C into Exit(130), which non-standalone mode returns
-        _fail("aborted", 130)
-    if isinstance(rv, int) and rv:  # non-standalone click returns Exit's status
-        sys.exit(rv)
+    """Entry point (`punctkit`): the app under the exit and error policy of punctkit/cli_errors.py."""
+    run_cli(app, argv)
 
 
 if __name__ == "__main__":

@@ -23,17 +23,17 @@ from punctkit.data.streams import make_streams
 from punctkit.data.utterance import Utterance
 from punctkit.decode.combine import check_inventories, parse_weights
 from punctkit.decode.decoder import split_utterances
-from punctkit.decode.stream_end import close_ids
 from punctkit.decode.options import OPTIONS_FILE, options_lines, read_decode_config, resolve, write_options
+from punctkit.decode.stream_end import close_ids
 from punctkit.expdir import read_model_config
-from punctkit.pretrained import SHIPPED
 from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file
 from punctkit.infer.engine import Engine, Punctuator
 from punctkit.infer.ensemble import Ensemble
 from punctkit.package import EnsemblePackage, Package, read_package
+from punctkit.pretrained import SHIPPED
 
 
-def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, out: str | Path,
+def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, out: str | Path, *,
                fmt: str | None = None, beam: int | None = None, nbest: int | None = None,
                batch_size: int | None = None, checkpoint: str | None = None, ngpu: int = 0,
                window: int | None = None, step: int | None = None, log: Callable[[str], None] | None = None,
@@ -93,27 +93,27 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     units = split_utterances(streams) if nbest > 1 else streams
     if threads is None:  # the first model's training threads, if any
         threads = int(confs[0].get("train", {}).get("threads") or 0)
-    members = [Punctuator.from_experiment(d, o, c, ngpu, threads=threads, show=True) if p is None
-               else Punctuator.from_package(p, ngpu, threads, options=o, show=True)
+    members = [Punctuator.from_experiment(d, o, conf=c, ngpu=ngpu, threads=threads, show=True) if p is None
+               else Punctuator.from_package(p, ngpu=ngpu, threads=threads, options=o, show=True)
                for d, p, c, o in zip(dirs, pkgs, confs, all_opts)]
     words = [w for s in units for w in s.words]
     for d, m in zip(dirs, members):
         if m.frontend.unk_rate(words) == 1.0:
             raise PunctkitError(f"{data_dir}: none of its {len(words)} words is in the vocabulary of {d}")
-    engine: Engine = members[0] if len(members) == 1 else Ensemble(members, shares, [str(d) for d in dirs])
+    engine: Engine = members[0] if len(members) == 1 else Ensemble(members=members, weights=shares,
+                                                                        names=[str(d) for d in dirs])
     extra = audio_extra(data_dir) if any(m.needs_audio for m in members) else None
-    hyps = engine.decode(units, extra)
     utts, nbest_lines, rows = [], [], {}
     lexicon = engine.frontend.case_lexicon if inv.true_case else None
-    for s, (h, dist) in zip(units, hyps):
-        h = [(engine.joint.decide(dist, s.words, opens=opts.closes_streams, best=h[0][0]), h[0][1])] + h[1:]
-        h = [(close_ids(ids, dist, inv, closes=opts.closes_streams), score) for ids, score in h]
-        best = h[0][0]
+    for s, (h, dist) in zip(units, engine.distributions(units, extra)):
+        best = engine.decide(dist, s.words, best=h[0][0])  # marks and case, the stream's ends (infer/engine.py)
         for uttid, a, b in s.utt_spans():
             labels = [inv.labels[i] for i in best[a:b]]
             utts.append(Utterance(uttid, cased_words(s.words[a:b], labels, inv, lexicon), labels))
             rows[uttid] = dist[a:b]
-        if nbest > 1:
+        if nbest > 1:  # the other hypotheses are the search's, their ends closed by the same rule
+            h = [(best, h[0][1])] + [(close_ids(ids, dist, inv, closes=engine.closes_streams), score)
+                                     for ids, score in h[1:]]
             nbest_lines += [f"{s.key} {r} {score:.4f} {' '.join(inv.labels[i] for i in ids)}"
                             for r, (ids, score) in enumerate(h, 1)]
     if opts.format == "datadir":

@@ -250,7 +250,7 @@ def find_checkpoint(model_dir: Path, checkpoint: str | None) -> Path:
     return list(epochs.values())[-1]
 
 
-def load_model(model_dir: str | Path, checkpoint: str | None = None, device: torch.device | str = "cpu",
+def load_experiment_model(model_dir: str | Path, checkpoint: str | None = None, device: torch.device | str = "cpu",
                conf: dict[str, Any] | None = None) -> tuple[PunctModel, Frontend, LabelSet, dict[str, Any]]:
     """Rebuild a trained model (eval mode, on `device`) with its frontend, inventory and config
     (`conf`: its config.yaml when already read)."""

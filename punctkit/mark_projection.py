@@ -1,7 +1,7 @@
 """Reference punctuation projected onto recognized words, and the word error counts.
 
 As the IWSLT ASR test sets were made: the reference words are aligned with the
-recognized words by minimum edit distance (`score.align_words`, case-insensitive),
+recognized words by minimum edit distance (`text.edit_align.align_words`, case-insensitive),
 then, walking the alignment in order,
 
 - a recognized word aligned with a reference word (match or substitution) takes
@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from punctkit.data.labels import O, LabelSet, case_of, mark_of
-from punctkit.score import align_words
+from punctkit.data.labels import LabelSet, O, case_of, mark_of
+from punctkit.text.edit_align import align_words
 
 
 @dataclass

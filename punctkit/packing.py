@@ -1,6 +1,6 @@
 """`punctkit pack`: a trained model dir (or several, an ensemble) into one package file, which
 is loaded back by the inference engine, with each backend it holds, before it replaces `out`
-(punctkit/package.py writes and reads the format; punctkit/infer/ loads it)."""
+(punctkit/package/ writes and reads the format; punctkit/infer/ loads it)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,7 +16,8 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
          card_results: Iterable[str | Path] = (), train_data: str | None = None, onnx: bool = False,
          int8: bool = False, onnx_only: bool = False, notes: dict[str, str] | None = None) -> dict[str, Any]:
     """`punctkit pack` (options as punctkit.package.model_package's); returns the manifest."""
-    packed = model_package(exp_dir, checkpoint, card_results, train_data, onnx, int8, onnx_only, notes)
+    packed = model_package(exp_dir, checkpoint=checkpoint, card_results=card_results, train_data=train_data,
+                           onnx=onnx, int8=int8, onnx_only=onnx_only, notes=notes)
     with writing(out, packed) as tmp:
         for backend in packed.backends:  # the packed file rebuilds the model on its own
             Punctuator.load(tmp, backend=backend)

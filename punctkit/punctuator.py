@@ -1,11 +1,9 @@
-"""`punctkit punctuate`: files in any input format through the inference engine (punctkit/infer/)
-into any output format.
+"""`punctkit punctuate`: files in any input format through the inference engine's one labelling
+call (`Engine.label`, punctkit/infer/) into any output format (`write_units`, which `serve` writes
+through too).
 
     >>> from punctkit import Punctuator
-    >>> Punctuator.load("model.pkt").punctuate("so i 'm here do you know why")
-
-`Punctuator`, `Labeller`, `label_units` and `Fixed` live in punctkit.infer and are importable
-from here as well (the API's documented path).
+    >>> punctuate_file(Punctuator.load("fast"), "talk.ctm", "talk.srt", fmt="srt")
 """
 from __future__ import annotations
 
@@ -14,20 +12,17 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import IO, Any, Iterable, Iterator
 
 from punctkit.data.datadir import check_data_dir_output
-from punctkit.data.formats import AsrUtterance, Utterance, detect_for, get_format, names, write
-from punctkit.data.formats.base import OutputOptions, Punctuated
+from punctkit.data.formats import Format, detect_for, get_format, names, write
+from punctkit.data.formats.base import OutputOptions
 from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import default_substitution
 from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file, require_stdout
-from punctkit.infer.engine import Punctuator
-from punctkit.infer.pipeline import Fixed, Labeller, label_units
+from punctkit.infer.engine import Engine, Labelled
+from punctkit.infer.render import Casing
 from punctkit.text.frontend import Frontend
-
-__all__ = ["Fixed", "Labeller", "Punctuator", "PunctuateStats", "label_units", "punctuate_file",
-           "punctuated_units", "has_probs_api", "output_options", "INPUT_FORMATS", "OUTPUT_FORMATS"]
 
 INPUT_FORMATS = names("units")
 OUTPUT_FORMATS = punctuate_outputs()  # corpus formats without a punctuate writer are collected, then written
@@ -72,42 +67,38 @@ def _open_out(out: str | Path | None) -> Any:
     return atomic_write(out)
 
 
-def punctuated_units(punct: Labeller, units: Iterable[AsrUtterance], one_stream: bool, keep_input_marks: bool,
-                     capitalize: bool, probs: bool = False) -> Iterator[Punctuated]:
-    """`label_units`, each utterance also with its probability rows (words x labels, inventory order)
-    when `probs`, else None: the one place punctuate's writers get probabilities from."""
-    if probs:
-        if not has_probs_api():
-            raise PunctkitError("--probs: this version has no per-word probabilities yet "
-                                "(label_units has no probs API)")
-        yield from label_units(punct, units, one_stream, keep_input_marks, capitalize,
-                               probs=True)  # type: ignore[call-arg]
-        return
-    for u, labels, shown in label_units(punct, units, one_stream, keep_input_marks, capitalize):
-        yield u, labels, shown, None
-
-
-def has_probs_api() -> bool:
-    """Whether `label_units` gives probability rows (`probs=True`: (utterance, labels, shown, rows))."""
-    import inspect
-
-    return "probs" in inspect.signature(label_units).parameters
-
-
-def output_options(punct: Labeller, one_stream: bool, max_cue_seconds: float, max_line_chars: int,
-                   max_cue_lines: int) -> OutputOptions:
+def output_options(engine: Engine, one_stream: bool, max_cue_seconds: float = 7.0, max_line_chars: int = 42,
+                   max_cue_lines: int = 2) -> OutputOptions:
     """The writers' options, the subtitle limits checked."""
     if not (max_cue_seconds > 0 and max_line_chars > 0 and max_cue_lines > 0):
         raise PunctkitError("--max-cue-seconds, --max-line-chars and --max-cue-lines must be positive")
-    return OutputOptions(punct.inventory, one_stream, max_cue_seconds, max_line_chars, max_cue_lines,
-                         punct.frontend.case_lexicon)
+    return OutputOptions(engine.inventory, one_stream, max_cue_seconds, max_line_chars, max_cue_lines,
+                         engine.frontend.case_lexicon)
 
 
-def punctuate_file(punct: Labeller, src: str | Path, out: str | Path | None = None,
+def write_units(fmt: Format, units: Iterable[Labelled], opts: OutputOptions, out: IO[str] | str | Path,
+                src: str | Path = "-", overwrite: bool = False, inputs: list[str | Path] | tuple = ()) -> None:
+    """Labelled units written in `fmt`, the one writer of `punctuate` and `serve`: a writer over all
+    units (`stream`: subtitles, timed JSON) or one per unit (`emit`) writes lines to the text stream
+    `out`; a corpus format (text, kaldi_text, punctuator2, datadir: the words as given) is collected
+    and written by its writer to `out` (a path: `overwrite`/`inputs` as `write`'s; or a text stream)."""
+    if fmt.stream is not None:
+        out.writelines(line + "\n" for line in fmt.stream(((d.utt, d.labels, d.shown, d.rows) for d in units),
+                                                          src, opts))  # type: ignore[union-attr]
+    elif fmt.emit is not None:
+        for d in units:
+            lines = fmt.emit(d.utt, d.labels, d.shown, src, d.rows, opts)
+            out.writelines(line + "\n" for line in lines)  # type: ignore[union-attr]
+    else:
+        utts = [opts.corpus_utterance(d.utt, d.labels, d.shown) for d in units if d.utt.words]
+        write(utts, out, fmt.name, opts.inventory, overwrite, inputs)
+
+
+def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = None, *,
                    input_format: str | None = None, fmt: str = "readable", keep_input_marks: bool = False,
-                   capitalize: bool = True, overwrite: bool = False, encoding: str | None = None,
-                   probs: bool = False, max_cue_seconds: float = 7.0, max_line_chars: int = 42,
-                   max_cue_lines: int = 2) -> PunctuateStats:
+                   capitalize: bool = True, casing: Casing | None = None, overwrite: bool = False,
+                   encoding: str | None = None, probs: bool = False, max_cue_seconds: float = 7.0,
+                   max_line_chars: int = 42, max_cue_lines: int = 2) -> PunctuateStats:
     """Punctuate `src` (`-`: stdin) into `out` (None or `-`: stdout) in `fmt`.
 
     `out` is never `src`; a `datadir` output is written by `write_data_dir` (`overwrite` there).
@@ -120,6 +111,7 @@ def punctuate_file(punct: Labeller, src: str | Path, out: str | Path | None = No
     within `max_cue_*`/`max_line_chars`; timed-json), or a corpus format (text, kaldi_text,
     punctuator2, datadir; these too write the words as given, are collected in memory and need
     `-o`). `probs` adds probabilities to the outputs that show them (jsonl, timed-json, twocol).
+    `casing`: how words are shown (`engine.casing(capitalize)` when None).
     """
     t0 = time.time()
     reader = (get_format(input_format, "units", "input format") if input_format
@@ -142,28 +134,20 @@ def punctuate_file(punct: Labeller, src: str | Path, out: str | Path | None = No
     if writer.needs_times and not reader.times:
         timed = " or ".join(n for n in INPUT_FORMATS if get_format(n, "units").times)
         raise PunctkitError(f"--format {fmt} needs word times: input format {timed}, not {reader.name}")
-    inv = punct.inventory
-    opts = output_options(punct, reader.one_stream, max_cue_seconds, max_line_chars, max_cue_lines)
+    inv = engine.inventory
+    opts = output_options(engine, reader.one_stream, max_cue_seconds, max_line_chars, max_cue_lines)
     stats = PunctuateStats(unit="lines" if reader.one_stream else "utterances")
     dropped = [0]
-    collected: list[Utterance] = []
     units = reader.units(src, inv, default_substitution(inv), encoding, dropped)  # type: ignore[misc]
 
-    def counted() -> Iterator[Punctuated]:
-        for item in punctuated_units(punct, units, reader.one_stream, keep_input_marks, capitalize, probs):
-            stats.count(item[0].words, punct.frontend)
-            yield item
+    def counted() -> Iterator[Labelled]:
+        for done in engine.label(units, one_stream=reader.one_stream, forced=keep_input_marks,
+                                 casing=casing or engine.casing(capitalize), probs=probs):
+            stats.count(done.utt.words, engine.frontend)
+            yield done
 
     with _open_out(out if streamed else None) as f:
-        if writer.stream is not None:
-            f.writelines(line + "\n" for line in writer.stream(counted(), src, opts))
-        for u, labels, shown, rows in (counted() if writer.stream is None else ()):
-            if writer.emit is not None:
-                f.writelines(line + "\n" for line in writer.emit(u, labels, shown, src, rows, opts))
-            elif u.words:
-                collected.append(opts.corpus_utterance(u, labels, shown))  # the words as given
+        write_units(writer, counted(), opts, f if streamed else out, src, overwrite, inputs)  # type: ignore[arg-type]
     stats.dropped_tokens = dropped[0]
-    if not streamed:
-        write(collected, out, fmt, inv, overwrite, inputs)  # type: ignore[arg-type]
     stats.seconds = time.time() - t0
     return stats

@@ -9,7 +9,7 @@ language model and dictionary, and writes the data directory OUT:
   split word's span is shared by its parts in proportion to their letters);
 - `utt2spk`/`spk2utt`, `wav.scp` (+ `segments`) copied for the utterances kept, `inventory`;
 - `labels` when DATA has labels: the reference marks projected onto the
-  recognized words (punctkit.project: a mark follows the aligned recognized word,
+  recognized words (punctkit.mark_projection: a mark follows the aligned recognized word,
   a deleted word's mark goes to the previous recognized word, an inserted word gets O);
 - `recognize.json` and `recognize.log`: WER (S/D/I/N against DATA/text), marks
   not projected, utterances skipped, real-time factor per core (CPU seconds per
@@ -35,7 +35,7 @@ from punctkit.data.labels import get_inventory
 from punctkit.data.tokenize import split_contraction
 from punctkit.data.utterance import Utterance
 from punctkit.files import PunctkitError
-from punctkit.project import Projection, project_marks
+from punctkit.mark_projection import Projection, project_marks
 
 
 def iwslt_split(word: str) -> list[str]:

@@ -33,7 +33,7 @@ applied; a side with neither (plain lower-case text) shows every word lower case
   are skipped, and counted.
 
 Word sequences must be equal (compared case-insensitively) unless `align=True`:
-then the two sequences are aligned by minimum word edit distance (Hirschberg's
+then the two sequences are aligned by minimum word edit distance (text/edit_align.py: Hirschberg's
 linear-memory divide and conquer, each DP row vectorised with numpy: about a
 second for two 12.6k-word streams; inputs keyed by the same utterance ids, such
 as two data directories, are aligned utterance by utterance) and
@@ -60,17 +60,25 @@ import numpy as np
 
 from punctkit.data.formats import Utterance, detect_for, flatten, get_format, read
 from punctkit.data.labels import (
-    MARK_TEXT, O, SENTENCE_END, TRUE_CASES, LabelSet, apply_case, case_class, case_of, inventory_for, mark_of,
+    MARK_TEXT,
+    SENTENCE_END,
+    TRUE_CASES,
+    LabelSet,
+    O,
+    apply_case,
+    case_class,
+    case_of,
+    inventory_for,
+    mark_of,
 )
 from punctkit.files import PunctkitError, atomic_write, iter_lines, read_json_file, require_file, where
+from punctkit.text.edit_align import align_words, norm_word
 
 KNOWN_MARKS = tuple(MARK_TEXT)
 CASE_CLASSES = ("U", "L")  # Faber's table (case4/case6 against case4/case6): U capitalised, L lower-case
 CASE_UNKNOWN = "case_unknown"  # a data directory's file of the words without a case reference
 MIN_BOOTSTRAP_UNITS = 10
 DEFAULT_BLOCK_LEN = 100
-# Sub-problems of at most this many DP cells keep their whole matrix for traceback.
-FULL_DP_CELLS = 4_000_000
 
 
 # ---------------------------------------------------------------- inputs
@@ -161,16 +169,6 @@ def parse_map(specs: Iterable[str]) -> dict[str, str]:
     return mapping
 
 
-def map_label(label: str, mapping: dict[str, str]) -> str:
-    """Apply class merging to the mark of a label, keeping its case part."""
-    mark = mark_of(label)
-    new = mapping.get(mark, mark)
-    if new == mark:
-        return label
-    case = case_of(label)
-    return f"{case}_{new}" if case else new
-
-
 def class_list(marks: Iterable[str], mapping: dict[str, str]) -> list[str]:
     """Punctuation classes after merging, in the canonical order (unknown names last)."""
     merged = {mapping.get(m, m) for m in marks} - {O}
@@ -180,15 +178,11 @@ def class_list(marks: Iterable[str], mapping: dict[str, str]) -> list[str]:
 
 # ---------------------------------------------------------------- word sequences
 
-def _norm(word: str) -> str:
-    return word.casefold()
-
-
 def check_same_words(ref: Transcript, hyp: Transcript) -> None:
     """Raise a one-line error naming the first position where the word sequences differ."""
     n = min(len(ref.words), len(hyp.words))
     for i in range(n):
-        if _norm(ref.words[i]) != _norm(hyp.words[i]):
+        if norm_word(ref.words[i]) != norm_word(hyp.words[i]):
             raise PunctkitError(
                 f"{ref.path} vs {hyp.path}: words differ at word {i + 1} "
                 f"(ref {ref.locate(i)}: '{ref.words[i]}'; hyp {hyp.locate(i)}: '{hyp.words[i]}'); "
@@ -199,94 +193,6 @@ def check_same_words(ref: Transcript, hyp: Transcript) -> None:
             f"{ref.path} vs {hyp.path}: ref has {len(ref.words)} words, hyp {len(hyp.words)}; "
             f"first extra word {n + 1} is {side} {longer.locate(n)}: '{longer.words[n]}'; "
             f"use --align to score differing word sequences")
-
-
-def _next_row(prev: np.ndarray, x: int, b: np.ndarray, ar: np.ndarray) -> np.ndarray:
-    """One Levenshtein DP row: the cost of a[:i+1] against every prefix of b, from row i.
-
-    cur[j] = min(prev[j-1] + sub, prev[j] + 1, cur[j-1] + 1); the insertion chain is
-    solved in one pass as cur[j] = j + min_{k<=j}(A[k] - k) (a running minimum).
-    """
-    a_best = np.empty_like(prev)
-    a_best[0] = prev[0] + 1
-    np.minimum(prev[:-1] + (b != x), prev[1:] + 1, out=a_best[1:])
-    a_best -= ar
-    np.minimum.accumulate(a_best, out=a_best)
-    a_best += ar
-    return a_best
-
-
-def _last_row(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Edit distance of all of `a` against every prefix of `b`, in O(len(b)) memory."""
-    ar = np.arange(len(b) + 1, dtype=np.int32)
-    row = ar.copy()
-    for x in a:
-        row = _next_row(row, x, b, ar)
-    return row
-
-
-def _full_dp(a: np.ndarray, b: np.ndarray, a0: int, b0: int, out: list) -> None:
-    """Align a small sub-problem with the whole DP matrix and a traceback."""
-    n, m = len(a), len(b)
-    ar = np.arange(m + 1, dtype=np.int32)
-    dp = np.empty((n + 1, m + 1), dtype=np.int32)
-    dp[0] = ar
-    for i in range(n):
-        dp[i + 1] = _next_row(dp[i], a[i], b, ar)
-    steps = []
-    i, j = n, m
-    while i > 0 or j > 0:
-        if i > 0 and j > 0 and dp[i, j] == dp[i - 1, j - 1] + (a[i - 1] != b[j - 1]):
-            i, j = i - 1, j - 1
-            steps.append((a0 + i, b0 + j))
-        elif i > 0 and dp[i, j] == dp[i - 1, j] + 1:
-            i -= 1
-            steps.append((a0 + i, None))
-        else:
-            j -= 1
-            steps.append((None, b0 + j))
-    out.extend(reversed(steps))
-
-
-def _align(a: np.ndarray, b: np.ndarray, a0: int, b0: int, out: list) -> None:
-    """Hirschberg: split `a` in half, find where the optimal path crosses, recurse."""
-    k = min(len(a), len(b))
-    diff = np.flatnonzero(a[:k] != b[:k])
-    pre = int(diff[0]) if len(diff) else k
-    out.extend((a0 + t, b0 + t) for t in range(pre))
-    a, b, a0, b0 = a[pre:], b[pre:], a0 + pre, b0 + pre
-    k = min(len(a), len(b))
-    diff = np.flatnonzero(a[len(a) - k:][::-1] != b[len(b) - k:][::-1])
-    suf = int(diff[0]) if len(diff) else k
-    tail = [(a0 + len(a) - suf + t, b0 + len(b) - suf + t) for t in range(suf)]
-    a, b = a[:len(a) - suf], b[:len(b) - suf]
-    if len(a) == 0 or len(b) == 0:
-        out.extend((a0 + t, None) for t in range(len(a)))
-        out.extend((None, b0 + t) for t in range(len(b)))
-    elif (len(a) + 1) * (len(b) + 1) <= FULL_DP_CELLS or len(a) == 1:
-        _full_dp(a, b, a0, b0, out)
-    else:
-        mid = len(a) // 2
-        left = _last_row(a[:mid], b)
-        right = _last_row(a[mid:][::-1], b[::-1])[::-1]
-        cut = int(np.argmin(left + right))
-        _align(a[:mid], b[:cut], a0, b0, out)
-        _align(a[mid:], b[cut:], a0 + mid, b0 + cut, out)
-    out.extend(tail)
-
-
-def align_words(ref: Sequence[str], hyp: Sequence[str]) -> list[tuple[int | None, int | None]]:
-    """A minimum-edit-distance alignment of two word sequences (case-insensitive).
-
-    Returns (ref index, hyp index) pairs in order; None on one side marks a deleted
-    (ref only) or inserted (hyp only) word. Time O(n·m) in numpy rows, memory O(n+m).
-    """
-    vocab: dict[str, int] = {}
-    a = np.array([vocab.setdefault(_norm(w), len(vocab)) for w in ref], dtype=np.int32)
-    b = np.array([vocab.setdefault(_norm(w), len(vocab)) for w in hyp], dtype=np.int32)
-    out: list[tuple[int | None, int | None]] = []
-    _align(a, b, 0, 0, out)
-    return out
 
 
 @dataclass
@@ -328,7 +234,7 @@ def pair_slots(ref: Transcript, hyp: Transcript, align: bool = False) -> Pairs:
     hj = np.array([-1 if j is None else j for _, j in pairs], dtype=np.int64)
     deleted = [i for i, j in pairs if j is None]
     inserted = [j for i, j in pairs if i is None]
-    subst = sum(_norm(ref.words[i]) != _norm(hyp.words[j]) for i, j in both)
+    subst = sum(norm_word(ref.words[i]) != norm_word(hyp.words[j]) for i, j in both)
     info = {
         "ref_words": len(ref.words), "hyp_words": len(hyp.words),
         "aligned": len(both), "matched": len(both) - subst, "substituted": subst,
@@ -582,7 +488,7 @@ def bootstrap(ref: Transcript, hyp: Transcript, hyp2: Transcript, samples: int =
 
 # ---------------------------------------------------------------- files and report
 
-def score_files(ref_path: str | Path, hyp_path: str | Path, ref_format: str | None = None,
+def score_files(ref_path: str | Path, hyp_path: str | Path, *, ref_format: str | None = None,
                 hyp_format: str | None = None, mapping: dict[str, str] | Iterable[str] | None = None,
                 align: bool = False, hyp2_path: str | Path | None = None, samples: int = 1000,
                 seed: int = 1, inventory: str | None = None, block_len: int | None = None,

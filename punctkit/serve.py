@@ -1,4 +1,4 @@
-"""`punctkit serve`: punctuation as an HTTP service over one packed model.
+"""`punctkit serve`: punctuation as an HTTP service over a packed model (or an ensemble package).
 
     punctkit serve -m model.pkt [--host 127.0.0.1] [--port 8080]
 
@@ -14,19 +14,20 @@ server to install, and whose asyncio client is the benchmark's load generator
 
 Batching: each request is read into utterances (in a thread when large), queued, and the batcher
 waits at most `batch_wait_ms` after the first queued request, then runs ONE labelling
-call over the utterances of every queued request (`label_batch`) in its worker thread,
+call over the utterances of every queued request (`label_batch`: one `Engine.label` call
+per kind of request, forced marks and casing) in its worker thread,
 never on the event loop; the labels are split back per request. Each utterance is its own
 stream and its windows are decoded independently, so batching never changes a label
 (a plain-text body is one stream, as `punctuate` reads it). Long inputs go through
-`Punctuator.label_utterances`, which decodes in bounded chunks: no input comes back
-unpunctuated. Errors are JSON, `{"error": "one line"}`: 400 for input that cannot be read
-(aiohttp's own parser errors too: `JsonRequestHandler`), 403 for a Host (or Origin) not allowed
-(`HostCheck`, against DNS rebinding), 413 for a body over `max_body`, 429 over the per-client rate
-limit (off by default), 503 with Retry-After past the admission limit (`Admission`: requests and body
-bytes in flight, refused before their body is read). aiohttp's own log lines go to the service's log,
-one line each (`route_framework_logs`). `GET /model` names no absolute path (`card_paths`).
-With a package that has an ONNX graph, the `auto` backend runs it and torch is never
-imported (`/health` says `torch_loaded`).
+`Engine.label`, which decodes in bounded chunks: no input comes back unpunctuated. A response is
+written by punctuate's own writer (`punctuator.write_units`). Errors are JSON, `{"error": "one line"}`:
+400 for input that cannot be read (aiohttp's own parser errors too: `JsonRequestHandler`), 403 for a
+Host (or Origin) not allowed (`HostCheck`, against DNS rebinding), 413 for a body over `max_body`,
+429 over the per-client rate limit (off by default), 503 with Retry-After past the admission limit
+(`Admission`: requests and body bytes in flight, refused before their body is read). aiohttp's own log
+lines go to the service's log, one line each (`route_framework_logs`). `GET /model` names no absolute
+path (`card_paths`). With a package that has an ONNX graph, the `auto` backend runs it and torch is
+never imported (`/health` says `torch_loaded`).
 """
 from __future__ import annotations
 
@@ -50,16 +51,15 @@ from aiohttp import WSMsgType, web
 from aiohttp.http import HttpProcessingError
 from aiohttp.web import RequestHandler
 
-from punctkit.data.formats import AsrUtterance, Format, TextInput, detect_for, get_format, names, write
-from punctkit.data.formats.base import OutputOptions
+from punctkit.data.formats import AsrUtterance, Format, TextInput, detect_for, get_format, names
 from punctkit.data.labels import default_substitution
-from punctkit.data.tokenize import Casing
 from punctkit.decode.lookahead import parse_lookahead
-from punctkit.infer.ensemble import load_model
 from punctkit.files import PunctkitError, check_not_input, decode_lines, parse_json
-from punctkit.infer.pipeline import Fixed, UnitRenderer, input_fixed
+from punctkit.infer.engine import Engine, Labelled
+from punctkit.infer.ensemble import load_model
+from punctkit.infer.render import Casing
 from punctkit.package import card_paths
-from punctkit.punctuator import OUTPUT_FORMATS, Punctuator
+from punctkit.punctuator import OUTPUT_FORMATS, output_options, write_units
 
 if TYPE_CHECKING:
     from punctkit.infer.stream import LineProtocol
@@ -78,7 +78,6 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")  # always accepted in Host (a
 ADMITTED = ("/punctuate", "/stream")  # the routes that take memory and model time: counted by `Admission`
 RETRY_AFTER = "1"  # seconds, on a 503 past the admission limit
 FRAMEWORK_LOGGERS = ("aiohttp", "asyncio")  # their records become one line each of the service's log
-Inputs = list[tuple[list[str], "Fixed | None"]]  # what the model labels: (words, fixed marks) per stream
 
 
 # ------------------------------------------------------------------ options
@@ -362,20 +361,27 @@ def route_framework_logs(service: "Service") -> Iterator[None]:
 
 @dataclass
 class Parsed:
-    """One request body read into utterances, and what the model labels for it."""
+    """One request body read into utterances."""
 
     reader: Format
     units: list[AsrUtterance]
-    inputs: Inputs
     words: int
 
 
-def model_inputs(units: list[AsrUtterance], one_stream: bool, keep: bool) -> Inputs:
-    """The streams to label: each utterance, or (plain-text lines) all words as one stream."""
-    if not one_stream:
-        return [(u.words, input_fixed(u, keep)) for u in units]
-    fixed = [f for u in units for f in (input_fixed(u, True) or [])] if keep else None
-    return [([w for u in units for w in u.words], fixed)]
+@dataclass
+class Request:
+    """One /punctuate request's utterances, and how they are labelled (`forced`: their own marks are
+    kept) and shown (`casing`)."""
+
+    parsed: Parsed
+    forced: bool = False
+    casing: Casing | None = None
+
+    @property
+    def streams(self) -> list[Any]:
+        """What `Engine.label` takes for it: each utterance, or (plain-text lines) all lines as one stream."""
+        units = self.parsed.units
+        return [units] if self.parsed.reader.one_stream and units else list(units)
 
 
 def body_text(body: bytes, charset: str | None) -> str:
@@ -400,8 +406,8 @@ def check_json(text: str) -> None:
                 raise PunctkitError(f"{REQUEST}:{i}: not valid JSON ({e.msg} at column {e.colno})") from None
 
 
-def parse_body(punct: Punctuator, body: bytes, input_format: str | None = None,
-               keep: bool = False, charset: str | None = None, as_json: bool = False) -> Parsed:
+def parse_body(punct: Engine, body: bytes, input_format: str | None = None,
+               charset: str | None = None, as_json: bool = False) -> Parsed:
     """The body's utterances (`body_text`; `as_json`: checked by `check_json`), read in memory by the
     registry's reader for its format (given, else detected) as the text `request`: errors name it
     (`request:2: ...`), and lines without ids are `request-LINENO` (`request-000001`), the same on
@@ -414,30 +420,23 @@ def parse_body(punct: Punctuator, body: bytes, input_format: str | None = None,
               else detect_for(src, "units", None, "serve", "the input_format parameter"))
     inv = punct.inventory
     units = list(reader.units(src, inv, default_substitution(inv), None, [0]))  # type: ignore[misc]
-    return Parsed(reader, units, model_inputs(units, reader.one_stream, keep), sum(len(u.words) for u in units))
+    return Parsed(reader, units, sum(len(u.words) for u in units))
 
 
-def label_batch(punct: Punctuator, jobs: list[Inputs]) -> list[list[list[str]]]:
-    """Labels of the streams of several requests from one `label_utterances` call, split back per request."""
-    out = iter(punct.label_utterances([s for job in jobs for s in job]))
-    return [[next(out) for _ in job] for job in jobs]
-
-
-def shown_units(parsed: Parsed, labels: list[list[str]], keep: bool,
-                casing: Casing) -> list[tuple[AsrUtterance, list[str], list[str]]]:
-    """Each utterance with its labels and its words as shown, as `punctuate` shows them
-    (infer/pipeline.py: UnitRenderer; plain-text lines: one stream cut back into lines, sentences
-    and the input's case running on)."""
-    render = UnitRenderer(casing, parsed.reader.one_stream, keep)
-    flat = [lab for labs in labels for lab in labs] if parsed.reader.one_stream else None
-    out, k = [], 0
-    for i, u in enumerate(parsed.units):
-        if flat is None:
-            mine = labels[i]
-        else:
-            mine = flat[k:k + len(u.words)]
-            k += len(u.words)
-        out.append((u, mine, render.show(u, mine)))
+def label_batch(punct: Engine, requests: list[Request]) -> list[list[Labelled]]:
+    """The labelled utterances of several requests, split back per request: one `Engine.label` call
+    over every request alike (forced marks, casing), each utterance its own stream (plain-text lines:
+    one stream), so batching never changes a label."""
+    out: list[list[Labelled]] = [[] for _ in requests]
+    kinds: dict[tuple[bool, bool, bool], list[int]] = {}
+    for k, r in enumerate(requests):
+        casing = r.casing or punct.casing()
+        kinds.setdefault((r.forced, casing.capitalize, casing.recase), []).append(k)
+    for ks in kinds.values():
+        first = requests[ks[0]]
+        done = punct.label([s for k in ks for s in requests[k].streams], forced=first.forced, casing=first.casing)
+        for k in ks:
+            out[k] = [next(done) for _ in requests[k].parsed.units]
     return out
 
 
@@ -468,21 +467,10 @@ def output_format(name: str | None, parsed: Parsed) -> Format:
     return fmt
 
 
-def render(punct: Punctuator, parsed: Parsed, labels: list[list[str]], fmt: Format, keep: bool,
-           capitalize: Casing) -> str:
-    """The response body: the emit writer's lines, or a corpus format written by its writer to a text
-    stream in memory."""
-    units = shown_units(parsed, labels, keep, capitalize)
-    opts = OutputOptions(punct.inventory, parsed.reader.one_stream, lexicon=punct.frontend.case_lexicon)
-    if fmt.stream is not None:  # subtitles, timed JSON: writers over all units
-        return "".join(line + "\n" for line in fmt.stream([(u, lab, shown, None) for u, lab, shown in units],
-                                                          REQUEST, opts))
-    if fmt.emit is not None:
-        return "".join(line + "\n" for u, lab, shown in units
-                       for line in fmt.emit(u, lab, shown, REQUEST, None, opts))
-    utts = [opts.corpus_utterance(u, lab, shown) for u, lab, shown in units if u.words]  # the words as given
+def render(punct: Engine, parsed: Parsed, labelled: list[Labelled], fmt: Format) -> str:
+    """The response body, written by punctuate's writer (`write_units`) to a text stream in memory."""
     out = io.StringIO()
-    write(utts, out, fmt.name, punct.inventory)
+    write_units(fmt, labelled, output_options(punct, parsed.reader.one_stream), out, REQUEST)
     return out.getvalue()
 
 
@@ -492,7 +480,7 @@ def render(punct: Punctuator, parsed: Parsed, labels: list[list[str]], fmt: Form
 class Job:
     """A request waiting for its labels."""
 
-    inputs: Inputs
+    request: Request
     done: asyncio.Future
 
 
@@ -517,7 +505,7 @@ class RateLimit:
 class Service:
     """The loaded model, the batch queue and the counters behind the routes."""
 
-    punct: Punctuator
+    punct: Engine
     opts: ServeOptions
     model_path: Path
     log_file: IO[str] = field(default=sys.stderr)
@@ -538,10 +526,10 @@ class Service:
         self.admission = Admission(self.opts.max_queue, self.opts.max_queue_bytes, self.opts.max_body)
 
     # --- batching
-    async def label(self, inputs: Inputs) -> list[list[str]]:
-        """The labels of one request's streams, from a shared batch."""
+    async def label(self, request: Request) -> list[Labelled]:
+        """One request's utterances labelled, from a shared batch."""
         assert self.queue is not None
-        job = Job(inputs, asyncio.get_running_loop().create_future())
+        job = Job(request, asyncio.get_running_loop().create_future())
         await self.queue.put(job)
         return await job.done
 
@@ -554,10 +542,10 @@ class Service:
             jobs = [await self.queue.get()]
             if self.queue.empty() and self.opts.batch_wait_ms > 0:
                 await asyncio.sleep(self.opts.batch_wait_ms / 1000)
-            size = sum(len(w) for w, _ in jobs[0].inputs)
+            size = jobs[0].request.parsed.words
             while size < self.punct.chunk_words and not self.queue.empty():
                 jobs.append(self.queue.get_nowait())
-                size += sum(len(w) for w, _ in jobs[-1].inputs)
+                size += jobs[-1].request.parsed.words
             self.batches += 1
             await self.run_batch(jobs)
 
@@ -565,7 +553,7 @@ class Service:
         """Label `jobs` together; if that fails, each alone, so one bad request fails alone."""
         loop = asyncio.get_running_loop()
         try:
-            results = await loop.run_in_executor(self.pool, label_batch, self.punct, [j.inputs for j in jobs])
+            results = await loop.run_in_executor(self.pool, label_batch, self.punct, [j.request for j in jobs])
         except Exception as e:  # noqa: BLE001 (handed to the requests, which answer it)
             if len(jobs) > 1:
                 for j in jobs:
@@ -586,7 +574,7 @@ class Service:
         if unknown:
             raise PunctkitError(f"unknown parameter '{unknown[0]}' (known: {', '.join(PARAMS)})")
         keep = flag(q, "keep_input_marks", False)
-        capitalize = self.punct.casing(flag(q, "capitalize", True), flag(q, "recase", False))
+        casing = self.punct.casing(flag(q, "capitalize", True), flag(q, "recase", False))
         if q.get("input_format"):
             get_format(q["input_format"], "units", "input format")
         if q.get("format"):
@@ -594,12 +582,11 @@ class Service:
         body = await read_body(request, self.opts.max_body)
         as_json = request.content_type in JSON_TYPES or request.content_type.endswith("+json")
         charset = request.charset if request.charset and request.content_type != "application/json" else None
-        parsed = await off_loop(len(body), parse_body, self.punct, body, q.get("input_format"), keep, charset,
-                                as_json)
+        parsed = await off_loop(len(body), parse_body, self.punct, body, q.get("input_format"), charset, as_json)
         fmt = output_format(q.get("format"), parsed)
         request["words"] = parsed.words
-        labels = await self.label(parsed.inputs)
-        text = await off_loop(len(body), render, self.punct, parsed, labels, fmt, keep, capitalize)
+        labelled = await self.label(Request(parsed, keep, casing))
+        text = await off_loop(len(body), render, self.punct, parsed, labelled, fmt)
         self.words += parsed.words
         return web.Response(text=text, content_type=MEDIA.get(fmt.name, "text/plain"), charset="utf-8")
 

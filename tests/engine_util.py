@@ -11,7 +11,6 @@ from punctkit.data.prepare import prepare
 from punctkit.models.base import PunctModel, gather_words
 from punctkit.models.registry import MODELS, register
 
-
 if "test_tagger" not in MODELS:
     @register("test_tagger")
     class TestTagger(PunctModel):

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 import torch
+import yaml
 
+from punctkit.batch import collate
+from punctkit.data.streams import IGNORE, Stream, Window
 from punctkit.decode.search import beam_search
 from punctkit.files import PunctkitError
 from punctkit.models.registry import build_model
 from punctkit.nn.fusion import MODES, Fusion
-from punctkit.data.streams import IGNORE, Stream, Window
-from punctkit.batch import collate
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,8 +150,8 @@ def test_acoustic_only_uses_the_audio() -> None:
 # ------------------------------------------------------------------ the audio batcher
 
 def test_audio_extra_cuts_and_rebases_frames(tmp_path: Path) -> None:
-    from punctkit.feats.loader import AcousticUtterance
     from punctkit.batch import AudioExtra
+    from punctkit.feats.loader import AcousticUtterance
 
     extra = AudioExtra.__new__(AudioExtra)
     extra.sources = []

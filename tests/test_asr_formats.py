@@ -14,10 +14,10 @@ import pytest
 
 from punct_util import cli
 from punctkit.data.formats import REGISTRY, detect_format, read
+from punctkit.data.formats.asr import jsonl_out
 from punctkit.data.formats.base import OutputOptions, given_words
 from punctkit.data.formats.recognizers import nemo_out, nemo_units, vosk_units, whisper_units
 from punctkit.data.formats.registry import twocol_emit
-from punctkit.data.formats.asr import jsonl_out
 from punctkit.data.labels import INVENTORIES, O, default_substitution
 from punctkit.files import PunctkitError
 
@@ -349,7 +349,7 @@ def model() -> Path:
 
 @pytest.fixture(scope="module")
 def punct(model):
-    from punctkit.punctuator import Punctuator
+    from punctkit import Punctuator
 
     return Punctuator.load(model)
 
@@ -401,11 +401,9 @@ def test_probs_only_for_the_formats_that_show_them(tmp_path, punct):
 
 def test_probs_end_to_end(tmp_path, punct):
     """--probs through punctuate: each word's distribution, and the chosen label's probability
-    (runs once label_units has the probability API)."""
-    from punctkit.punctuator import has_probs_api, punctuate_file
+    """
+    from punctkit.punctuator import punctuate_file
 
-    if not has_probs_api():
-        pytest.skip("label_units has no probability API in this version")
     src = write(tmp_path, json.dumps(WHISPER))
     punctuate_file(punct, src, tmp_path / "t.json", fmt="timed-json", probs=True)
     punctuate_file(punct, src, tmp_path / "t.tsv", fmt="twocol", probs=True)
@@ -432,9 +430,9 @@ def test_ctm_times_must_be_finite(tmp_path, times):
 
 def test_ids_with_white_space_only_where_lines_split_on_them(tmp_path):
     from punctkit.data.datadir import write_data_dir
+    from punctkit.data.formats import Utterance
     from punctkit.data.formats.asr import ctm_out, jsonl_units
     from punctkit.data.formats.registry import readable_out
-    from punctkit.data.formats import Utterance
     from punctkit.data.formats.text import kaldi_text_out
 
     p = write(tmp_path, json.dumps({"id": "talk 1", "words": [w("so", 0.0, 0.5)]}) + "\n", "a.jsonl")

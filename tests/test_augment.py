@@ -6,14 +6,15 @@ import copy
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine_util import TINY, make_dirs
 from punctkit.batch import collate
 from punctkit.data.streams import IGNORE, Stream, Window, WindowDataset
 from punctkit.files import PunctkitError
 from punctkit.text.frontend import train_frontend
-from punctkit.train.augment import INSERT, SUBSTITUTE, AugmentOptions, Augmenter, plan
+from punctkit.train.augment import INSERT, SUBSTITUTE, Augmenter, AugmentOptions, plan
 
 WORDS = [f"w{i}" for i in range(300)]
 

@@ -102,7 +102,7 @@ def test_new_checkpoints_are_plain_data_and_restore_the_generators(tmp_path):
 def test_legacy_checkpoint_loads_and_resumes(data, tmp_path):
     """An epoch checkpoint written before the change (numpy RNG state as an ndarray) restores its
     generators, and training resumes from it; the new epoch's checkpoint is plain data."""
-    from punctkit.expdir import load_model
+    from punctkit.expdir import load_experiment_model
     from punctkit.fit import train
 
     exp = legacy_exp(tmp_path)
@@ -110,7 +110,7 @@ def test_legacy_checkpoint_loads_and_resumes(data, tmp_path):
     assert isinstance(old["rng"]["numpy"][1], np.ndarray)  # the legacy layout, read through LEGACY_GLOBALS
     ckpt.set_rng_state(old["rng"])
     assert np.array_equal(np.random.get_state()[1], old["rng"]["numpy"][1])
-    load_model(exp)  # model.avg.pt of the same run
+    load_experiment_model(exp)  # model.avg.pt of the same run
     conf = yaml.safe_load((exp / "config.yaml").read_text())
     conf.pop("resolved")
     conf["train"]["epochs"] = 3

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import re
+
 import pytest
 import torch
 
@@ -10,14 +11,21 @@ from engine_util import TINY, make_dirs
 from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.formats import Utterance, read
 from punctkit.data.labels import get_inventory
+from punctkit.decode.windows import owners, plan_windows
 from punctkit.decode_data import decode_dir
-from punctkit.decode.windows import owners, plan_windows, stitch
-from punctkit.files import PunctkitError
 from punctkit.expdir import load_checkpoint
+from punctkit.files import PunctkitError
 from punctkit.fit import train
 
-
 # ------------------------------------------------------------------ windows
+
+def stitch(n, windows, preds):
+    """Per-word predictions of a stream from per-window predictions (`preds[k]`: one per word of window k)."""
+    for k, ((a, b), p) in enumerate(zip(windows, preds)):
+        if len(p) != b - a:
+            raise PunctkitError(f"window {k} has {b - a} words but {len(p)} predictions")
+    return [preds[k][j] for k, j in owners(n, windows)]
+
 
 @pytest.mark.parametrize("n, length, step", [(1, 5, 2), (4, 5, 2), (5, 5, 5), (20, 5, 5), (20, 5, 1),
                                              (21, 6, 3), (100, 40, 20), (7, 3, 2)])

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from punct_util import PK, cli
+from punctkit.data.formats import Report, detect_for, detect_format, read
 from punctkit.data.formats.asr import ctm_units, jsonl_units
 from punctkit.data.formats.base import input_lines
-from punctkit.data.formats import Report, detect_for, detect_format, read
-from punctkit.data.labels import get_inventory, default_substitution
+from punctkit.data.labels import default_substitution, get_inventory
 from punctkit.files import PunctkitError, iter_lines, sample_lines
 
 BAD = Path(__file__).parent / "bad_inputs" / "detect"

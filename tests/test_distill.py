@@ -130,8 +130,8 @@ def test_probs_that_disagree_with_text_are_one_line_errors(dirs, tmp_path):
 def test_a_distilled_training_follows_its_teacher(dirs, tmp_path):
     """A teacher that says COMMA after every word (weight 1: its rows alone) makes a model that
     puts commas nearly everywhere, which the hard labels (about 1 word in 10) never would."""
-    from punctkit.decode.decoder import decode_streams
-    from punctkit.expdir import load_model
+    from punctkit.decode.decoder import decode_streams_rows
+    from punctkit.expdir import load_experiment_model
     from punctkit.fit import train
 
     write_probs(tmp_path / "probs", teacher_rows(dirs[0], [0.02, 0.94, 0.02, 0.02]))
@@ -139,9 +139,9 @@ def test_a_distilled_training_follows_its_teacher(dirs, tmp_path):
     conf["train"].update(epochs=2, distill={"probs": str(tmp_path / "probs"), "weight": 1.0})
     train(conf, *dirs, tmp_path / "exp", quiet=True)
     assert "distill: soft labels of 1500 words" in (tmp_path / "exp" / "train.log").read_text()
-    model, fe, inv, _ = load_model(tmp_path / "exp")
+    model, fe, inv, _ = load_experiment_model(tmp_path / "exp")
     valid = make_streams(read_data_dir(dirs[1]))
-    hyp = [h[0][0] for h in decode_streams(model, fe, valid, window=40, step=20)][0]
+    hyp = [hyps[0][0] for hyps, _ in decode_streams_rows(model, fe, valid, window=40, step=20)][0]
     assert inv.labels[1] == "COMMA" and hyp.count(1) > 0.8 * len(hyp)
     ref = valid[0].labels
     assert ref.count(1) < 0.3 * len(ref)

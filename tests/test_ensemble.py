@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from label_util import streamed_labels, utterance_labels, words_labels, words_rows
 from punct_util import cli, tiny_conf, train_tiny
 from punctkit.data.formats import read
 from punctkit.data.prepare import prepare
@@ -59,46 +60,43 @@ def _words(d) -> list[str]:
 
 
 def test_ensemble_of_a_model_with_itself_is_the_model(models):
-    from punctkit import Punctuator
-    from punctkit.ensemble import Ensemble
+    from punctkit import Ensemble, Punctuator
 
     words = _words(models)
     one = Punctuator.load(models / "a.pkt", threads=1)
     ens = Ensemble.load([models / "a.pkt", models / "a.pkt"], threads=1)
-    labels, rows = one.label_words(words, probs=True)
-    e_labels, e_rows = ens.label_words(words, probs=True)
+    labels, rows = words_labels(one, words, probs=True)
+    e_labels, e_rows = words_labels(ens, words, probs=True)
     assert e_labels == labels and np.abs(e_rows - rows).max() < 1e-9
-    assert list(ens.stream_labels((w, None) for w in words)) == labels
+    assert streamed_labels(ens, words) == labels
     r = cli("punctuate", "-m", models / "a.pkt", "-m", models / "a.pkt", models / "words.txt", "--threads", 1)
     assert r.stdout == cli("punctuate", "-m", models / "a.pkt", models / "words.txt", "--threads", 1).stdout
 
 
 def test_weights_average_the_members_rows(models):
     """0.7 a + 0.3 b, per word; the label is the arg-max of the average; fixed marks keep that row."""
-    from punctkit import Punctuator
-    from punctkit.ensemble import Ensemble
+    from punctkit import Ensemble, Punctuator
 
     words = _words(models)[:500]
     a = Punctuator.load(models / "a.pkt", threads=1, chunk_words=120)
     b = Punctuator.load(models / "b.pkt", threads=1)
     ens = Ensemble.load([models / "a.pkt", models / "b.pkt"], "0.7,0.3", threads=1, chunk_words=120)
-    ra, rb = a.probs(words), b.probs(words)
+    ra, rb = words_rows(a, words), words_rows(b, words)
     assert np.abs(ra - rb).max() > 0.01  # two different models
-    labels, rows = ens.label_words(words, probs=True)
+    labels, rows = words_labels(ens, words, probs=True)
     assert np.abs(rows - (0.7 * ra + 0.3 * rb)).max() < 1e-9
     want = [ens.inventory.labels[i] for i in rows.argmax(1)]
     want[-1] = closing_label(want[-1], rows[-1], ens.inventory)  # the stream's end ends a sentence
     assert labels == want
     utts = [(words[:40], None), ([], None), (words[40:100], None)]
-    got = list(ens.label_utterances(utts, probs=True))
+    got = list(utterance_labels(ens, utts, probs=True))
     assert [len(lab) for lab, _ in got] == [40, 0, 60]
-    want = 0.7 * a.probs(words[40:100]) + 0.3 * b.probs(words[40:100])
+    want = 0.7 * words_rows(a, words[40:100]) + 0.3 * words_rows(b, words[40:100])
     assert np.abs(got[2][1] - want).max() < 1e-9
 
 
 def test_two_member_package_round_trips_and_punctuates(models, ens_pkt):
-    from punctkit import Punctuator
-    from punctkit.ensemble import Ensemble
+    from punctkit import Ensemble
     from punctkit.package import read_package
 
     with zipfile.ZipFile(ens_pkt) as z:
@@ -108,7 +106,7 @@ def test_two_member_package_round_trips_and_punctuates(models, ens_pkt):
     assert not any(n in names for n in ("model.pt", "config.yaml"))
     pkg = read_package(ens_pkt)
     assert pkg.weights == [0.6, 0.4] and len(pkg.members) == 2
-    from punctkit.ensemble import load_model
+    from punctkit import load_model
 
     ens = load_model(ens_pkt, threads=1)
     assert isinstance(ens, Ensemble) and ens.weights == [0.6, 0.4]
@@ -118,8 +116,8 @@ def test_two_member_package_round_trips_and_punctuates(models, ens_pkt):
     assert [m["checkpoint"] for m in card["members"]] == ["model.avg.pt", "epoch_1.pt"]
     words = _words(models)[:300]
     direct = Ensemble.load([models / "a.pkt", models / "b.pkt"], "0.6,0.4", threads=1)
-    assert ens.label_words(words, probs=True)[0] == direct.label_words(words)
-    assert np.abs(ens.probs(words) - direct.probs(words)).max() < 1e-9
+    assert words_labels(ens, words, probs=True)[0] == words_labels(direct, words)
+    assert np.abs(words_rows(ens, words) - words_rows(direct, words)).max() < 1e-9
     r = cli("punctuate", "-m", ens_pkt, models / "words.txt", "--threads", 1)
     assert r.stdout.split() and "punctuate: 1 lines" in r.stderr
     r = cli("punctuate", "-m", ens_pkt, models / "words.txt", "--weights", "1,0", "--threads", 1)
@@ -145,21 +143,21 @@ def test_frontend_digest_tells_shared_frontends_apart(models):
 def test_onnx_members_side_by_side_equal_member_by_member(models, onnx_ens, threads):
     """One frontend, one window plan, ONNX graphs: the members run on shared batches, and every
     label and row is the one member-by-member averaging gives (utterances and streams alike)."""
-    from punctkit.ensemble import load_model
+    from punctkit import load_model
 
     words = _words(models)
     fast = load_model(onnx_ens, threads=threads)
     slow = load_model(onnx_ens, threads=threads)
     slow.side_by_side = None
     assert fast.side_by_side is not None and fast.backend == "onnx+onnx"
-    labels, rows = fast.label_words(words, probs=True)
-    want_labels, want_rows = slow.label_words(words, probs=True)
+    labels, rows = words_labels(fast, words, probs=True)
+    want_labels, want_rows = words_labels(slow, words, probs=True)
     assert labels == want_labels and np.abs(rows - want_rows).max() < 1e-9
     assert np.allclose(rows.sum(1), 1)
-    assert np.abs(rows - fast.members[0].probs(words)).max() > 1e-3  # the members differ: a real average
+    assert np.abs(rows - words_rows(fast.members[0], words)).max() > 1e-3  # the members differ: a real average
     utts = [(words[i:i + 37], None) for i in range(0, 370, 37)]
-    got = list(fast.label_utterances(utts, probs=True))
-    for (g_lab, g_rows), (w_lab, w_rows) in zip(got, slow.label_utterances(utts, probs=True)):
+    got = list(utterance_labels(fast, utts, probs=True))
+    for (g_lab, g_rows), (w_lab, w_rows) in zip(got, utterance_labels(slow, utts, probs=True)):
         assert g_lab == w_lab and np.abs(g_rows - w_rows).max() < 1e-9
 
 
@@ -171,7 +169,7 @@ def test_onnx_ensemble_package_punctuates_as_torch(models, onnx_ens):
 
 
 def test_side_by_side_needs_onnx_one_frontend_and_one_plan(models, onnx_ens):
-    from punctkit.ensemble import side_by_side
+    from punctkit.infer.ensemble import side_by_side
     from punctkit.package import read_package
 
     members = read_package(onnx_ens).members
@@ -232,7 +230,7 @@ def test_decode_of_several_experiments_averages_their_probs(models, tmp_path):
 
 
 def test_mismatched_inventories_are_one_line_errors(models, tmp_path):
-    from punctkit.ensemble import Ensemble
+    from punctkit import Ensemble
 
     with pytest.raises(PunctkitError, match="must share one inventory"):
         Ensemble.load([models / "a.pkt", models / "c.pkt"], threads=1)
@@ -375,7 +373,7 @@ def test_decode_of_experiments_labels_as_their_package_punctuates(models, onnx_e
 def test_members_in_threads_label_as_in_turn(models):
     """The typed ways to run an ensemble's members (`MemberRun`) give the same labels and rows;
     both a model and an ensemble are engines (`Engine`), and only a shared-window ensemble streams."""
-    from punctkit.ensemble import Ensemble
+    from punctkit import Ensemble
     from punctkit.infer import Engine, Punctuator
 
     words = _words(models)[:400]
@@ -383,12 +381,12 @@ def test_members_in_threads_label_as_in_turn(models):
     threads = Ensemble.load([models / "a.pkt", models / "b.pkt"], "0.6,0.4", threads=1, backend="torch")
     threads.run = "threads"
     assert turn.member_run == "in_turn" and threads.member_run == "threads"
-    labels, rows = threads.label_words(words, probs=True)
-    want_labels, want_rows = turn.label_words(words, probs=True)
+    labels, rows = words_labels(threads, words, probs=True)
+    want_labels, want_rows = words_labels(turn, words, probs=True)
     assert labels == want_labels and np.abs(rows - want_rows).max() < 1e-9
     assert isinstance(turn, Engine) and isinstance(turn.members[0], Engine)
     assert isinstance(turn.members[0], Punctuator) and turn.members[0].streamable() is turn.members[0]
     with pytest.raises(PunctkitError, match="ensemble of ONNX members"):
         turn.streamable()
     with pytest.raises(PunctkitError, match="unknown way to run"):
-        Ensemble(turn.members, [0.5, 0.5], run="parallel")  # type: ignore[arg-type]
+        Ensemble(members=turn.members, weights=[0.5, 0.5], run="parallel")  # type: ignore[arg-type]

@@ -65,9 +65,8 @@ def test_refused_resume_leaves_the_exp_dir_byte_identical(trained, dirs, tmp_pat
         train(one_epoch() | {"train": {**one_epoch()["train"], "epochs": 2}}, cased, None, exp, quiet=True)
     assert snapshot(exp) == before
     # the experiment still decodes
-    from punctkit.decode_data import decode_dir
-
     from punctkit.data.datadir import read_data_dir
+    from punctkit.decode_data import decode_dir
 
     assert decode_dir(exp, dirs[1], tmp_path / "dec")["words"] == read_data_dir(dirs[1]).words()
 

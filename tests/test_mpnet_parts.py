@@ -14,15 +14,15 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from punctkit.data.datadir import write_data_dir
 from punctkit.data.formats import Utterance
 from punctkit.data.labels import get_inventory
 from punctkit.files import PunctkitError
 from punctkit.text.plm import resolve_plm_dir
-from punctkit.text.plm_parts import (CACHE_NAME, N_PARTS, PART_FILE, RECORD, assemble, find_parts, mpnet_dir,
-                                     search_path)
+from punctkit.text.plm_parts import CACHE_NAME, N_PARTS, PART_FILE, RECORD, assemble, find_parts, mpnet_dir, search_path
 
 CONFIG = {"model_type": "mpnet", "vocab_size": 30527, "hidden_size": 768, "num_hidden_layers": 12}
 

@@ -73,9 +73,8 @@ def test_replacing_keeps_the_group_where_allowed(tmp_path):
 
 
 def test_punctuate_rerun_and_overwrite_keep_a_private_output_private(tmp_path):
-    from test_words_pass_through import FakeModel
-
     from punctkit.punctuator import punctuate_file
+    from test_words_pass_through import FakeModel
 
     src = tmp_path / "in.txt"
     src.write_text("so what do you think\nwe ran 10\u00a0km today\n")

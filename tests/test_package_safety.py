@@ -21,10 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from legacy_util import LEGACY
-from punctkit.files import PunctkitError
 from punctkit.archive import GiB, MiB
-from punctkit.package import (FRONTEND_FILES, allowed_members, check_entries, read_package,
-                              unsafe_name)
+from punctkit.files import PunctkitError
+from punctkit.package import FRONTEND_FILES, allowed_members, check_entries, read_package, unsafe_name
 
 BAD = Path(__file__).resolve().parent / "bad_inputs" / "packages"
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from punctkit.config import load_config
 from punctkit.data.datadir import combine_data_dirs, read_data_dir
 from punctkit.data.prepare import prepare
-from punctkit.decode_data import decode_dir
-from punctkit.files import PunctkitError
-from punctkit.expdir import load_checkpoint
-from punctkit.config import load_config
 from punctkit.data.streams import bucket_batches, make_streams, train_windows
+from punctkit.decode_data import decode_dir
+from punctkit.expdir import load_checkpoint
+from punctkit.files import PunctkitError
 from punctkit.fit import train
 from punctkit.train.trainer import world_size_of
 

@@ -23,7 +23,8 @@ from punct_util import cli, tiny_conf, train_tiny
 from punctkit.cli import app
 from punctkit.data.formats import split_text
 from punctkit.data.labels import default_substitution, get_inventory
-from punctkit.data.tokenize import punctuated_text, segment, tokens
+from punctkit.data.tokenize import Written, segment, tokens
+from punctkit.infer.render import show_tokens
 
 CASES = Path(__file__).resolve().parent / "bad_inputs" / "words"
 TINY = tiny_conf({"type": "transformer_tagger", "n_layers": 1, "d_model": 32, "n_heads": 2, "d_ff": 64,
@@ -33,6 +34,12 @@ MARKS = ",.?!;:…"
 CLOSING = "\"'”’»›)]}"
 MARK_ONLY = re.compile(r"(?:[,.;:?!…—–]|--+)+|-")  # what punctkit reads as punctuation on its own
 TRAILING = re.compile(f"[{re.escape(MARKS + CLOSING)}]+$")
+
+
+def punctuated_text(written_words: list[Written], labels: list[str], capitalize: bool = True,
+                    sentence_start: bool = True, kept: list[str] | None = None) -> str:
+    """The words as written, each with its label's mark and case, one space apart (`show_tokens`)."""
+    return " ".join(show_tokens(written_words, labels, capitalize, sentence_start, kept))
 
 
 def norm(tok: str, fold: bool = True) -> str:

@@ -2,8 +2,8 @@ import pytest
 
 from punctkit.data.datadir import read_data_dir, read_table
 from punctkit.data.formats import Utterance
-from punctkit.data.prepare import parse_chunk_spec, prepare, rechunk, stats
 from punctkit.data.labels import INVENTORIES
+from punctkit.data.prepare import parse_chunk_spec, prepare, rechunk, stats
 from punctkit.files import PunctkitError
 
 

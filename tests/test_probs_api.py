@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from label_util import words_labels, words_rows
 from punct_util import cli, tiny_conf, train_tiny
 from punctkit.data.formats import AsrUtterance, read, split_text
 from punctkit.data.labels import default_substitution
@@ -59,59 +60,61 @@ def test_tagger_rows_are_its_softmax_in_torch_and_onnx(tagger):
 
     words = _words(tagger)[:600]
     fp = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch")
-    labels, rows = fp.label_words(words, probs=True)
+    labels, rows = words_labels(fp, words, probs=True)
     _check_rows(fp, labels, rows)
-    assert labels == fp.label_words(words)  # probs changes nothing else
+    assert labels == words_labels(fp, words)  # probs changes nothing else
     assert len(set(labels)) > 1 and rows.max(1).min() < 0.99  # real distributions, not one-hot
-    assert np.array_equal(fp.probs(words), rows)
+    assert np.array_equal(words_rows(fp, words), rows)
     if not _has_onnxruntime():
         pytest.skip("onnxruntime is not installed: torch checked only")
     ox = Punctuator.load(tagger / "m.pkt", threads=1, backend="onnx")
-    labels_o, rows_o = ox.label_words(words, probs=True)
+    labels_o, rows_o = words_labels(ox, words, probs=True)
     _check_rows(ox, labels_o, rows_o)
     assert np.abs(rows_o - rows).max() < 1e-4
     assert labels_o == labels
 
 
-def test_stream_labels_in_chunks_give_the_one_shot_rows(tagger):
-    """A long input through stream_labels in small segments gives the rows of a one-shot call."""
+def test_a_stream_in_chunks_gives_the_one_shot_rows(tagger):
+    """A long input read as one stream (`Engine.label`, one_stream) in small segments gives the rows of
+    a one-shot call."""
     from punctkit import Punctuator
+    from punctkit.infer.engine import as_unit
 
     words = _words(tagger)[:700]
     whole = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch", chunk_words=100000)
     small = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch", chunk_words=45)
-    labels, rows = whole.label_words(words, probs=True)
-    pairs = list(small.stream_labels(((w, None) for w in words), probs=True))
-    assert [lab for lab, _ in pairs] == labels
-    assert np.abs(np.array([r for _, r in pairs]) - rows).max() < 1e-5
-    assert list(small.stream_labels((w, None) for w in words)) == labels  # labels only by default
+    labels, rows = words_labels(whole, words, probs=True)
+    done, = small.label([as_unit(words)], one_stream=True, probs=True)
+    assert done.labels == labels
+    assert np.abs(done.rows - rows).max() < 1e-5
+    done, = small.label([as_unit(words)], one_stream=True)
+    assert done.labels == labels and done.rows is None  # rows only with probs
 
 
 def test_fixed_marks_keep_the_model_distribution_and_units_carry_rows(tagger):
     """--keep-input-marks: the label is the input's mark, the row the model's distribution;
-    label_units gives 3-tuples by default and the utterance's rows as a 4th item with probs."""
+    `Engine.label` gives each utterance's rows with probs only."""
     from punctkit import Punctuator
-    from punctkit.punctuator import label_units
 
     punct = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch")
     words = _words(tagger)[:200]
     fixed = [None] * len(words)
     fixed[10] = "?" if "?" in punct.inventory.labels else punct.inventory.labels[-1]
-    labels, rows = punct.label_words(words, probs=True)
-    kept, kept_rows = punct.label_words(words, fixed, probs=True)
+    labels, rows = words_labels(punct, words, probs=True)
+    kept, kept_rows = words_labels(punct, words, fixed, probs=True)
     assert kept[10] == fixed[10] and np.array_equal(kept_rows, rows)
     rules = default_substitution(punct.inventory)
     passages = [split_text(" ".join(words[a:a + 50]), punct.inventory, rules) for a in range(0, 200, 50)]
     units = [AsrUtterance(f"u{i}", p.words, p.marks, p.written, lineno=i + 1) for i, p in enumerate(passages)]
     for one_stream in (True, False):
-        plain = list(label_units(punct, units, one_stream, False, True))
-        assert all(len(t) == 3 for t in plain)
-        with_rows = list(label_units(punct, units, one_stream, False, True, probs=True))
-        for k, ((u, lab, shown), (u2, lab2, shown2, r)) in enumerate(zip(plain, with_rows)):
-            assert (u, lab, shown) == (u2, lab2, shown2)
-            _check_rows(punct, lab, r, ended=not one_stream or k == len(plain) - 1)  # a stream's end
+        plain = list(punct.label(units, one_stream=one_stream))
+        assert all(d.rows is None for d in plain)
+        with_rows = list(punct.label(units, one_stream=one_stream, probs=True))
+        for k, (d, d2) in enumerate(zip(plain, with_rows)):
+            assert (d.utt, d.labels, d.shown) == (d2.utt, d2.labels, d2.shown)
+            _check_rows(punct, d2.labels, d2.rows, ended=not one_stream or k == len(plain) - 1)  # a stream's end
         if one_stream:  # the lines as one stream: the rows of the whole stream
-            assert np.allclose(np.concatenate([t[3] for t in with_rows]), rows, atol=1e-6)
+            assert np.allclose(np.concatenate([d.rows for d in with_rows]), rows, atol=1e-6)
 
 
 def test_decode_probs_file_matches_the_api(tagger, tmp_path):
@@ -134,7 +137,7 @@ def test_decode_probs_file_matches_the_api(tagger, tmp_path):
             want[-1] = u.labels[-1]
         assert want == u.labels
     words = [w for u in utts for w in u.words]
-    labels, rows = punct.label_words(words, probs=True)
+    labels, rows = words_labels(punct, words, probs=True)
     assert np.abs(np.concatenate(list(table.values())) - rows).max() <= 1e-4  # 4 decimals written
     cli("decode", tagger / "exp", tagger / "test", tmp_path / "dec.twocol", "--format", "twocol", "--probs")
     again = read_probs(tmp_path / "dec.twocol.probs", n)

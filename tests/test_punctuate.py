@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from conftest import IWSLT
+from label_util import words_labels
 from punct_util import cli, json_without, tiny_conf, train_tiny
 from punctkit.data.formats import read
 from punctkit.data.prepare import prepare
@@ -57,9 +58,9 @@ def test_words_of_test2011_score_as_decode(tiny):
 
 def test_chunked_stream_equals_whole_stream(punct):
     """Segmenting a stream (any chunk size, any length) changes no label."""
-    from punctkit.decode.decoder import decode_streams_rows
-    from punctkit.decode.stream_end import close_stream
     from punctkit.data.streams import IGNORE, Stream
+    from punctkit.decode.decoder import decode_streams_rows
+    from punctkit.decode.stream_end import close_ids
 
     utts, _ = read(IWSLT / "test2011", "twocol")
     words = [w for u in utts for w in u.words]
@@ -68,10 +69,10 @@ def test_chunked_stream_equals_whole_stream(punct):
                                             [Stream("s", ["s"], [0], words[:n], [IGNORE] * n)],
                                             punct.window, punct.step, 32)
         # the stream's end ends a sentence (decode/stream_end.py)
-        expect = close_stream([punct.inventory.labels[i] for i in hyps[0][0]], rows, punct.inventory, closes=True)
+        expect = [punct.inventory.labels[i] for i in close_ids(hyps[0][0], rows, punct.inventory, closes=True)]
         for chunk in (1, 20, 100, 333):
             punct.chunk_words = chunk
-            assert punct.label_words(words[:n]) == expect, (n, chunk)
+            assert words_labels(punct, words[:n]) == expect, (n, chunk)
     punct.chunk_words = 10000
 
 
@@ -149,7 +150,7 @@ def test_jsonl_and_kaldi_text(tiny, punct, tmp_path):
     punctuate_file(punct, tmp_path / "text", tmp_path / "out.txt")
     got = [json.loads(ln) for ln in (tmp_path / "out.jsonl").read_text().splitlines()]
     # the input words as they came, one space apart (split contractions stay split: tests/test_passthrough.py)
-    expect = [" ".join(display_words(ws, punct.label_words(ws))[0]) for ws in (words, ["hello", "there"])]
+    expect = [" ".join(display_words(ws, words_labels(punct, ws))[0]) for ws in (words, ["hello", "there"])]
     assert [g["text"] for g in got] == expect
     assert (tmp_path / "out.txt").read_text() == f"a1 {expect[0]}\na2 {expect[1]}\n"
     assert [w["word"] for w in got[0]["words"]] == words and got[0]["words"][0]["start"] == 0.0
@@ -216,8 +217,8 @@ def test_keep_input_marks(punct):
     words = text.replace(" ,", "").split()
     fixed = [None] * len(words)
     fixed[1], fixed[-1] = "COMMA", "QUESTION"
-    labels = punct.label_words(words, fixed)
-    free_labels = punct.label_words(words)
+    labels = words_labels(punct, words, fixed)
+    free_labels = words_labels(punct, words)
     assert labels[1] == "COMMA" and labels[-1] == "QUESTION"
     assert [x for i, x in enumerate(labels) if i not in (1, len(words) - 1)] == \
         [x for i, x in enumerate(free_labels) if i not in (1, len(words) - 1)]
@@ -239,7 +240,7 @@ def test_packed_model_is_self_contained(tiny, tmp_path):
     p = Punctuator.load(tmp_path / "m.pkt")
     assert p.card["checkpoint"] == "model.best.pt" and p.card["training_data"] == "dev2012"
     assert p.card["results"]["decode_test_ref"]["f1"] == 100.0
-    assert p.label_words(["hello"] * 5) == Punctuator.load(tiny / "tiny.pkt").label_words(["hello"] * 5)
+    assert words_labels(p, ["hello"] * 5) == words_labels(Punctuator.load(tiny / "tiny.pkt"), ["hello"] * 5)
 
 
 def test_bad_packed_models_are_one_line_errors(tiny, tmp_path):
@@ -272,10 +273,10 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
     import torch
 
     from punctkit import Punctuator
-    from punctkit.decode.decoder import decode_streams_rows
-    from punctkit.decode.stream_end import close_stream
-    from punctkit.expdir import load_model
     from punctkit.data.streams import IGNORE, Stream
+    from punctkit.decode.decoder import decode_streams_rows
+    from punctkit.decode.stream_end import close_ids
+    from punctkit.expdir import load_experiment_model
     from punctkit.fit import train
 
     plm = tmp_path / "bert"
@@ -293,7 +294,7 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
     prepare([IWSLT / "dev2012"], tmp_path / "train", block_len=100, lines=(1, 1000))
     train(conf, tmp_path / "train", None, tmp_path / "exp", quiet=True)
     words = [w for u in read(tiny / "test")[0] for w in u.words][:300]
-    model, fe, inv, _ = load_model(tmp_path / "exp")
+    model, fe, inv, _ = load_experiment_model(tmp_path / "exp")
     (hyps, rows), = decode_streams_rows(model, fe, [Stream("s", ["s"], [0], words, [IGNORE] * len(words))], 40, 20,
                                         32)
     cli("pack", tmp_path / "exp", "-o", tmp_path / "plm.pkt")
@@ -302,23 +303,23 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
     with zipfile.ZipFile(tmp_path / "plm.pkt") as z:
         assert {"frontend/plm/tokenizer.json", "frontend/plm/config.json"} <= set(z.namelist())
         assert "config" in yaml.safe_load(z.read("config.yaml"))["model"]["plm"]  # rebuilt from its config
-    expect = close_stream([inv.labels[i] for i in hyps[0][0]], rows, inv, closes=True)  # the stream's end ends a sentence
-    assert Punctuator.load(tmp_path / "plm.pkt").label_words(words) == expect
+    expect = [inv.labels[i] for i in close_ids(hyps[0][0], rows, inv, closes=True)]  # the stream's end ends a sentence
+    assert words_labels(Punctuator.load(tmp_path / "plm.pkt"), words) == expect
     # as ONNX only, it runs where neither torch nor transformers can be imported, with the same labels
     assert json_without("from punctkit import Punctuator\n"
                         f"p = Punctuator.load({str(tmp_path / 'plm_onnx.pkt')!r}, threads=1)\n"
-                        f"print(json.dumps(p.label_words({words!r})))") == expect
+                        f"print(json.dumps(next(p.label([{words!r}])).labels))") == expect
     # and streams there (the student's `--stream --lookahead`): unlimited is offline punctuate; with a
     # look-ahead of 5 words every word comes out once, in order, 5 words late at most
     text, streamed, late = json_without(
-        "from punctkit import Punctuator\n"
+        "from punctkit import Punctuator\nfrom punctkit.infer.stream import PunctStream\n"
         f"p = Punctuator.load({str(tmp_path / 'plm_onnx.pkt')!r}, threads=1)\n"
         f"words = {words!r}\n"
-        "s = p.stream(lookahead=5); out = []; late = 0\n"
+        "s = PunctStream(p, 5); out = []; late = 0\n"
         "for n, w in enumerate(words, 1):\n"
         "    out += [x for _, _, x in s.feed(w)]; late = max(late, n - len(out))\n"
         "out += [x for _, _, x in s.finish()]\n"
-        "print(json.dumps([' '.join(x for _, _, x in p.stream().run(words)) == p.punctuate(' '.join(words)),"
+        "print(json.dumps([' '.join(x for _, _, x in PunctStream(p).run(words)) == p.punctuate(' '.join(words)),"
         " out, late]))")
     assert text and late == 5
     assert [w.strip(".,?!").lower() for w in streamed] == [w.lower() for w in words]
@@ -326,9 +327,8 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
 
 def test_step_option_equals_decode_with_that_step(tiny):
     """`punctuate --step S` labels as `decode --step S` does; a step outside 1..window is refused."""
+    from punctkit import Punctuator
     from punctkit.decode_data import decode_dir
-
-    from punctkit.punctuator import Punctuator
 
     window = int(Punctuator.load(tiny / "tiny.pkt").window)
     decode_dir(tiny / "exp", tiny / "test", tiny / "dec_s.twocol", fmt="twocol", step=window)
@@ -347,14 +347,14 @@ def test_quantized_model_is_int8_and_labels_like_float(tiny):
     """`--quantize`: Linear layers become dynamic int8 ones; labels stay (almost all) those of float32."""
     from torch.ao.nn.quantized.dynamic import Linear as QLinear
 
-    from punctkit.punctuator import Punctuator
+    from punctkit import Punctuator
 
     fp, q8 = (Punctuator.load(tiny / "tiny.pkt", threads=1, quantize=k) for k in (False, True))
     assert any(isinstance(m, QLinear) for m in q8.model.modules())
     assert not any(isinstance(m, QLinear) for m in fp.model.modules())
     utts, _ = read(tiny / "test")
     words = [w for u in utts for w in u.words]
-    a, b = fp.label_words(words), q8.label_words(words)
+    a, b = words_labels(fp, words), words_labels(q8, words)
     assert len(a) == len(b) == len(words) and any(x != "O" for x in a)
     assert sum(x == y for x, y in zip(a, b)) >= 0.95 * len(words)
     (tiny / "words_q.txt").write_text(" ".join(words[:300]) + "\n")

@@ -22,17 +22,29 @@ import yaml
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from punctkit.data.formats import asr, recognizers
-from punctkit.data.formats import text as text_formats
 from punctkit.data.datadir import read_data_dir
+from punctkit.data.formats import (
+    FORMATS,
+    REGISTRY,
+    Report,
+    Utterance,
+    asr,
+    detect_for,
+    detect_format,
+    names,
+    read,
+    recognizers,
+    repair_word,
+    write,
+)
+from punctkit.data.formats import text as text_formats
 from punctkit.data.formats.base import given_words
-from punctkit.data.formats import FORMATS, Report, Utterance, detect_for, detect_format, read, repair_word, write
 from punctkit.data.labels import INVENTORIES, default_substitution, get_inventory
 from punctkit.data.tokenize import is_mark_token, split_words, strip_space
+from punctkit.decode.options import NAMES as DECODE_NAMES
+from punctkit.decode.options import read_decode_config, read_options, resolve
 from punctkit.feats import ctm as feats_ctm
 from punctkit.feats.fbank_pitch import fbank_options, pitch_options, read_conf
-from punctkit.data.formats import REGISTRY, names
-from punctkit.decode.options import NAMES as DECODE_NAMES, read_decode_config, read_options, resolve
 from punctkit.files import PunctkitError, decode_lines, iter_lines, parse_yaml, read_yaml_mapping
 
 # PK_EXAMPLES=1000 searches harder (minutes); the default keeps the file well under 30 s
@@ -562,7 +574,7 @@ def changed_package(draw: Any) -> bytes:
 def test_open_a_changed_package(tmp_path, data):
     """What `punctuate -m` does with a package whose config, frontend description or manifest holds
     values of any type: it punctuates, or says in one line why not; nothing else is raised."""
-    from punctkit.ensemble import load_model
+    from punctkit import load_model
 
     p = tmp_path / "m.pkt"
     p.write_bytes(data)

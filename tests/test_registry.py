@@ -7,7 +7,6 @@ its own writer wrote, and what it says it carries (labels, ids, times) survives 
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,18 @@ from typer.testing import CliRunner
 
 from punct_util import cli, tiny_conf, train_tiny
 from punctkit.cli import app
-from punctkit.data.formats import (FORMATS, REGISTRY, AsrUtterance, Utterance, detect_format, get_format, names,
-                                   read, split_text, write)
+from punctkit.data.formats import (
+    FORMATS,
+    REGISTRY,
+    AsrUtterance,
+    Utterance,
+    detect_format,
+    get_format,
+    names,
+    read,
+    split_text,
+    write,
+)
 from punctkit.data.formats.asr import read_ctm
 from punctkit.data.formats.base import OutputOptions
 from punctkit.data.formats.registry import punctuate_outputs
@@ -168,7 +177,8 @@ def test_punctuate_names_its_formats_from_the_registry(tmp_path, pkg):
     r = cli("punctuate", "-m", pkg, src, "--format", "xml", ok=False)
     assert r.returncode == 2 and f"'xml' is not one of: {outs} " in r.stderr
     # and so does the library, for callers from Python
-    from punctkit.punctuator import Punctuator, punctuate_file
+    from punctkit import Punctuator
+    from punctkit.punctuator import punctuate_file
 
     punct = Punctuator.load(pkg)
     with pytest.raises(PunctkitError, match=re.escape(f"unknown input format 'xml' (known: {', '.join(names('units'))})")):

@@ -13,8 +13,15 @@ from typer.testing import CliRunner
 from punctkit.cli import app
 from punctkit.files import PunctkitError
 from punctkit.score import (
-    Transcript, align_words, bootstrap, format_report, read_transcript, score, score_files, write_score,
+    Transcript,
+    bootstrap,
+    format_report,
+    read_transcript,
+    score,
+    score_files,
+    write_score,
 )
+from punctkit.text.edit_align import align_words
 
 IWSLT = Path(__file__).resolve().parents[2] / "shared/data/iwslt"
 WORDS = ["so", "we", "went", "home", "and", "then", "you", "see", "it", "now"]
@@ -233,11 +240,11 @@ def _edit_distance(a: list[str], b: list[str]) -> int:
 
 def test_align_words_is_minimal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Hirschberg splits (forced by a tiny full-DP limit) give an optimal, complete alignment."""
-    import punctkit.score as score_mod
+    import punctkit.text.edit_align as edit_align
 
     rnd = random.Random(3)
     for limit in (4, 60, 10**6):
-        monkeypatch.setattr(score_mod, "FULL_DP_CELLS", limit)
+        monkeypatch.setattr(edit_align, "FULL_DP_CELLS", limit)
         for _ in range(60):
             a = [rnd.choice("abcd") for _ in range(rnd.randint(0, 25))]
             b = [rnd.choice("abcd") for _ in range(rnd.randint(0, 25))]

@@ -27,12 +27,13 @@ from punct_util import PK, tiny_conf, train_tiny
 
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
+from label_util import words_labels
 from punctkit import Punctuator  # noqa: E402
+from punctkit import serve as serve_module  # noqa: E402
 from punctkit.data.formats import read  # noqa: E402
 from punctkit.files import PunctkitError  # noqa: E402
 from punctkit.punctuator import punctuate_file  # noqa: E402
-from punctkit.serve import RateLimit, label_batch, parse_rate, parse_size  # noqa: E402
-from punctkit import serve as serve_module  # noqa: E402
+from punctkit.serve import Parsed, RateLimit, Request, label_batch, parse_rate, parse_size  # noqa: E402
 
 TINY = tiny_conf({"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 32, "dropout": 0.1}, epochs=4)
 MAX_BODY = 64_000
@@ -303,13 +304,13 @@ def test_bodies_are_read_and_answers_written_without_opening_a_file(punct, packe
     for body, as_json in [(text_body(packed["utts"], 0, 2).encode(), False),
                           (timed_jsonl("utt1", packed["utts"][5]).encode(), True)]:
         parsed = serve_module.parse_body(punct, body, as_json=as_json)
-        labels = label_batch(punct, [parsed.inputs])[0]
+        labelled = label_batch(punct, [Request(parsed)])[0]
         for name in OUTPUT_FORMATS:
             try:
                 fmt = serve_module.output_format(name, parsed)
             except PunctkitError:  # a directory; or needs times the plain text has not
                 continue
-            assert serve_module.render(punct, parsed, labels, fmt, False, punct.casing(True, False)), name
+            assert serve_module.render(punct, parsed, labelled, fmt), name
             written.add(name)
     assert {"readable", "kaldi_text", "text", "punctuator2", "twocol", "jsonl", "srt", "timed-json"} <= written
 
@@ -495,6 +496,17 @@ def test_start_errors_are_one_line(server, packed, tmp_path):
 
 # ------------------------------------------------------------------ batching, in process
 
+def batch_labels(punct, jobs):
+    """`label_batch` over requests of independent streams ((words, None) each): each stream's labels."""
+    from types import SimpleNamespace
+
+    from punctkit.infer.engine import as_unit
+
+    requests = [Request(Parsed(SimpleNamespace(one_stream=False), [as_unit(w) for w, _ in job],
+                               sum(len(w) for w, _ in job))) for job in jobs]
+    return [[d.labels for d in done] for done in label_batch(punct, requests)]
+
+
 @settings(max_examples=15, deadline=None)
 @given(cuts=st.lists(st.integers(0, 12), min_size=1, max_size=6), lengths=st.lists(st.integers(0, 90), min_size=1,
                                                                                    max_size=12))
@@ -507,9 +519,9 @@ def test_batching_never_changes_a_label(packed, punct, cuts, lengths):
         at += n
     bounds = sorted({min(c, len(streams)) for c in cuts} | {0, len(streams)})
     jobs = [streams[a:b] for a, b in zip(bounds, bounds[1:])]
-    got = label_batch(punct, jobs)
+    got = batch_labels(punct, jobs)
     assert [len(j) for j in got] == [len(j) for j in jobs]
-    assert [lab for j in got for lab in j] == [punct.label_words(w) for w, _ in streams]
+    assert [lab for j in got for lab in j] == [words_labels(punct, w) for w, _ in streams]
 
 
 def test_long_input_is_punctuated_in_chunks(packed):
@@ -518,8 +530,8 @@ def test_long_input_is_punctuated_in_chunks(packed):
     whole = Punctuator.load(packed["pkt"], threads=1)
     words = [w for u in packed["utts"][:20] for w in u]
     assert len(words) > 300
-    got = label_batch(small, [[(words[:7], None)], [(words, None)]])
-    assert got == [[whole.label_words(words[:7])], [whole.label_words(words)]]
+    got = batch_labels(small, [[(words[:7], None)], [(words, None)]])
+    assert got == [[words_labels(whole, words[:7])], [words_labels(whole, words)]]
     assert sum(lab != "O" for lab in got[1][0]) > 5
 
 
@@ -531,8 +543,8 @@ def test_int8_package_batched_differs_from_alone_on_under_half_a_percent_of_word
     p8 = Punctuator.load(tmp_path / "m8.pkt", threads=1)
     assert p8.card["onnx"] == "int8"
     jobs = [[(u[:50], None), (u[50:], None)] for u in packed["utts"]]
-    batched = [lab for job in label_batch(p8, jobs) for labels in job for lab in labels]
-    alone = [lab for job in jobs for words, _ in job for lab in p8.label_words(words)]
+    batched = [lab for job in batch_labels(p8, jobs) for labels in job for lab in labels]
+    alone = [lab for job in jobs for words, _ in job for lab in words_labels(p8, words)]
     assert len(batched) == len(alone) == 3000
     assert sum(a != b for a, b in zip(batched, alone)) < 0.005 * len(alone)
 
@@ -571,8 +583,8 @@ def test_serve_module_does_not_import_torch():
 def test_side_by_side_ensemble_package_streams_on_the_websocket(packed, punct):
     """An ensemble package of ONNX members over one frontend is served and streamed (/stream) as its
     one tagger: the model with itself streams as the model."""
-    from punctkit.ensemble import pack_ensemble
     from punctkit.infer.stream import PunctStream, stream_lines
+    from punctkit.packing import pack_ensemble
 
     d = packed["dir"]
     pack_ensemble([d / "exp", d / "exp"], d / "ens.pkt", "0.5,0.5", onnx=True)

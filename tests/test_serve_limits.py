@@ -11,7 +11,6 @@ import asyncio
 import json
 import logging
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -28,8 +27,15 @@ aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is no
 pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
 from punctkit.files import PunctkitError  # noqa: E402
 from punctkit.package import card_paths  # noqa: E402
-from punctkit.serve import (Admission, HostCheck, framework_message, host_name, parse_hosts,  # noqa: E402
-                            printable, route_framework_logs)
+from punctkit.serve import (  # noqa: E402
+    Admission,
+    HostCheck,
+    framework_message,
+    host_name,
+    parse_hosts,
+    printable,
+    route_framework_logs,
+)
 
 PKT = Path(__file__).parent / "data" / "legacy" / "word_onnx.pkt"
 WORDS = "so i think we should go now what do you think about it"

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from punctkit.data.datadir import combine_data_dirs, read_data_dir, read_table, split_balanced, split_data_dir
 from punctkit.data.prepare import prepare

@@ -18,9 +18,10 @@ from punct_util import PK, cli, tiny_conf, train_tiny
 from punctkit.data.formats import read
 from punctkit.data.labels import SENTENCE_END, mark_of
 from punctkit.data.streams import Stream, TimeDelay, train_windows
-from punctkit.decode.lookahead import (decode_lookahead, delay, owner_window, parse_lookahead, word_window)
+from punctkit.decode.lookahead import decode_lookahead, delay, owner_window, parse_lookahead, word_window
 from punctkit.decode.windows import owners, plan_windows
 from punctkit.files import PunctkitError
+from punctkit.infer.stream import PunctStream
 
 # trained for look-ahead: the fixture also shows that the training option runs end to end
 TINY = tiny_conf({"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 32, "dropout": 0.1}, epochs=4)
@@ -155,7 +156,7 @@ def test_stream_commits_only_after_lookahead_words_and_never_revises(punct, pack
     """Fed word by word: after n words exactly the first n - L are committed (n - window when
     unlimited), in order, each once; the result equals decoding the whole stream at that look-ahead."""
     words = _words(packed)[:160]
-    s = punct.stream(lookahead=L)
+    s = PunctStream(punct, L)
     d = delay(punct.window, L)
     got: list[tuple[str, str, str]] = []
     for n, w in enumerate(words, 1):
@@ -177,8 +178,8 @@ def test_stream_commits_only_after_lookahead_words_and_never_revises(punct, pack
 def test_committed_marks_do_not_depend_on_words_beyond_the_lookahead(punct, packed):
     words = _words(packed)
     prefix, L = words[:120], 2
-    a = punct.stream(lookahead=L)
-    b = punct.stream(lookahead=L)
+    a = PunctStream(punct, L)
+    b = PunctStream(punct, L)
     first = a.feed(prefix + words[200:260])
     second = b.feed(prefix + list(reversed(words[300:360])))
     k = len(prefix) - L
@@ -186,7 +187,7 @@ def test_committed_marks_do_not_depend_on_words_beyond_the_lookahead(punct, pack
 
 
 def test_capitalisation_follows_committed_marks(punct, packed):
-    got = list(punct.stream(lookahead=2).run((packed / "words.txt").read_text().splitlines()[:4]))
+    got = list(PunctStream(punct, 2).run((packed / "words.txt").read_text().splitlines()[:4]))
     ends = 0
     for (_, lab, _), (w, _, shown) in zip(got, got[1:]):
         if mark_of(lab) in SENTENCE_END and w.isalpha():
@@ -199,7 +200,7 @@ def test_capitalisation_follows_committed_marks(punct, packed):
 def test_unlimited_stream_equals_offline_punctuate(punct, packed):
     text = (packed / "words.txt").read_text()
     lines = text.splitlines()
-    s = punct.stream()
+    s = PunctStream(punct)
     chunks = [s.feed(ln) for ln in lines] + [s.finish()]
     assert " ".join(x for c in chunks for _, _, x in c) == " ".join(punct.punctuate(text).split())
     assert len(chunks[0]) == len(lines[0].split()) - punct.window  # a window's worth of words is held
@@ -213,14 +214,14 @@ def test_torch_and_onnx_lookahead_labels_are_the_same(punct, packed):
     words = _words(packed)[:400]
     chunks = [words[k:k + 7] for k in range(0, 400, 7)]  # 7 words a chunk: batched windows too
     for L in (0, 3, None):
-        got = [[lab for _, lab, _ in p.stream(lookahead=L).run(chunks)] for p in (punct, onnx)]
+        got = [[lab for _, lab, _ in PunctStream(p, L).run(chunks)] for p in (punct, onnx)]
         assert got[0] == got[1]
 
 
 def test_onnx_streaming_runs_without_torch(packed):
     code = ("import sys\nfrom punctkit import Punctuator\n"
             f"p = Punctuator.load({str(packed / 'm.pkt')!r}, threads=1, backend='onnx')\n"
-            "s = p.stream(lookahead=1)\nout = s.feed('so i think we should go now') + s.finish()\n"
+            "from punctkit.infer.stream import PunctStream\ns = PunctStream(p, 1)\nout = s.feed('so i think we should go now') + s.finish()\n"
             "print(len(out), 'torch' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -235,10 +236,10 @@ def test_encoder_decoders_stream_only_unlimited(punct):
     model = build_model({"type": "transformer_seq2seq", "n_layers": 1, "n_dec_layers": 1, "d_model": 16,
                          "n_heads": 2, "d_ff": 32}, vocab_size=punct.frontend.vocab_size,
                         n_labels=len(punct.inventory.labels), pad_id=punct.frontend.pad_id, embeddings=None)
-    p = dataclasses.replace(punct, model=model.eval())
+    p = dataclasses.replace(punct, runner=dataclasses.replace(punct.runner, model=model.eval()))
     with pytest.raises(PunctkitError, match="encoder-decoder"):
-        p.stream(lookahead=4)
-    p.stream(lookahead=None)
+        PunctStream(p, 4)
+    PunctStream(p, None)
 
 
 def _random_tagger(punct, conf: dict, frontend=None):
@@ -248,21 +249,22 @@ def _random_tagger(punct, conf: dict, frontend=None):
     import torch
 
     from punctkit.decode.decoder import predict
+    from punctkit.infer import Backend
     from punctkit.models.registry import build_model
 
     fe = frontend or punct.frontend
     torch.manual_seed(0)
     model = build_model(conf, vocab_size=fe.vocab_size, n_labels=len(punct.inventory.labels), pad_id=fe.pad_id,
                         embeddings=None).eval()
-    return dataclasses.replace(punct, model=model, frontend=fe,
-                               predict=lambda ds: predict(model, ds, 64, "cpu", 1, 1, fe.pad_id))
+    return dataclasses.replace(punct, frontend=fe, runner=Backend(lambda ds: predict(model, ds, 64, "cpu", 1, 1, fe.pad_id),
+                                                                  "torch", model=model))
 
 
 def _check_tagger(p, words: list[str]) -> None:
     """Unlimited streaming equals punctuate; look-ahead 2 commits on time and equals whole-stream decoding."""
-    got = [x for _, _, x in p.stream().run(words)]
+    got = [x for _, _, x in PunctStream(p).run(words)]
     assert " ".join(got) == p.punctuate(" ".join(words))
-    s = p.stream(lookahead=2)
+    s = PunctStream(p, 2)
     labels = []
     for n, w in enumerate(words, 1):
         labels += [lab for _, lab, _ in s.feed(w)]
@@ -280,9 +282,8 @@ def test_transformer_tagger_streams(punct, packed):
 
 def test_ff2_streams(punct, tmp_path):
     pytest.importorskip("transformers", reason="the plm extra (transformers) is not installed")
-    from test_ff2 import VOCAB, tiny_bert, tiny_tokenizer_dir
-
     from punctkit.text.plm import PlmFrontend, load_tokenizer
+    from test_ff2 import VOCAB, tiny_bert, tiny_tokenizer_dir
 
     fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")))
     conf = {"type": "ff2", "plm": {"config": tiny_bert(fe.vocab_size)}, "tnp_layers": 1, "tnp_dim": 32,
@@ -297,9 +298,8 @@ def test_plm_tagger_streams(punct, tmp_path):
     """The fast student's kind (a fine-tuned encoder, one label per word's first piece) streams as every
     tagger: unlimited equals punctuate, look-ahead 2 commits on time and equals whole-stream decoding."""
     pytest.importorskip("transformers", reason="the plm extra (transformers) is not installed")
-    from test_ff2 import VOCAB, tiny_bert, tiny_tokenizer_dir
-
     from punctkit.text.plm import PlmFrontend, load_tokenizer
+    from test_ff2 import VOCAB, tiny_bert, tiny_tokenizer_dir
 
     fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")))
     p = _random_tagger(punct, {"type": "plm_tagger", "plm": {"config": tiny_bert(fe.vocab_size)}}, fe)
@@ -344,7 +344,7 @@ def test_stream_lines_plain_keep_every_word_once(punct, lines, L):
     order; unlimited, the text of offline `punctuate`."""
     from punctkit.infer.stream import stream_lines
 
-    out = list(stream_lines(punct.stream(L), [t + "\n" for t in lines], "text"))
+    out = list(stream_lines(PunctStream(punct, L), [t + "\n" for t in lines], "text"))
     held = len(out) - len(lines)
     assert held in (0, 1) and (held == 0 or out[-1])
     d = delay(punct.window, L)
@@ -362,7 +362,7 @@ def test_stream_lines_json_commits_finals_only(punct, items, flush):
     from punctkit.infer.stream import stream_lines
 
     lines = [json.dumps({"text": t, "final": f}) for t, f in items]
-    out = list(stream_lines(punct.stream(None), lines, None, flush))
+    out = list(stream_lines(PunctStream(punct, None), lines, None, flush))
     finals = [t for t, f in items if f]
     assert sum(len(o.split()) for o in out) == sum(_n_words(punct, t) for t in finals)
     if flush:  # each final whole on its line, nothing held

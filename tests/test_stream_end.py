@@ -6,8 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from label_util import utterance_labels, words_labels
 from punctkit.data.labels import LabelSet, get_inventory
-from punctkit.decode.stream_end import close_ids, close_stream, closing_label, opening_label
+from punctkit.decode.stream_end import close_ids, closing_label, opening_label
+
+
+def close_stream(labels, rows, inv, fixed=None, *, closes, opens=True, ends=True):
+    """`close_ids` over labels."""
+    return [inv.labels[i] for i in close_ids([inv.index(lab) for lab in labels], rows, inv, fixed, closes=closes,
+                                             opens=opens, ends=ends)]
 
 
 def _row(inv, mass: dict[str, float]) -> np.ndarray:
@@ -78,15 +85,15 @@ def test_a_lower_case_line_begins_with_a_capital_in_every_path(tmp_path):
     """The shipped true-case model gives 'the' at a stream's start lower case (no left context shows
     a sentence start); punctuate, --stream at any look-ahead, an utterance format and the library
     all begin the stream with a capital, and the words pass through."""
-    from punct_util import PK
     import json
     import subprocess
 
+    from punct_util import PK
     from punctkit.infer.engine import Punctuator
 
     line = "the nasa team met in new york and i think they were right"
     punct = Punctuator.load()
-    raw = punct.label_words(line.split())  # the labels as the engine gives them, opened
+    raw = words_labels(punct, line.split())  # the labels as the engine gives them, opened
     assert raw[0].startswith("C_")
     shown = punct.punctuate(line)
     assert shown.split()[0] == "The" and shown.lower().replace(".", "").replace(",", "").split() == line.split()
@@ -145,11 +152,11 @@ def test_open_streams_keep_the_models_last_label_in_decode_validation_and_punctu
     # the library: a Punctuator with the option labels a stream as decode does
     punct = Punctuator.from_experiment(exp, DecodeOptions(window=40, step=20, stream_end="open"))
     words = opened[0].words
-    assert not punct.closes_streams and punct.label_words(words) == opened[0].labels
+    assert not punct.closes_streams and words_labels(punct, words) == opened[0].labels
     # and each utterance of an utterance format (Whisper's segments, a data dir) as its own stream
-    assert list(punct.label_utterances([(u.words, None) for u in opened])) == [u.labels for u in opened]
+    assert list(utterance_labels(punct, [(u.words, None) for u in opened])) == [u.labels for u in opened]
     closing = Punctuator.from_experiment(exp, DecodeOptions(window=40, step=20))
-    assert list(closing.label_utterances([(u.words, None) for u in closed])) == [u.labels for u in closed]
+    assert list(utterance_labels(closing, [(u.words, None) for u in closed])) == [u.labels for u in closed]
     # training's validation, from a decode section that says so
     fe = load_frontend(exp / "frontend")
     streams = make_streams(read_data_dir(chunks))
@@ -168,9 +175,9 @@ def torch_cpu():
 
 
 def test_a_bad_stream_end_is_one_line(chunks_and_model, tmp_path):
-    from punct_util import PK
-
     import subprocess
+
+    from punct_util import PK
 
     exp, chunks = chunks_and_model
     r = subprocess.run([*PK, "decode", str(exp), str(chunks), str(tmp_path / "x"), "--stream-end", "maybe"],

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from punctkit.files import PunctkitError, decode_lines
+from punctkit.infer.stream import PunctStream
 
 pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
 PKT = Path(__file__).parent / "data" / "legacy" / "word_onnx.pkt"
@@ -53,7 +54,7 @@ BYTES = st.one_of(st.binary(max_size=120),
 
 @pytest.fixture(scope="module")
 def punct():
-    from punctkit.ensemble import load_model
+    from punctkit import load_model
 
     return load_model(PKT, threads=1)
 
@@ -74,7 +75,7 @@ def run_lines(punct, lines, fmt=None, lookahead=None, flush=False) -> tuple[list
 
     out: list[str] = []
     try:
-        for line in stream_lines(punct.stream(lookahead), lines, fmt, flush):
+        for line in stream_lines(PunctStream(punct, lookahead), lines, fmt, flush):
             out.append(line)
     except PunctkitError as e:
         assert "\n" not in str(e)
@@ -149,8 +150,8 @@ def test_any_messages_on_the_websocket_are_answered_as_the_protocol_does(server,
     """The websocket answers each message as the line protocol does in-process (a bad one: the words held,
     then a JSON error), and `{"eof": true}` with the rest; the server then closes normally (1000)."""
     from punctkit.decode.lookahead import parse_lookahead
-    from punctkit.serve import is_eof
     from punctkit.infer.stream import LineProtocol, PunctStream
+    from punctkit.serve import is_eof
     from test_serve import ws_replies
 
     messages = [m for m in messages if not is_eof(m)]

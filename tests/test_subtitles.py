@@ -22,7 +22,13 @@ from hypothesis import strategies as st
 from punctkit.data.formats.asr import read_ctm
 from punctkit.data.formats.base import AsrUtterance, OutputOptions
 from punctkit.data.formats.subtitles import (
-    Limits, TimedWord, build_cues, srt_lines, timed_json_lines, vtt_lines, wrap,
+    Limits,
+    TimedWord,
+    build_cues,
+    srt_lines,
+    timed_json_lines,
+    vtt_lines,
+    wrap,
 )
 from punctkit.data.labels import INVENTORIES, O, default_substitution
 from punctkit.data.tokenize import read_passage
@@ -171,7 +177,8 @@ def test_timed_json_independent_utterances_and_missing_times(tmp_path):
 def test_punctuate_whisper_to_srt_vtt_and_timed_json(tmp_path):
     if not LEGACY.is_file():
         pytest.skip("tests/data/legacy/word.pkt is missing")
-    from punctkit.punctuator import Punctuator, punctuate_file
+    from punctkit import Punctuator
+    from punctkit.punctuator import punctuate_file
 
     words = [{"word": f" {t}", "start": round(0.4 * k, 2), "end": round(0.4 * k + 0.3, 2), "probability": 0.9}
              for k, t in enumerate(("so what do you think i mean we could go there tomorrow and then we will "

@@ -33,7 +33,7 @@ def settings(tagger: OnnxTagger) -> tuple[int, list[str]]:
 
 
 def test_onnx_sessions_never_spin_and_default_to_the_usable_cpus(pkt):
-    from punctkit.punctuator import Punctuator
+    from punctkit import Punctuator
 
     assert settings(Punctuator.load(pkt, backend="onnx").tagger) == (usable_cpus(), ["0", "0"])
     assert settings(Punctuator.load(pkt, backend="onnx", threads=3).tagger) == (3, ["0", "0"])
@@ -54,7 +54,7 @@ def test_the_default_follows_the_affinity_mask(pkt):
 
 @pytest.mark.parametrize("threads", [0, 3])
 def test_members_side_by_side_share_the_threads(pkt, threads):
-    from punctkit.ensemble import Ensemble
+    from punctkit import Ensemble
 
     ens = Ensemble.load([pkt, pkt], threads=threads)
     assert ens.side_by_side is not None
@@ -69,7 +69,7 @@ import os, sys
 seen = []
 sys.addaudithook(lambda event, args: event == "import" and args[0] == "torch" and not seen
                  and seen.append(os.environ.get("OMP_WAIT_POLICY", "unset")))
-from punctkit.ensemble import load_model
+from punctkit import load_model
 load_model(sys.argv[1], backend="torch")
 print(seen[0] if seen else "torch not imported")
 """

@@ -13,19 +13,19 @@ import pytest
 import torch
 
 from engine_util import TINY, make_dirs
+from punctkit.batch import collate
+from punctkit.config import load_config
 from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.formats import Utterance
 from punctkit.data.labels import get_inventory
-from punctkit.files import PunctkitError
-from punctkit.text.frontend import train_frontend
-from punctkit.expdir import load_checkpoint
-from punctkit.train.checkpoint import average_checkpoints, save_checkpoint
-from punctkit.config import load_config
 from punctkit.data.streams import IGNORE, WindowDataset, bucket_batches, make_streams, shard, train_windows
-from punctkit.batch import collate
+from punctkit.expdir import load_checkpoint
+from punctkit.files import PunctkitError
+from punctkit.fit import train
+from punctkit.text.frontend import train_frontend
+from punctkit.train.checkpoint import average_checkpoints, save_checkpoint
 from punctkit.train.losses import class_weights, make_loss
 from punctkit.train.schedules import make_schedule
-from punctkit.fit import train
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -341,7 +341,7 @@ def test_cli_prepare_inputs_train_decode_score(dirs, tmp_path):
 def test_stage3_rebuilds_derived_vectors(dirs, tmp_path):
     """Rerunning stage 3 with other word2vec options rewrites w2v.txt (never a stale file)."""
     from punctkit.text.embeddings import load_vectors
-    from punctkit.train.trainer import prepare_inputs
+    from punctkit.train.inputs import prepare_inputs
 
     conf = load_config(copy.deepcopy(TINY) | {"embeddings": {"w2v_train": {"dim": 8, "epochs": 1, "workers": 1}}})
     prepare_inputs(conf, dirs[0], tmp_path / "in", log=lambda m: None)
@@ -354,7 +354,7 @@ def test_stage3_rebuilds_derived_vectors(dirs, tmp_path):
 def test_precision_auto_follows_the_device(tmp_path):
     """`train.precision: auto` is accepted, becomes bf16 only where bfloat16 is native, and an
     explicit bf16 on a CPU without it is kept with a one-line warning."""
-    from punctkit.train.trainer import native_bf16, resolve_precision
+    from punctkit.train.options import native_bf16, resolve_precision
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("model: {type: drnn_lwma}\ntrain: {precision: auto}\n")

@@ -10,16 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from punctkit.data.labels import INITIALISM
-
 from conftest import ROOT
+from label_util import words_labels
 from punct_util import PK, cli, tiny_conf, train_tiny
 from punctkit.data.formats import split_text
 from punctkit.data.labels import (
-    CaseLexicon, apply_case, case_class, default_substitution, get_inventory,
+    INITIALISM,
+    CaseLexicon,
+    apply_case,
+    case_class,
+    default_substitution,
+    get_inventory,
 )
-from punctkit.data.tokenize import Casing, carries_case, show_tokens
 from punctkit.files import PunctkitError
+from punctkit.infer.render import Casing, carries_case, show_tokens
 
 TED = ROOT.parent / "shared" / "data" / "ted" / "talks"
 INV4 = get_inventory("4class")
@@ -104,7 +108,7 @@ def test_sentence_start_capitals_follow_the_predicted_marks():
 
 def test_kept_input_marks_keep_the_input_case():
     p = split_text("so we met. Then NASA came", INV4, default_substitution(INV4))
-    out = show_tokens(p.written, ["O", "O", "PERIOD", "O", "O", "PERIOD"], True, kept=p.marks)
+    out = show_tokens(p.written, ["O", "O", "PERIOD", "O", "O", "PERIOD"], True, forced=p.marks)
     assert out == ["so", "we", "met.", "Then", "NASA", "came."]
 
 
@@ -294,7 +298,7 @@ def test_lowercase_input_takes_the_models_true_case(tc_pkg):
 
     punct = Punctuator.load(tc_pkg, threads=1)
     words = " ".join(CASED).lower().split()
-    labels = punct.label_words(words)
+    labels = words_labels(punct, words)
     out = punct.punctuate(" ".join(words)).split()
     lex = punct.frontend.case_lexicon
     for w, lab, s in zip(words, labels, out):
@@ -341,7 +345,7 @@ def test_users_contractions_are_split_for_the_model_and_shown_whole(iwslt_pkg):
             [re.sub(r"[,.?]+$", "", t).casefold() for t in WHISPER_STYLE.split()]
         assert "'m" not in toks and "n't" not in toks and "I'm" in [t.strip(",.?") for t in toks]
     # one label per input word, twocol too
-    assert len(punct.label_words(words)) == len(words)
+    assert len(words_labels(punct, words)) == len(words)
 
 
 def test_card_notes_name_the_rebuild_command_and_the_licence(tc_pkg, tmp_path):

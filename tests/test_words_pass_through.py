@@ -28,7 +28,7 @@ from punctkit.data.formats.registry import names, punctuate_outputs
 from punctkit.data.labels import get_inventory
 from punctkit.data.tokenize import TRAILING_MARKS, is_mark_token, split_words
 from punctkit.files import PunctkitError
-from punctkit.infer.pipeline import Labeller
+from punctkit.infer.engine import Engine
 
 HARD = [
     "$5", "30%", "10\u00a0km", "100\u202f%", "J.P.", "q&a", "Q&A", "cafe\u0301", "e\u0301te\u0301",
@@ -59,18 +59,21 @@ def same_word(given: str, out: str) -> bool:
     return o.casefold() == g.casefold() and len(o) == len(g)
 
 
-class FakeModel(Labeller):
-    """A labeller whose label for each word is a fixed function of the word (every label of its
+class FakeModel(Engine):
+    """An engine whose label for each word is a fixed function of the word (every label of its
     inventory occurs), with one-hot probability rows."""
 
-    chunk_words, grid, reach, closes_streams = 1000, 1, 1, True
+    chunk_words, step, window, closes_streams = 1000, 1, 1, True
 
     def __init__(self, inventory: str) -> None:
         self.inventory = get_inventory(inventory)
         self.frontend = SimpleNamespace(case_lexicon=None, unk_id=0, split_contractions=False,
                                         word_ids=lambda w: [1])
 
-    def decode(self, streams, extra=None):
+    def streamable(self):
+        raise NotImplementedError
+
+    def distributions(self, streams, extra=None):
         n = len(self.inventory.labels)
         out = []
         for s in streams:

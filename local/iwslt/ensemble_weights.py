@@ -29,9 +29,9 @@ from punctkit.data.formats import read
 from punctkit.data.labels import LabelSet
 from punctkit.data.probs import PROBS_FILE, read_probs
 from punctkit.data.streams import Stream, make_streams
-from punctkit.decode.stream_end import close_stream
 from punctkit.data.utterance import Utterance
-from punctkit.ensemble import check_inventories, combine
+from punctkit.decode.combine import check_inventories, combine
+from punctkit.decode.stream_end import close_ids
 from punctkit.files import PunctkitError
 from punctkit.score import Transcript, score
 
@@ -39,23 +39,21 @@ from punctkit.score import Transcript, score
 def member_probs(member: Path, valid: Path, tmp: Path) -> tuple[LabelSet, dict[str, np.ndarray]]:
     """The member's inventory and uttid -> words x labels probabilities on `valid`."""
     if member.is_dir():
+        from punctkit.data.labels import get_inventory
         from punctkit.decode_data import decode_dir
         from punctkit.expdir import read_model_config
-        from punctkit.data.labels import get_inventory
 
         inv = get_inventory(read_model_config(member)["resolved"]["inventory"])
         out = tmp / f"m{len(list(tmp.iterdir()))}"
         decode_dir(member, valid, out, probs=True, log=lambda m: print(m, file=sys.stderr))
         return inv, dict(read_probs(out / PROBS_FILE, len(inv.labels)))
-    from punctkit.punctuator import Punctuator
+    from punctkit import Punctuator
 
-    punct = Punctuator.load(member)
-    if not isinstance(punct, Punctuator):
-        raise PunctkitError(f"{member}: an ensemble package; give its members' experiments or packages")
+    punct = Punctuator.load(member)  # (an ensemble package is refused, in one line)
     rows: dict[str, np.ndarray] = {}
-    for s in make_streams(read_data_dir(valid, punct.inventory, need_labels=False), punct.inventory):
-        _, r = punct.label_words(s.words, probs=True)
-        rows.update({u: r[a:b] for u, a, b in s.utt_spans()})
+    streams = make_streams(read_data_dir(valid, punct.inventory, need_labels=False), punct.inventory)
+    for s, done in zip(streams, punct.label([s.words for s in streams], probs=True)):
+        rows.update({u: done.rows[a:b] for u, a, b in s.utt_spans()})
     return punct.inventory, rows
 
 
@@ -81,7 +79,7 @@ def f1_of(weights: tuple[float, ...], tables: list[dict[str, np.ndarray]], strea
         if not spans:
             continue
         rows = np.concatenate([combine([t[u] for t in tables], weights) for u, _, _ in spans])
-        labels = close_stream([inv.labels[i] for i in rows.argmax(1)], rows, inv, closes=closes)
+        labels = [inv.labels[i] for i in close_ids(rows.argmax(1).tolist(), rows, inv, closes=closes)]
         hyp += [Utterance(u, s.words[a:b], labels[a - spans[0][1]:b - spans[0][1]]) for u, a, b in spans]
     return float(score(ref, Transcript.from_utterances(hyp, "ensemble", ref.marks, keyed=True))["overall"]["f1"])
 

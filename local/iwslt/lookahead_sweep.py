@@ -24,13 +24,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from punctkit import Punctuator
 from punctkit.data.datadir import read_data_dir
 from punctkit.data.formats import Utterance
 from punctkit.data.streams import Stream, make_streams
 from punctkit.decode.lookahead import decode_lookahead, delay, parse_lookahead
 from punctkit.files import PunctkitError, atomic_write
 from punctkit.packing import pack
-from punctkit.punctuator import Punctuator
 from punctkit.score import Transcript, read_transcript, score
 
 

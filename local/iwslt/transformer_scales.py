@@ -58,9 +58,9 @@ def trained_locality(exp: str, valid_dir: str, n_windows: int = 32) -> None:
     from punctkit.batch import collate
     from punctkit.data.datadir import read_data_dir
     from punctkit.data.streams import WindowDataset, make_streams, train_windows
-    from punctkit.expdir import load_model
+    from punctkit.expdir import load_experiment_model
 
-    model, frontend, inventory, conf = load_model(exp)
+    model, frontend, inventory, conf = load_experiment_model(exp)
     streams = make_streams(read_data_dir(valid_dir), inventory)
     ds = WindowDataset(streams, frontend, windows=train_windows(streams, conf["train"]["window"], 1, 1))
     b = collate([ds[i] for i in range(min(n_windows, len(ds)))], frontend.pad_id)

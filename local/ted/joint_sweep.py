@@ -50,7 +50,7 @@ def main() -> None:
     for d in args.sets:
         dd = read_data_dir(d)
         streams = make_streams(dd, inv)
-        decoded[d] = (dd, streams, eng.decode(streams))
+        decoded[d] = (dd, streams, eng.distributions(streams))
     print("\t".join(["setting"] + [f"{d.name}: P / exact / inside / lower after end / capitals inside" for d in args.sets]))
     for spec in args.setting or GRID:
         name, jd = decision(spec, eng)

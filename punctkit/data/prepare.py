@@ -12,7 +12,14 @@ from punctkit.data.formats import Report, Utterance, detect_format, flatten, get
 from punctkit.data.formats.nlp import read_nlp
 from punctkit.data.formats.text import PLAIN, TextOptions, read_text
 from punctkit.data.labels import (
-    O, SENTENCE_END, LabelSet, Substitution, default_substitution, get_inventory, load_substitution, mark_of,
+    SENTENCE_END,
+    LabelSet,
+    O,
+    Substitution,
+    default_substitution,
+    get_inventory,
+    load_substitution,
+    mark_of,
 )
 from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError, iter_lines, where
@@ -165,7 +172,7 @@ def options_used(opts: TextOptions) -> list[str]:
     return out
 
 
-def prepare(inputs: list[Path], out: Path, fmt: str | None = None, inventory: str = "4class",
+def prepare(inputs: list[Path], out: Path, *, fmt: str | None = None, inventory: str = "4class",
             rules: Path | None = None, lowercase: bool = False, rechunk_spec: str | None = None,
             block_len: int | None = None, seed: int = 1, strict: bool = False,
             name: str | None = None, lines: tuple[int, int] | None = None, overwrite: bool = False,

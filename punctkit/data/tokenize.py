@@ -7,8 +7,8 @@ IWSLT-style split contractions (`do n't`, `i 'm`) are words too, and
 (`segment(..., split_contractions=True)`, `prepare --split-contractions`). Quotes,
 brackets and other symbols are dropped.
 
-`punctkit punctuate` (`read_passage`, `show_tokens`) never changes a word: see
-"pass-through text" below.
+`punctkit punctuate` (`read_passage` here; its output shown by punctkit/infer/render.py) never
+changes a word: see "pass-through text" below.
 """
 from __future__ import annotations
 
@@ -19,8 +19,14 @@ from typing import Iterable
 
 from punctkit.data.contractions import SPLIT_CONTRACTIONS, split_contraction  # noqa: F401 (re-exported)
 from punctkit.data.labels import (
-    CASE_STYLES, CASES, O, MARK_TEXT, SENTENCE_END, CaseLexicon, LabelSet, Substitution, apply_case, capitalise,
-    case_class, case_of, mark_of,
+    MARK_TEXT,
+    SENTENCE_END,
+    LabelSet,
+    O,
+    Substitution,
+    capitalise,
+    case_of,
+    mark_of,
 )
 
 
@@ -385,18 +391,6 @@ def read_passage(toks: list[str], inventory: LabelSet, rules: Substitution) -> P
     return out
 
 
-def _shown_mark(w: Written, mark: str, keep: bool) -> str:
-    """The text of the mark after `w`: the input's own when kept, never doubling a word's final period."""
-    if mark == O:
-        return ""
-    if keep and w.marks:
-        return w.marks
-    text = MARK_TEXT[mark]
-    if w.core.endswith(".") and not w.close[:w.at] and text.startswith("."):
-        return text[1:]  # `u.s.` + PERIOD -> `u.s.`; `(u.s.)` + PERIOD -> `(u.s.).`
-    return text
-
-
 def unmarked(w: Written, shown: str) -> str:
     """`w` as the input gave it, without the marks at its end (an output gives its mark elsewhere: the
     label column of twocol, its own token), its core in the case `shown` (`Renderer.show`'s text of
@@ -418,136 +412,3 @@ def unmarked(w: Written, shown: str) -> str:
 def as_written(w: Written) -> str:
     """`w` as the input gave it, without the marks at its end (`unmarked` with its own case)."""
     return w.lead + w.core + w.close
-
-
-@dataclass(frozen=True)
-class Casing:
-    """How punctuate cases the words it shows.
-
-    - `inventory`: the model's label inventory, whose case classes say what a label does to its
-      word (`LabelSet.case_style`: lower, capital, upper, or the `lexicon`'s Mixed form); None or an
-      inventory without case: sentence starts and the pronoun `I` are capitalised by rule.
-    - the input's own case: where a unit's letters carry case (`carries_case`: some upper, some
-      lower), each word keeps its case inside sentences; a sentence start (by the predicted marks)
-      is capitalised; a word capitalised (C) only because it began the input's sentence takes the
-      model's case when the new marks put it inside a sentence. With the input marks kept
-      (--keep-input-marks) the input's case stays too.
-    - `recase`: the model's case everywhere, also where the input carries case.
-    - `capitalize=False`: every word as it came (marks only).
-    """
-
-    inventory: LabelSet | None = None
-    lexicon: CaseLexicon | None = None
-    capitalize: bool = True
-    recase: bool = False
-
-    def model_case(self, core: str, case: str | None, start: bool) -> str:
-        """`core` (lower-cased) in the case the model's label (or the rule) gives it."""
-        style = self.inventory.case_style(case) if self.inventory is not None else None
-        if style is None and case is not None and self.inventory is None:
-            style = CASE_STYLES[CASES].get(case)  # a label of Faber's case4/case6 without its inventory
-        if style is not None:
-            return apply_case(core, style, self.lexicon)
-        low = core.replace("’", "'")
-        if start or low == "i" or low[:2] == "i'":
-            return capitalise(core)
-        return core
-
-
-def carries_case(written_words: list[Written]) -> bool:
-    """Whether the letters of these words carry case: some upper-case and some lower-case letters
-    in their recasable words (all lower or all upper says nothing about names and acronyms; URLs,
-    numbers and symbols say nothing at all)."""
-    upper = lower = False
-    for w in written_words:
-        if w.recasable:
-            upper = upper or any(c.isupper() for c in w.core)
-            lower = lower or any(c.islower() for c in w.core)
-            if upper and lower:
-                return True
-    return False
-
-
-class Renderer:
-    """Shows words one after another (`show`), keeping the sentence state across calls: whether
-    the next word starts a sentence by the predicted marks (`start`) and by the input's own marks
-    (`input_start`), and, for streams, whether the input seen so far carries case."""
-
-    def __init__(self, casing: Casing | bool = True, sentence_start: bool = True,
-                 input_cased: bool | None = None) -> None:
-        self.casing = casing if isinstance(casing, Casing) else Casing(capitalize=casing)
-        self.start = sentence_start
-        self.input_start = sentence_start
-        self.input_cased = input_cased  # None: judged on the words seen so far
-        self._upper = self._lower = False
-
-    def _cased(self, w: Written) -> bool:
-        if self.input_cased is not None:
-            return self.input_cased
-        if w.recasable:
-            self._upper = self._upper or any(c.isupper() for c in w.core)
-            self._lower = self._lower or any(c.islower() for c in w.core)
-        return self._upper and self._lower
-
-    def case(self, w: Written, label: str, keep: bool) -> str:
-        """The core of `w` in the case it is shown in (only recasable words change)."""
-        c = self.casing
-        cased = self._cased(w)
-        if not c.capitalize or not w.recasable:
-            return w.core
-        shown = self._shown(w, label, keep, cased)
-        return shown if shown.casefold() == w.core.casefold() else w.core  # `ı` -> `I` would be another word
-
-    def _shown(self, w: Written, label: str, keep: bool, cased: bool) -> str:
-        c = self.casing
-        if cased and not c.recase:
-            was = case_class(w.core)
-            if keep:
-                return w.core  # the input's marks and case stay
-            if self.start:  # a sentence start by the predicted marks
-                return capitalise(w.core) if was == "L" else w.core
-            if not (was == "C" and self.input_start):
-                return w.core  # inside a sentence: the input's own case
-            # capitalised only because it began the input's sentence: the model's case
-        return c.model_case(w.core.lower(), case_of(label), self.start)
-
-    def show(self, w: Written, label: str, kept: str | None = None) -> str:
-        """One word as written, with the label's mark in place of its input marks and its case;
-        `kept`: the input mark given to the model as fixed (its own text is shown when it won)."""
-        mk = mark_of(label)
-        keep = kept is not None and kept != O and kept == mk
-        core = self.case(w, label, kept is not None)
-        out = w.lead + core + w.close[:w.at] + _shown_mark(w, mk, keep) + w.close[w.at:]
-        if mk != O:
-            self.start = mk in SENTENCE_END
-        elif any(c.isalnum() for c in w.core):  # a lone quote or emoji does not begin the sentence
-            self.start = False
-        if w.marks:
-            self.input_start = any(c in ".?!…" for c in w.marks)
-        elif any(c.isalnum() for c in w.core):
-            self.input_start = False
-        return out
-
-
-def show_tokens(written_words: list[Written], labels: list[str], capitalize: Casing | bool = True,
-                sentence_start: bool = True, kept: list[str] | None = None,
-                input_cased: bool | None = None) -> list[str]:
-    """Each word as written, with the label's mark in place of its input marks and the case that
-    `capitalize` (a `Casing`, or True/False for rule-based capitals) gives it (`Renderer`).
-
-    `kept`: the input marks given to the model as fixed (--keep-input-marks): a word whose kept mark
-    won is shown with its own mark text, and the input's case stays. `input_cased`: whether the unit's
-    letters carry case (None: judged from these words, `carries_case`).
-    """
-    if len(written_words) != len(labels):  # a word without its label would vanish from the output
-        raise ValueError(f"{len(written_words)} words, {len(labels)} labels")
-    cased = carries_case(written_words) if input_cased is None else input_cased
-    r = Renderer(capitalize, sentence_start, cased)
-    return [r.show(w, lab, kept[k] if kept is not None else None) for k, (w, lab) in
-            enumerate(zip(written_words, labels))]
-
-
-def punctuated_text(written_words: list[Written], labels: list[str], capitalize: bool = True,
-                    sentence_start: bool = True, kept: list[str] | None = None) -> str:
-    """The words as written, each with its label's mark and case, one space apart (`show_tokens`)."""
-    return " ".join(show_tokens(written_words, labels, capitalize, sentence_start, kept))

@@ -14,17 +14,16 @@ import numpy as np
 import torch
 
 from punctkit.batch import collate
-from punctkit.data.streams import Stream, WindowDataset, bucket_batches
 from punctkit.data.labels import LabelSet
+from punctkit.data.streams import Stream, WindowDataset, bucket_batches
 from punctkit.decode.options import resolve
 from punctkit.decode.search import beam_search_rows, greedy_rows
 from punctkit.decode.stream_end import close_ids
-from punctkit.decode.windows import Hyps, Predicted, decode_windows_rows, tagger_predicted
+from punctkit.decode.windows import Predicted, decode_windows_rows, tagger_predicted
 from punctkit.files import PunctkitError
 from punctkit.models.base import PunctModel
 from punctkit.progress import progress
 from punctkit.text.frontend import Frontend
-
 
 # ------------------------------------------------------------------ search over windows
 
@@ -61,20 +60,11 @@ def predict(model: PunctModel, dataset: WindowDataset, batch_size: int = 32, dev
     return out
 
 
-def decode_streams(model: PunctModel, frontend: Frontend, streams: list[Stream], window: int = 100,
-                   step: int = 50, batch_size: int = 32, device: torch.device | str = "cpu", beam: int = 1,
-                   nbest: int = 1, extra: Callable | None = None) -> list[Hyps]:
-    """n-best label ids per stream from `model`, each word's label from its most central window
-    (decode/windows.py: decode_windows)."""
-    return [h for h, _ in decode_streams_rows(model, frontend, streams, window, step, batch_size, device, beam,
-                                              nbest, extra)]
-
-
 def decode_streams_rows(model: PunctModel, frontend: Frontend, streams: list[Stream], window: int = 100,
                         step: int = 50, batch_size: int = 32, device: torch.device | str = "cpu", beam: int = 1,
                         nbest: int = 1, extra: Callable | None = None, show: bool = False) -> list[Predicted]:
-    """`decode_streams` with each stream's per-word label distributions (words x labels) of its 1-best
-    (`show`: a progress bar)."""
+    """n-best label ids per stream from `model`, each word's label from its most central window
+    (decode/windows.py), and the 1-best's per-word distributions (words x labels); `show`: a progress bar."""
     return decode_windows_rows(streams, frontend, window, step,
                                lambda ds: predict(model, ds, batch_size, device, beam, nbest, frontend.pad_id, show),
                                extra)

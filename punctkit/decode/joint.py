@@ -131,27 +131,27 @@ class JointDecision:
         return share is not None and share < self.threshold
 
     # ---------------------------------------------------------------- the decision
-    def decide(self, rows: np.ndarray, words: list[str], *, fixed: list[str | None] | None = None,
+    def decide(self, rows: np.ndarray, words: list[str], *, forced: list[str | None] | None = None,
                prev: int | None = None, opens: bool = False, next_row: np.ndarray | None = None,
                next_word: str | None = None, best: list[int] | None = None) -> list[int]:
         """Label ids of consecutive words (`rows`: their distributions, words x labels) chosen left to
-        right. `fixed`: per word the mark it must keep (None: predicted). `prev`: the label id chosen for
+        right. `forced`: per word the mark the input forces (None: predicted). `prev`: the label id chosen for
         the word before these (None: none); `opens`: with no word before, the first word begins a
         sentence. `next_row`/`next_word`: the distribution and word after the last one, when the
         stream goes on (its own label is decided later, given these). `best`: the search's own label
-        ids, returned (with `fixed` marks) where the rules do not apply (else each row's arg-max)."""
+        ids, returned (with `forced` marks) where the rules do not apply (else each row's arg-max)."""
         rows = np.asarray(rows, dtype=np.float64)
         n = len(words)
         if n == 0:
             return []
         if not self.active:
             ids = list(best) if best is not None else rows.argmax(-1).tolist()
-            return self._with_fixed(ids, rows, fixed)
+            return self._with_forced(ids, rows, forced)
         logp = np.log(np.maximum(rows, _FLOOR))
         allowed = np.ones_like(rows, dtype=bool)
-        if fixed is not None:
+        if forced is not None:
             marks = np.array([mark_of(lab) for lab in self.inventory.labels])
-            for i, mk in enumerate(fixed):
+            for i, mk in enumerate(forced):
                 if mk is not None:
                     allowed[i] = marks == mk
         m = self.costs(words + ([next_word] if next_word is not None else []))
@@ -186,8 +186,8 @@ class JointDecision:
             last = k
         return out
 
-    def _with_fixed(self, ids: list[int], rows: np.ndarray, fixed: list[str | None] | None) -> list[int]:
-        if fixed is None:
+    def _with_forced(self, ids: list[int], rows: np.ndarray, forced: list[str | None] | None) -> list[int]:
+        if forced is None:
             return ids
         return [i if mk is None else self.inventory.index(self.inventory.relabel(self.inventory.labels[i], mk))
-                for i, mk in zip(ids, fixed)]
+                for i, mk in zip(ids, forced)]

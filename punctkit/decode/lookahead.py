@@ -20,9 +20,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from punctkit.data.streams import IGNORE, Stream, Window, WindowDataset
 from punctkit.data.labels import LabelSet
-from punctkit.decode.stream_end import closing_label, opening_label
+from punctkit.data.streams import IGNORE, Stream, Window, WindowDataset
+from punctkit.decode.stream_end import close_ids
 from punctkit.decode.windows import Predict
 from punctkit.files import PunctkitError
 
@@ -125,13 +125,8 @@ def decode_lookahead(streams: list[list[str]], frontend: object, window: int, st
     out: list[list[int]] = [[] for _ in streams]
     for k, i, w in plan:
         out[k].append(cache[(k, w)][0][i - w[0]])
-    if inventory is not None:  # the stream's first word begins a sentence (decode/stream_end.py)
-        for row in out:
-            if row:
-                row[0] = inventory.index(opening_label(inventory.labels[row[0]], inventory))
-    if inventory is not None and delay(window, lookahead) > 0:  # (with no delay every word is out at once)
-        for k, i, w in plan:
-            if i == len(streams[k]) - 1:
-                label = closing_label(inventory.labels[out[k][i]], cache[(k, w)][1][i - w[0]], inventory)
-                out[k][i] = inventory.index(label)
+    if inventory is not None:  # the stream's ends (decode/stream_end.py; with no delay every word is out at once)
+        last = {k: cache[(k, w)][1][i - w[0]] for k, i, w in plan if i == len(streams[k]) - 1}
+        out = [close_ids(row, [last[k]] if row else [], inventory, closes=True, ends=delay(window, lookahead) > 0)
+               for k, row in enumerate(out)]
     return out

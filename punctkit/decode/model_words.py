@@ -26,6 +26,15 @@ class ModelWords:
                 self.words = [x for p in pieces for x in p]
                 self.starts = list(itertools.accumulate((len(p) for p in pieces), initial=0))
 
+    @classmethod
+    def of_spans(cls, starts: list[int]) -> "ModelWords":
+        """Input words already read as model words: input word k is model words starts[k]..starts[k+1]-1
+        (a stream's pieces, infer/stream.py)."""
+        out = cls([], False)
+        if any(b - a > 1 for a, b in itertools.pairwise(starts)):
+            out.starts = list(starts)
+        return out
+
     def collapse(self, ids: list[int], rows: np.ndarray, inventory: LabelSet) -> tuple[list[int], np.ndarray]:
         """One label id and distribution per input word: the mark of its last piece, the case of its
         first (the distribution: the first piece's case classes times the last piece's marks)."""
@@ -38,7 +47,6 @@ class ModelWords:
             split = first != last and inventory.case_aware
             out_rows.append(case_times_mark(rows[first], rows[last], inventory) if split else rows[last])
         return out_ids, np.stack(out_rows) if out_rows else rows[:0]
-
 
     def collapse_hyps(self, hyps: Hyps, rows: np.ndarray, inventory: LabelSet) -> Predicted:
         """`collapse` for a search's n-best hypotheses and its 1-best's distributions."""

@@ -9,9 +9,9 @@
   valid chose the model's case over capitals ruled by the predicted marks (RESULTS.md, recipes/ted).
 
 Whether it does is the decode option `stream_end` (DecodeOptions.closes_streams; `open` for
-chunks cut anywhere, which neither end nor begin sentences): `close_ids` and `close_stream` take
-it as `closes`, a required keyword, so that no path of decode, validation or punctuate can close
-a stream the options leave open."""
+chunks cut anywhere, which neither end nor begin sentences): `close_ids`, the one function that
+applies the rule (the engine's decision `Engine.decide`, training's validation, the look-ahead sweep),
+takes it as `closes`, a required keyword, so that no path can close a stream the options leave open."""
 from __future__ import annotations
 
 import numpy as np
@@ -38,28 +38,19 @@ def opening_label(label: str, inventory: LabelSet) -> str:
     return inventory.make(mark_of(label), capitalised=True)
 
 
-def close_ids(ids: list[int], rows: np.ndarray, inventory: LabelSet, *, closes: bool) -> list[int]:
-    """Label ids of a whole stream (rows: its distributions) with its first word's label opened
-    and its last word's closed when `closes` (the decode option), else as they are."""
+def close_ids(ids: list[int], rows: np.ndarray | list[np.ndarray], inventory: LabelSet,
+              forced: list[str | None] | None = None, *, closes: bool, opens: bool = True,
+              ends: bool = True) -> list[int]:
+    """The stream-end rule, the one function every path applies it with: label ids of a stream
+    (`rows`: their distributions; only the last row is read) with its first word's label opened
+    (`opening_label`) and its last word's closed (`closing_label`, unless `forced` fixed that word's
+    mark) when `closes` (the decode option), else as they are. For a part of a stream read in
+    segments, `opens`: the part begins the stream; `ends`: it ends the stream."""
     if not ids or not closes:
         return ids
     out = list(ids)  # only its two ends change
-    out[0] = inventory.index(opening_label(inventory.labels[out[0]], inventory))
-    out[-1] = inventory.index(closing_label(inventory.labels[out[-1]], rows[-1], inventory))
-    return out
-
-
-def close_stream(labels: list[str], rows: np.ndarray, inventory: LabelSet, fixed: list[str | None] | None = None,
-                 *, closes: bool, opens: bool = True, ends: bool = True) -> list[str]:
-    """`labels` of a stream (rows: their distributions) with its first word's label opened
-    (`opening_label`) and its last word's closed (`closing_label`, unless the input fixed that
-    word's mark) when `closes` (the decode option). For a part of a stream read in segments,
-    `opens`: the part begins the stream; `ends`: it ends the stream."""
-    if not labels or not closes:
-        return labels
-    out = list(labels)
     if opens:
-        out[0] = opening_label(out[0], inventory)
-    if ends and (fixed is None or fixed[-1] is None):
-        out[-1] = closing_label(out[-1], rows[-1], inventory)
+        out[0] = inventory.index(opening_label(inventory.labels[out[0]], inventory))
+    if ends and (forced is None or forced[-1] is None):
+        out[-1] = inventory.index(closing_label(inventory.labels[out[-1]], rows[-1], inventory))
     return out

@@ -13,14 +13,13 @@ owner window, as its label does.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Sequence
 
 import numpy as np
 
 from punctkit.data.streams import Extra, Stream, Window, WindowDataset
 from punctkit.files import PunctkitError
 
-T = TypeVar("T")
 Hyps = list[tuple[list[int], float]]  # n-best: (label ids, log-probability), best first
 Predicted = tuple[Hyps, np.ndarray]  # n-best, and the 1-best's per-word distributions (words x labels)
 Predict = Callable[[WindowDataset], list[Predicted]]  # of every window of a dataset
@@ -56,21 +55,6 @@ def owners(n: int, windows: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     return best
 
 
-def stitch(n: int, windows: Sequence[tuple[int, int]], preds: Sequence[Sequence[T]]) -> list[T]:
-    """Per-word predictions of a stream from per-window predictions (`preds[k]` has one item per word of window k)."""
-    for k, ((a, b), p) in enumerate(zip(windows, preds)):
-        if len(p) != b - a:
-            raise PunctkitError(f"window {k} has {b - a} words but {len(p)} predictions")
-    return [preds[k][j] for k, j in owners(n, windows)]
-
-
-def decode_windows(streams: list[Stream], frontend: object, window: int, step: int, predict: Predict,
-                   extra: Extra | None = None) -> list[Hyps]:
-    """n-best label ids per stream, each word's label taken from its most central window
-    (`decode_windows_rows` without the distributions)."""
-    return [h for h, _ in decode_windows_rows(streams, frontend, window, step, predict, extra)]
-
-
 def decode_windows_rows(streams: list[Stream], frontend: object, window: int, step: int, predict: Predict,
                         extra: Extra | None = None) -> list[Predicted]:
     """n-best label ids per stream and the 1-best's per-word distributions (words x labels), each
@@ -96,11 +80,6 @@ def decode_windows_rows(streams: list[Stream], frontend: object, window: int, st
         rows = np.array([mine[k][1][j] for k, j in own], dtype=np.float64).reshape(len(own), n_labels)
         out.append((hyps, rows))
     return out
-
-
-def tagger_hyps(logits: np.ndarray, n_words: Sequence[int]) -> list[Hyps]:
-    """1-best of every row of a tagger's (B, W, n_labels) logits (`tagger_predicted`'s hypotheses)."""
-    return [h for h, _ in tagger_predicted(logits, n_words)]
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

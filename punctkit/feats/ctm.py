@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from punctkit.data.formats.asr import read_ctm as read_ctm_lines
 from punctkit.data.datadir import read_table
+from punctkit.data.formats.asr import read_ctm as read_ctm_lines
 from punctkit.files import PunctkitError, positive_number, where
 
 

@@ -23,8 +23,16 @@ from punctkit.data.datadir import read_table
 from punctkit.data.jobs import check_jobs, finished_parts, jobs_to_run, part_path, split_parts
 from punctkit.feats.ark import ArkWriter
 from punctkit.feats.wav import Segment, data_segments, iter_audio
-from punctkit.files import (PunctkitError, atomic_write, check_output_dir, iter_lines, output_dir, positive_number, where,
-                            write_lines)
+from punctkit.files import (
+    PunctkitError,
+    atomic_write,
+    check_output_dir,
+    iter_lines,
+    output_dir,
+    positive_number,
+    where,
+    write_lines,
+)
 
 KINDS = ("fbank_pitch", "fbank", "pitch")
 # Kaldi's paste-feats --length-tolerance: fbank and pitch frame counts may differ this much.
@@ -195,15 +203,6 @@ def compute_pitch(samples: np.ndarray, po: knf.PitchExtractionOptions, pp: knf.P
     if len(samples) < po.frame_length_ms * po.samp_freq / 1000.0:
         return np.zeros((0, pp.dim), dtype=np.float32)
     return np.asarray(knf.compute_and_process_kaldi_pitch(po, pp, samples), dtype=np.float32)
-
-
-def nccf_from_pov_feature(pov: np.ndarray, pov_scale: float = 2.0) -> np.ndarray:
-    """Undo Kaldi's POV warping: the normalised cross-correlation (near 1 when voiced, 0 in silence).
-
-    Kaldi's POV feature is `pov_scale * ((1.0001 - nccf) ** 0.15 - 1)`, which is
-    *lower* (near -pov_scale) on voiced frames and near 0 on unvoiced ones.
-    """
-    return 1.0001 - np.clip(pov / pov_scale + 1.0, 0.0, None) ** (1.0 / 0.15)
 
 
 def compute_features(samples: np.ndarray, rate: int, cfg: FeatureConfig) -> np.ndarray:

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
-from punctkit.data.labels import MARK_TEXT, O, SENTENCE_END, case_of, mark_of
+from punctkit.data.labels import MARK_TEXT, SENTENCE_END, O, case_of, mark_of
 from punctkit.data.tokenize import CLITICS, display_words
 from punctkit.files import PunctkitError, check_output_dir
 

@@ -50,7 +50,7 @@ def text_encoding(encoding: str, option: str = ENCODING_OPTION) -> str:
     return name
 
 
-def text_codec(head: bytes, encoding: str | None = None, option: str = ENCODING_OPTION) -> tuple[str, int]:
+def codec_of(head: bytes, encoding: str | None = None, option: str = ENCODING_OPTION) -> tuple[str, int]:
     """The codec for a stream that starts with `head`, and the length of the BOM to skip.
 
     Without `encoding`: UTF-8, or UTF-16/32 when a BOM says so; a UTF-8 BOM is skipped. With it
@@ -133,13 +133,13 @@ def decode_lines(stream: BinaryIO, name: str, encoding: str | None = None,
                  option: str = ENCODING_OPTION) -> Iterator[tuple[int, str]]:
     """(1-based line number, line without its newline) of a byte stream, each as soon as it has come.
 
-    The codec comes from `text_codec` (BOM stripped); bytes that do not decode are a
+    The codec comes from `codec_of` (BOM stripped); bytes that do not decode are a
     one-line error naming `name`, the line and the byte offset, and saying how to give the
     encoding (`option`: --encoding, or a request's charset). `head` holds bytes already
     read from the stream. `lines=(first, last)` keeps that inclusive range.
     """
     head = _stream_head(stream, head)
-    codec, skip = text_codec(head, encoding, option)
+    codec, skip = codec_of(head, encoding, option)
     first, last = lines or (1, None)
     if "\n".encode(codec) != b"\n":  # UTF-16/32: decode first, then split
         yield from _wide_lines(stream, name, codec, head, skip, first, last, option)
@@ -326,7 +326,7 @@ def sample_lines(path: str | os.PathLike, encoding: str | None = None, head_byte
             return _slice_lines(f.read(), encoding, True, True)
         head = f.read(head_bytes)
         out = _slice_lines(head, encoding, True, False)
-        codec, skip = text_codec(head, encoding)
+        codec, skip = codec_of(head, encoding)
         unit = max(1, len("\n".encode(codec)))
         for k in range(1, windows + 1):
             start = k * size // (windows + 1)
@@ -337,7 +337,7 @@ def sample_lines(path: str | os.PathLike, encoding: str | None = None, head_byte
 
 def _slice_lines(data: bytes, encoding: str | None, at_start: bool, at_end: bool) -> list[str]:
     """The whole lines of a slice of a file (partial first/last lines dropped unless at its ends)."""
-    codec, bom = text_codec(data, encoding) if at_start else (encoding or "utf-8", 0)
+    codec, bom = codec_of(data, encoding) if at_start else (encoding or "utf-8", 0)
     pieces = data[bom:].decode(codec, "replace").split("\n")
     if not at_end:
         pieces = pieces[:-1]

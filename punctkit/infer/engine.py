@@ -1,111 +1,372 @@
-"""The inference engine: one model ready to label streams of words (ESPnet's `Speech2Text`).
+"""The inference engine: a model ready to label words (ESPnet's `Speech2Text`).
 
     >>> from punctkit import Punctuator
-    >>> Punctuator.load("model.pkt").punctuate("so i 'm here do you know why")
+    >>> for done in Punctuator.load("fast").label(units):
+    ...     done.utt, done.labels, done.shown, done.rows
 
-A `Punctuator` is built from a package (`load`, `from_package`: torch or onnxruntime) or
-from an experiment (`from_experiment`: a checkpoint and decoding options, as `punctkit decode`
-runs it). Whatever its source, `decode` is the one way it labels: the words a model reads for
-the input words (decode/model_words.py), overlapping windows and each word's most central one
-(decode/windows.py), the search (decode/search.py), and back to one label per input word. The
-pipeline (infer/pipeline.py) and the applications (punctuate, decode, serve, stream) all label
-through `Engine.decode`; `Ensemble` (infer/ensemble.py) is the same protocol over several models.
+`Engine` is what labels words: one model (`Punctuator`, built from a package or an experiment)
+or several (`Ensemble`, infer/ensemble.py). `Engine.label` is the one labelling call of
+`punctkit decode`, `punctuate`, `serve` and `--stream`; everything a label goes through is
+here, once each:
+
+- the model's words (decode/model_words.py: `don't` read as `do n't`, one label back):
+  `Punctuator.distributions`;
+- overlapping windows and each word's most central one (decode/windows.py);
+- bounded memory: a long stream in segments of about `chunk_words` words (`_segments`), short
+  independent streams batched (`_batched`), with the labels of a whole-stream decode;
+- the decision (`decide`): marks and case together (decode/joint.py), the marks the input forces
+  (`forced`), and the stream's ends (decode/stream_end.py: `close_ids`);
+- how the words are shown (infer/render.py).
+
+Streaming (infer/stream.py) reads its windows through `label_window_spans` and decides through
+`decide`.
 """
 from __future__ import annotations
 
+import abc
+import math
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Iterable, Iterator, Sequence
 
-from punctkit.data.labels import LabelSet, get_inventory
+import numpy as np
+
+from punctkit.data.formats import split_text
+from punctkit.data.formats.base import AsrUtterance
+from punctkit.data.labels import LabelSet, O, default_substitution, get_inventory
 from punctkit.data.streams import IGNORE, Extra, Stream
+from punctkit.data.tokenize import Written
+from punctkit.decode.joint import JointDecision
+from punctkit.decode.lookahead import Span, label_windows
 from punctkit.decode.model_words import ModelWords
 from punctkit.decode.options import DecodeOptions
+from punctkit.decode.stream_end import close_ids
 from punctkit.decode.windows import Predict, Predicted, decode_windows_rows
 from punctkit.files import PunctkitError
 from punctkit.infer.backends import TEXT_KEYS, decode_options, import_torch, pick_backend, torch_model
-from punctkit.infer.pipeline import Labeller
+from punctkit.infer.render import Casing, UnitRenderer
 from punctkit.package import EnsemblePackage, Package, read_package
 from punctkit.pretrained import default_model
 from punctkit.text.frontend import Frontend
 
-if TYPE_CHECKING:
-    from punctkit.infer.stream import PunctStream
-
-
-@runtime_checkable
-class Engine(Protocol):
-    """What labels words: one model (`Punctuator`) or several (`Ensemble`)."""
-
-    inventory: LabelSet       # the labels of `decode`'s distributions, in this order
-    chunk_words: int          # words a long stream is decoded in at once (memory bound)
-
-    @property
-    def frontend(self) -> Frontend:
-        """How words become tokens (an ensemble: its first member's; each member reads with its own)."""
-        ...
-
-    @property
-    def grid(self) -> int:
-        """Windows start on multiples of this (the step; an ensemble: a multiple of every member's)."""
-        ...
-
-    @property
-    def reach(self) -> int:
-        """The longest window: the context a segment of a long stream needs on each side."""
-        ...
-
-    @property
-    def closes_streams(self) -> bool:
-        """Whether a stream's last word ends a sentence (decode option `stream_end`; an ensemble:
-        when every member's does)."""
-        ...
-
-    def decode(self, streams: list[Stream], extra: Extra | None = None) -> list[Predicted]:
-        """Per stream: its n-best label ids (one per input word) and the 1-best's distributions
-        (words x labels, inventory order). `extra`: the audio of a data directory's streams."""
-        ...
-
-    def streamable(self) -> "Punctuator":
-        """The one model a `PunctStream` runs (an ensemble: its members as one tagger, else an error)."""
-        ...
+Forced = list[str | None]  # per word: the mark the input forces on it (--keep-input-marks), or None (predicted)
+Unit = AsrUtterance | Sequence[str] | Sequence[AsrUtterance]  # what `Engine.label` takes (see there)
 
 
 @dataclass
-class Punctuator(Labeller):
-    """A loaded model (torch or onnxruntime) with its frontend and decoding options."""
+class Labelled:
+    """One utterance (or line) labelled: its labels, its words as shown (marks and case set) and,
+    when asked for (`probs`), the model's distributions over the inventory's labels (words x labels)."""
 
-    predict: Predict              # n-best label ids and distributions of every window of a WindowDataset
+    utt: AsrUtterance
+    labels: list[str]
+    shown: list[str]
+    rows: np.ndarray | None = None
+
+
+def as_unit(words: Sequence[str], forced: Forced | None = None, uttid: str = "s0") -> AsrUtterance:
+    """Words (and the marks forced on them) as an utterance for `Engine.label`, each word as written."""
+    marks = [O if m is None else m for m in (forced or [None] * len(words))]
+    return AsrUtterance(uttid, list(words), marks, [Written("", w) for w in words], has_id=False)
+
+
+def forced_marks(utt: AsrUtterance, forced: bool) -> Forced | None:
+    """The marks of an utterance the model must keep (`forced`: --keep-input-marks), None where it predicts."""
+    return [None if m == O else m for m in utt.marks] if forced else None
+
+
+def word_streams(word_lists: list[list[str]]) -> list[Stream]:
+    """Unlabelled streams of words (keys s0, s1, ...)."""
+    return [Stream(f"s{k}", [f"s{k}"], [0], words, [IGNORE] * len(words)) for k, words in enumerate(word_lists)]
+
+
+class Engine(abc.ABC):
+    """What labels words: one model (`Punctuator`) or several (`Ensemble`). A subclass gives the
+    model's distributions (`distributions`), the one model a stream runs (`streamable`), and these:"""
+
+    inventory: LabelSet       # the labels of the distributions, in this order
+    chunk_words: int          # words a long stream is decoded in at once (memory bound)
+    frontend: Frontend        # how words become tokens (an ensemble: its first member's)
+
+    @property
+    @abc.abstractmethod
+    def step(self) -> int:
+        """Windows start on multiples of this (an ensemble: a multiple of every member's step)."""
+
+    @property
+    @abc.abstractmethod
+    def window(self) -> int:
+        """The longest window: the context a segment of a long stream needs on each side."""
+
+    @property
+    @abc.abstractmethod
+    def closes_streams(self) -> bool:
+        """Whether a stream's first word begins a sentence and its last ends one (decode option
+        `stream_end`; an ensemble: when every member's does)."""
+
+    @property
+    def decides_jointly(self) -> bool:
+        """Whether marks and case are decided together (the decode option `joint`)."""
+        return True
+
+    @abc.abstractmethod
+    def distributions(self, streams: list[Stream], extra: Extra | None = None) -> list[Predicted]:
+        """Per stream: the search's n-best label ids (one per input word) and the 1-best's distributions
+        (words x labels, inventory order), before any decision. `extra`: a data directory's audio."""
+
+    @abc.abstractmethod
+    def streamable(self) -> "Punctuator":
+        """The one model a `PunctStream` runs (an ensemble: its members as one tagger, else an error)."""
+
+    # ------------------------------------------------------------------ the decision
+    @property
+    def joint(self) -> JointDecision:
+        """The joint decision of marks and case over this engine's distributions (decode/joint.py)."""
+        got = self.__dict__.get("_joint")
+        if got is None:
+            fe = self.frontend
+            got = JointDecision(self.inventory, fe.case_lexicon, getattr(fe, "case_prior", None),
+                                enabled=self.decides_jointly)
+            self.__dict__["_joint"] = got
+        return got
+
+    def decide(self, rows: np.ndarray, words: list[str], *, forced: Forced | None = None,
+               best: list[int] | None = None, prev: int | None = None, first: bool = True, last: bool = True,
+               next_row: np.ndarray | None = None, next_word: str | None = None) -> list[int]:
+        """The label ids of consecutive words of a stream, from their distributions (`rows`): the one
+        place a label is chosen. Marks and case together, left to right (decode/joint.py: `prev`, the
+        label id before these; `next_row`/`next_word`, the word after them when the stream goes on;
+        `best`, the search's own ids where the rules do not apply); each `forced` mark kept; the
+        stream's first word (`first`: these begin the stream) begins a sentence and its last (`last`:
+        these end it) ends one, unless the decode option `stream_end` leaves streams open
+        (decode/stream_end.py)."""
+        inv, closes = self.inventory, self.closes_streams
+        ids = self.joint.decide(rows, words, forced=forced, prev=prev, best=best, opens=first and closes,
+                                next_row=next_row, next_word=next_word)
+        if forced is not None:
+            ids = [i if mk is None else inv.index(inv.relabel(inv.labels[i], mk)) for i, mk in zip(ids, forced)]
+        return close_ids(ids, rows, inv, forced, closes=closes, opens=first, ends=last)
+
+    # ------------------------------------------------------------------ labelling
+    def label(self, units: Iterable[Unit], *, one_stream: bool = False, forced: bool = False,
+              casing: Casing | None = None, probs: bool = False) -> Iterator[Labelled]:
+        """Each unit labelled, in order, in bounded memory: the one labelling call.
+
+        `units`: utterances (`AsrUtterance`, or a list of words), each its own stream, starting and
+        ending sentences; a list of utterances is lines of one stream (sentences and the input's case
+        run on across them). `one_stream`: all of `units` are lines of one stream (plain text, read as
+        it comes). `forced`: each utterance's own marks are kept (--keep-input-marks), the model
+        predicting the rest. `casing`: how the words are shown (`casing()`'s default). `probs`: each
+        `Labelled` has its words x labels distributions (also where a mark is forced)."""
+        casing = casing if casing is not None else self.casing()
+        if one_stream:
+            yield from self._one_stream(iter(units), forced, casing, probs)
+        else:
+            yield from self._batched(units, forced, casing, probs)
+
+    def label_window_spans(self, words: Sequence[str], base: int, wanted: Iterable[tuple[int, Span]],
+                           cache: dict[Span, tuple[list[int], np.ndarray]]
+                           ) -> tuple[dict[int, int], dict[int, np.ndarray]]:
+        """For streaming (infer/stream.py): each wanted model word's label id and distribution, given as
+        (word index, its window (start, end)), `words` holding the stream's model words from `base` on;
+        the windows not in `cache` are read in one batch (decode/lookahead.py: label_windows)."""
+        p = self.streamable()
+        rows: dict[int, np.ndarray] = {}
+        ids = label_windows(words, base, wanted, p.frontend, p.predict, cache, rows)
+        return ids, rows
+
+    def _best_rows(self, word_lists: list[list[str]]) -> list[tuple[list[int], np.ndarray]]:
+        """The search's best label ids of each word of each stream and their distributions."""
+        return [(h[0][0], rows) for h, rows in self.distributions(word_streams(word_lists))]
+
+    def _segments(self, items: Iterable[tuple[str, str | None]]) -> Iterator[tuple[str, np.ndarray]]:
+        """(label, distribution) of every word of one stream of (word, forced mark or None), in order,
+        in bounded memory. Segments start on the window grid (multiples of `step`) and overlap by at
+        least the longest window on each side of the words they keep, so every kept word has the same
+        windows, and owner, as in a whole-stream decode."""
+        L, S = self.window, self.step
+        ctx = math.ceil(L / S) * S
+        chunk = S * max(math.ceil(self.chunk_words / S), math.ceil(L / S))
+        buf: list[tuple[str, str | None]] = []
+        buf_start = keep = 0
+        prev: list[int] = []  # the label id of the last word labelled (the decision runs on)
+
+        def run(seg: list[tuple[str, str | None]], a: int, b: int,
+                last: bool = False) -> Iterator[tuple[str, np.ndarray]]:
+            words = [w for w, _ in seg]
+            best, rows = self._best_rows([words])[0]
+            forced = [f for _, f in seg[a:b]]
+            ids = self.decide(rows[a:b], words[a:b], forced=forced, best=best[a:b], prev=prev[-1] if prev else None,
+                              first=buf_start + a == 0, last=last, next_row=rows[b] if b < len(seg) else None,
+                              next_word=words[b] if b < len(seg) else None)
+            prev[:] = ids[-1:] or prev
+            return zip([self.inventory.labels[i] for i in ids], rows[a:b])
+
+        for it in items:
+            buf.append(it)
+            if buf_start + len(buf) >= keep + chunk + L:
+                seg = buf[: keep + chunk + L - buf_start]
+                yield from run(seg, keep - buf_start, keep + chunk - buf_start)
+                keep += chunk
+                del buf[: keep - ctx - buf_start]
+                buf_start = keep - ctx
+        if buf_start + len(buf) > keep:
+            yield from run(buf, keep - buf_start, len(buf), last=True)
+
+    def _rows(self, pairs: list[tuple[str, np.ndarray]]) -> tuple[list[str], np.ndarray]:
+        n = len(self.inventory.labels)
+        return [p[0] for p in pairs], np.array([p[1] for p in pairs], dtype=np.float64).reshape(len(pairs), n)
+
+    def _batched(self, units: Iterable[Unit], forced: bool, casing: Casing, probs: bool) -> Iterator[Labelled]:
+        """Independent streams (an utterance, or lines of one stream), batched across streams up to
+        about `chunk_words` words; a longer stream alone, in segments (`_segments`)."""
+        group: list[tuple[list[AsrUtterance], list[str], Forced | None]] = []
+        size = 0
+
+        def show(lines: list[AsrUtterance], labels: list[str], rows: np.ndarray) -> Iterator[Labelled]:
+            render = UnitRenderer(casing, len(lines) > 1, forced)  # lines of one stream: sentences run on
+            k = 0
+            for u in lines:
+                mine, r = labels[k:k + len(u.words)], rows[k:k + len(u.words)]
+                k += len(u.words)
+                yield Labelled(u, mine, render.show(u, mine), r if probs else None)
+
+        def flush() -> Iterator[Labelled]:
+            nonlocal size
+            todo = [words for _, words, _ in group if words]
+            done = iter(self._best_rows(todo)) if todo else iter(())
+            for lines, words, fx in group:
+                rows = np.zeros((0, len(self.inventory.labels)))
+                labels: list[str] = []
+                if words:
+                    best, rows = next(done)
+                    labels = [self.inventory.labels[i] for i in self.decide(rows, words, forced=fx, best=best)]
+                yield from show(lines, labels, rows)
+            group.clear()
+            size = 0
+
+        for unit in units:
+            lines = self._lines(unit)
+            words = [w for u in lines for w in u.words]
+            fx = [f for u in lines for f in forced_marks(u, True)] if forced else None
+            if len(words) > self.chunk_words:
+                yield from flush()
+                labels, rows = self._rows(list(self._segments(zip(words, fx or [None] * len(words)))))
+                yield from show(lines, labels, rows)
+                continue
+            group.append((lines, words, fx))
+            size += len(words)
+            if size >= self.chunk_words:
+                yield from flush()
+        yield from flush()
+
+    @staticmethod
+    def _lines(unit: Unit) -> list[AsrUtterance]:
+        """A unit as the lines of one stream."""
+        if isinstance(unit, AsrUtterance):
+            return [unit]
+        if isinstance(unit, str):
+            raise PunctkitError("Engine.label takes utterances or lists of words, not a text: split it "
+                                "(or call punctuate(text))")
+        items = list(unit)
+        if items and isinstance(items[0], AsrUtterance):
+            return items  # type: ignore[return-value]
+        return [as_unit(items)]  # type: ignore[arg-type]
+
+    def _one_stream(self, units: Iterator[Unit], forced: bool, casing: Casing, probs: bool) -> Iterator[Labelled]:
+        """Lines as one stream: words flow through `_segments`, lines come out whole, in order."""
+        render = UnitRenderer(casing, True, forced)
+        pending: deque[AsrUtterance] = deque()  # lines whose words are not all labelled yet
+
+        def items() -> Iterator[tuple[str, str | None]]:
+            for unit in units:
+                for ln in self._lines(unit):
+                    pending.append(ln)
+                    yield from zip(ln.words, forced_marks(ln, forced) or [None] * len(ln.words))
+
+        got: deque[tuple[str, np.ndarray]] = deque()
+        labelled = self._segments(items())
+        while True:
+            while pending and len(got) >= len(pending[0].words):  # the first pending line is complete
+                ln = pending.popleft()
+                labels, rows = self._rows([got.popleft() for _ in ln.words])
+                yield Labelled(ln, labels, render.show(ln, labels), rows if probs else None)
+            nxt = next(labelled, None)
+            if nxt is None:
+                break
+            got.append(nxt)
+        for ln in pending:  # only lines without words can be left
+            if ln.words:
+                raise PunctkitError(f"line {ln.lineno}: the model returned no labels for its words")
+            yield Labelled(ln, [], [], np.zeros((0, len(self.inventory.labels))) if probs else None)
+
+    # ------------------------------------------------------------------ showing
+    def casing(self, capitalize: bool = True, recase: bool = False) -> Casing:
+        """How this model's output is cased (infer/render.py: Casing): its inventory's case classes and
+        its frontend's case lexicon; `capitalize=False`: every word as it came; `recase`: the model's
+        case also where the input carries case."""
+        return Casing(self.inventory, self.frontend.case_lexicon, capitalize, recase)
+
+    def punctuate(self, text: str, keep_input_marks: bool = False, capitalize: bool = True,
+                  recase: bool = False) -> str:
+        """`label` for a text (one stream; line breaks kept): the input's words in order, as written,
+        one space apart, with marks predicted (or kept) and case changed only for alphabetic words
+        (infer/render.py): the model's case, except that where the input's letters carry case its
+        words keep it inside sentences (`recase`: the model's case everywhere; `capitalize=False`:
+        every word as it came)."""
+        rules = default_substitution(self.inventory)
+        passages = (split_text(t, self.inventory, rules) for t in text.splitlines())
+        lines = (AsrUtterance(str(i), p.words, p.marks, p.written, lineno=i, has_id=False)
+                 for i, p in enumerate(passages, 1))
+        done = self.label(lines, one_stream=True, forced=keep_input_marks, casing=self.casing(capitalize, recase))
+        return "\n".join(" ".join(d.shown) for d in done)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How a model runs: `predict` (n-best label ids and distributions of every window of a
+    WindowDataset), its `name` (torch, onnx), the torch `model` (None with onnx) and the onnx `tagger`
+    (None with torch; infer/ensemble.py runs members side by side)."""
+
+    predict: Predict
+    name: str = "torch"
+    model: Any = None
+    tagger: Any = None
+
+
+@dataclass(kw_only=True)
+class Punctuator(Engine):
+    """A loaded model (torch or onnxruntime) with its frontend and decoding options; built by keyword."""
+
+    runner: Backend
     frontend: Frontend
     inventory: LabelSet
     conf: dict[str, Any]
     manifest: dict[str, Any] = field(default_factory=dict)
-    backend: str = "torch"
-    model: Any = None             # the torch model (None with the onnx backend)
     chunk_words: int = 10000      # words decoded at once (memory bound)
     options: DecodeOptions = field(default_factory=DecodeOptions)  # resolved decoding options
-    tagger: Any = None            # the OnnxTagger (onnx backend; infer/ensemble.py runs members side by side)
-    needs_audio: bool = False     # the model reads a data directory's features (`decode`'s `extra`)
+    needs_audio: bool = False     # the model reads a data directory's features (`extra`)
 
     @classmethod
-    def load(cls, path: str | Path | None = None, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
+    def load(cls, path: str | Path | None = None, *, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
              beam: int | None = None, chunk_words: int = 10000, step: int | None = None,
              quantize: bool = False, backend: str = "auto") -> "Punctuator":
-        """Load a packed model (`punctkit pack`); `threads`: CPU threads (0: the library's default);
-        `step` replaces the packed decoding step (words between windows: larger is faster, up to the window);
-        `quantize` runs the model with int8 weights (`quantize_int8`, CPU, torch);
-        `backend`: torch, onnx (a package packed with --onnx; no torch import) or auto (onnx when possible).
-        An ensemble package (`punctkit pack --ensemble`) is loaded by punctkit.infer.load_model.
-        `path` None: the model installed with punctkit (punctkit.pretrained)."""
+        """Load a packed model (`punctkit pack`) or a shipped one by name (`fast`); `threads`: CPU
+        threads (0: the library's default); `step` replaces the packed decoding step (words between
+        windows: larger is faster, up to the window); `quantize` runs the model with int8 weights
+        (`quantize_int8`, CPU, torch); `backend`: torch, onnx (a package packed with --onnx; no torch
+        import) or auto (onnx when possible). An ensemble package (`punctkit pack --ensemble`) is
+        loaded by punctkit.load_model. `path` None: the model installed with punctkit."""
         pkg = read_package(default_model() if path is None else path)
         if isinstance(pkg, EnsemblePackage):
             raise PunctkitError(f"{pkg.path}: an ensemble package of {len(pkg.members)} models: load it with "
-                                f"punctkit.ensemble.load_model (punctuate -m and serve do)")
+                                f"punctkit.load_model (punctuate -m and serve do)")
         return cls.from_package(pkg, ngpu=ngpu, threads=threads, batch_size=batch_size, beam=beam,
                                 chunk_words=chunk_words, step=step, quantize=quantize, backend=backend)
 
     @classmethod
-    def from_package(cls, pkg: Package, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
+    def from_package(cls, pkg: Package, *, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
                      beam: int | None = None, chunk_words: int = 10000, step: int | None = None,
                      quantize: bool = False, backend: str = "auto",
                      options: DecodeOptions | None = None, show: bool = False) -> "Punctuator":
@@ -115,26 +376,28 @@ class Punctuator(Labeller):
         conf = pkg.conf
         opts = options or decode_options(pkg, batch_size, beam, step)
         pad_id = pkg.frontend.pad_id
-        inventory = get_inventory(conf["resolved"]["inventory"])
         kind = pick_backend(pkg, backend, ngpu, quantize)
         if kind == "onnx":
             from punctkit.onnx import OnnxTagger
 
             tagger = OnnxTagger(pkg.onnx, threads, f"{pkg.path} (model.onnx)")
-            return cls(lambda ds: tagger.predict(ds, opts.batch_size, pad_id, show), pkg.frontend, inventory, conf,
-                       pkg.manifest, "onnx", None, chunk_words, opts, tagger)
-        model, device = torch_model(pkg, ngpu, threads, quantize)  # first: it imports torch (import_torch)
-        from punctkit.decode.decoder import predict
+            runner = Backend(lambda ds: tagger.predict(ds, opts.batch_size, pad_id, show), "onnx", tagger=tagger)
+        else:
+            model, device = torch_model(pkg, ngpu, threads, quantize)  # first: it imports torch (import_torch)
+            from punctkit.decode.decoder import predict
 
-        missing = set(model.needs) - TEXT_KEYS
-        if missing:
-            raise PunctkitError(f"{pkg.path}: model {conf['model'].get('type')} needs {', '.join(sorted(missing))}; "
-                                f"a package is fed words only: decode its experiment dir (punctkit decode EXP DATA OUT) for its audio")
-        return cls(lambda ds: predict(model, ds, opts.batch_size, device, opts.beam, 1, pad_id, show), pkg.frontend,
-                   inventory, conf, pkg.manifest, "torch", model, chunk_words, opts)
+            missing = set(model.needs) - TEXT_KEYS
+            if missing:
+                raise PunctkitError(f"{pkg.path}: model {conf['model'].get('type')} needs "
+                                    f"{', '.join(sorted(missing))}; a package is fed words only: decode its "
+                                    f"experiment dir (punctkit decode EXP DATA OUT) for its audio")
+            runner = Backend(lambda ds: predict(model, ds, opts.batch_size, device, opts.beam, 1, pad_id, show),
+                             "torch", model=model)
+        return cls(runner=runner, frontend=pkg.frontend, inventory=get_inventory(conf["resolved"]["inventory"]),
+                   conf=conf, manifest=pkg.manifest, chunk_words=chunk_words, options=opts)
 
     @classmethod
-    def from_experiment(cls, exp_dir: str | Path, options: DecodeOptions, conf: dict[str, Any] | None = None,
+    def from_experiment(cls, exp_dir: str | Path, options: DecodeOptions, *, conf: dict[str, Any] | None = None,
                         ngpu: int = 0, threads: int = 0, chunk_words: int = 10000,
                         show: bool = False) -> "Punctuator":
         """A trained model directory's model (`options.checkpoint`: None for model.avg.pt, model.best.pt,
@@ -143,18 +406,36 @@ class Punctuator(Labeller):
         `show`: a progress bar over the batches."""
         from punctkit.batch import wants_audio
         from punctkit.decode.decoder import predict
-        from punctkit.expdir import load_model, pick_device, read_model_config
+        from punctkit.expdir import load_experiment_model, pick_device, read_model_config
 
         torch = import_torch()
         conf = conf or read_model_config(exp_dir)
         device = pick_device(ngpu)
         if threads:
             torch.set_num_threads(int(threads))
-        model, frontend, inventory, conf = load_model(exp_dir, options.checkpoint, device, conf)
+        model, frontend, inventory, conf = load_experiment_model(exp_dir, options.checkpoint, device, conf)
         pad_id, o = frontend.pad_id, options
-        return cls(lambda ds: predict(model, ds, o.batch_size, device, o.beam, o.nbest, pad_id, show), frontend,
-                   inventory, conf, {}, "torch", model, chunk_words, options,
-                   needs_audio=wants_audio(conf, model.needs))
+        runner = Backend(lambda ds: predict(model, ds, o.batch_size, device, o.beam, o.nbest, pad_id, show),
+                         "torch", model=model)
+        return cls(runner=runner, frontend=frontend, inventory=inventory, conf=conf, chunk_words=chunk_words,
+                   options=options, needs_audio=wants_audio(conf, model.needs))
+
+    # --- how it runs
+    @property
+    def predict(self) -> Predict:
+        return self.runner.predict
+
+    @property
+    def backend(self) -> str:
+        return self.runner.name
+
+    @property
+    def model(self) -> Any:
+        return self.runner.model
+
+    @property
+    def tagger(self) -> Any:
+        return self.runner.tagger
 
     @property
     def card(self) -> dict[str, Any]:
@@ -170,14 +451,6 @@ class Punctuator(Labeller):
         return self.options.step
 
     @property
-    def grid(self) -> int:
-        return self.options.step
-
-    @property
-    def reach(self) -> int:
-        return self.options.window
-
-    @property
     def closes_streams(self) -> bool:
         return self.options.closes_streams
 
@@ -185,7 +458,7 @@ class Punctuator(Labeller):
     def decides_jointly(self) -> bool:
         return self.options.joint
 
-    def decode(self, streams: list[Stream], extra: Extra | None = None) -> list[Predicted]:
+    def distributions(self, streams: list[Stream], extra: Extra | None = None) -> list[Predicted]:
         """Per stream: n-best label ids and the 1-best's distributions, one per input word. A model
         trained on IWSLT's tokens reads `don't` as `do n't` (`ModelWords`), one label back."""
         extra = extra if self.needs_audio else None  # a text model reads words only
@@ -202,11 +475,3 @@ class Punctuator(Labeller):
 
     def streamable(self) -> "Punctuator":
         return self
-
-    def stream(self, lookahead: int | None = None, capitalize: bool = True) -> "PunctStream":
-        """A streaming punctuator (infer/stream.py): `feed(words)` and `finish()` return the words
-        they commit, each decided with at most `lookahead` words after it (None: unlimited, the
-        labels of `punctuate`)."""
-        from punctkit.infer.stream import PunctStream
-
-        return PunctStream(self, lookahead, capitalize)

@@ -1,14 +1,14 @@
 """Ensembles of models: the weighted average of their per-word label distributions, as one engine.
 
-    >>> from punctkit.ensemble import Ensemble
+    >>> from punctkit import Ensemble
     >>> Ensemble.load(["a.pkt", "b.pkt"], weights=[0.6, 0.4]).punctuate("so i 'm here")
 
 Each member keeps its own frontend, windows and search (an encoder-decoder's rows are its step
 distributions given its own chosen labels); the average is taken per input word, and each word's
-label is the arg-max of the average. An `Ensemble` is an `Engine` (infer/engine.py), so the
-pipeline, `punctuate`, `decode` (several model dirs), `serve` and what is built on them run it
-unchanged. `punctkit pack --ensemble` stores one in a single package, which `load_model`
-returns as an Ensemble.
+label is decided from the average as one model's is (`Engine.decide`). An `Ensemble` is an
+`Engine` (infer/engine.py), so `Engine.label`, `punctuate`, `decode` (several model dirs), `serve`
+and what is built on them run it unchanged. `punctkit pack --ensemble` stores one in a single
+package, which `load_model` returns as an Ensemble.
 
 How the members run (`MemberRun`):
 - `shared`: members that onnxruntime runs over one frontend (byte-identical frontend files) and
@@ -34,8 +34,7 @@ from punctkit.decode.combine import check_inventories, combine, parse_weights
 from punctkit.decode.windows import Predicted
 from punctkit.files import PunctkitError
 from punctkit.infer.backends import decode_options, pick_backend
-from punctkit.infer.engine import Punctuator
-from punctkit.infer.pipeline import Labeller
+from punctkit.infer.engine import Backend, Engine, Punctuator
 from punctkit.package import EnsemblePackage, Package, read_package
 from punctkit.text.frontend import Frontend
 
@@ -43,8 +42,8 @@ MemberRun = Literal["shared", "threads", "in_turn"]
 MEMBER_RUNS: tuple[MemberRun, ...] = ("shared", "threads", "in_turn")
 
 
-@dataclass
-class Ensemble(Labeller):
+@dataclass(kw_only=True)
+class Ensemble(Engine):
     """Models whose per-word label distributions are averaged (weights sum to 1)."""
 
     members: list[Punctuator]
@@ -97,7 +96,7 @@ class Ensemble(Labeller):
             cores = int(opts.get("threads") or 0) or usable_cpus()
             opts = dict(opts, threads=max(1, cores // len(pkgs)))
         members = [Punctuator.from_package(p, **opts) for p in pkgs]
-        ens = cls(members, list(weights), names, manifest or {})
+        ens = cls(members=members, weights=list(weights), names=names, manifest=manifest or {})
         if together:
             ens.share_windows(workers=min(len(members), cores))
         return ens
@@ -109,11 +108,11 @@ class Ensemble(Labeller):
         taggers = OnnxTaggers([m.tagger for m in self.members], self.weights, workers=workers)
         first = self.members[0]
         batch_size, pad_id = first.options.batch_size, first.frontend.pad_id
-        self.side_by_side = Punctuator(lambda ds: taggers.predict(ds, batch_size, pad_id), first.frontend,
-                                       first.inventory, first.conf, {}, "onnx", None, first.chunk_words,
-                                       first.options)
+        self.side_by_side = Punctuator(runner=Backend(lambda ds: taggers.predict(ds, batch_size, pad_id), "onnx"),
+                                       frontend=first.frontend, inventory=first.inventory, conf=first.conf,
+                                       chunk_words=first.chunk_words, options=first.options)
 
-    # --- what the pipeline and the applications read
+    # --- what the engine and the applications read
     @property
     def inventory(self) -> LabelSet:  # type: ignore[override]
         return self.members[0].inventory
@@ -128,12 +127,12 @@ class Ensemble(Labeller):
         return self.members[0].frontend
 
     @property
-    def grid(self) -> int:
-        return math.lcm(*(m.grid for m in self.members))
+    def step(self) -> int:
+        return math.lcm(*(m.step for m in self.members))
 
     @property
-    def reach(self) -> int:
-        return max(m.reach for m in self.members)
+    def window(self) -> int:
+        return max(m.window for m in self.members)
 
     @property
     def closes_streams(self) -> bool:
@@ -160,15 +159,15 @@ class Ensemble(Labeller):
         return "shared" if self.side_by_side is not None else self.run
 
     # --- labelling
-    def decode(self, streams: list[Stream], extra: Extra | None = None) -> list[Predicted]:
+    def distributions(self, streams: list[Stream], extra: Extra | None = None) -> list[Predicted]:
         """Per stream: the arg-max of the members' averaged distributions, and that average."""
         if self.side_by_side is not None:
-            return self.side_by_side.decode(streams, extra)
+            return self.side_by_side.distributions(streams, extra)
         if self.run == "threads" and len(self.members) > 1:
             with ThreadPoolExecutor(len(self.members), thread_name_prefix="punctkit-member") as pool:
-                each = list(pool.map(lambda m: m.decode(streams, extra), self.members))
+                each = list(pool.map(lambda m: m.distributions(streams, extra), self.members))
         else:
-            each = [m.decode(streams, extra) for m in self.members]
+            each = [m.distributions(streams, extra) for m in self.members]
         out: list[Predicted] = []
         for k in range(len(streams)):
             avg = combine([member[k][1] for member in each], self.weights)

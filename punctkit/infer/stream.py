@@ -1,33 +1,37 @@
 """Streaming punctuation: words in as a recognizer emits them, punctuated words out as soon as decided.
 
-    >>> s = Punctuator.load("model.pkt").stream(lookahead=4)
+    >>> s = PunctStream(Punctuator.load("fast"), lookahead=4)
     >>> s.feed("so i 'm here")        # [(word, label, shown), ...] committed by these words
     >>> s.finish()                    # the rest, at the end of the talk
 
 A word's label is decided once `lookahead` further words have arrived (unlimited:
 once no later window can hold it, a window's worth of words later) or the stream
-ends (punctkit/decode/lookahead.py; its first word begins a sentence and its last
-word then ends one, decode/stream_end.py); a committed word is never revised, and the
-next sentence's capitalisation follows the committed marks. `PunctStream` does no
-I/O, so an async handler (a websocket) can drive it (`feed` is CPU work: run it in an
-executor, one call at a time per stream); `stream_lines` is the line protocol of
-`punctkit punctuate --stream`.
+ends (punctkit/decode/lookahead.py). Its windows are read through the engine
+(`Engine.label_window_spans`), its model words collapse back to input words through
+`ModelWords`, and its labels are decided by `Engine.decide` (marks and case together, the
+stream's first word beginning a sentence and its last ending one), as offline labelling
+decides them; a committed word is never revised, and the next sentence's capitalisation
+follows the committed marks. `PunctStream` does no I/O, so an async handler (a websocket)
+can drive it (`feed` is CPU work: run it in an executor, one call at a time per stream);
+`stream_lines` is the line protocol of `punctkit punctuate --stream` (`punctuate_stream`).
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
 from punctkit.data.formats import split_text
 from punctkit.data.labels import default_substitution
-from punctkit.data.tokenize import Casing, Renderer, Written, carries_case, split_words
-from punctkit.decode.lookahead import Span, delay, label_windows, word_window
-from punctkit.decode.model_words import ModelWords, case_times_mark, word_label
-from punctkit.decode.stream_end import closing_label, opening_label
-from punctkit.files import PunctkitError, parse_json
-from punctkit.infer.pipeline import Labeller
+from punctkit.data.tokenize import Written, split_words
+from punctkit.decode.lookahead import Span, delay, parse_lookahead, word_window
+from punctkit.decode.model_words import ModelWords
+from punctkit.files import PunctkitError, decode_lines, parse_json, stdin_lines
+from punctkit.infer.engine import Engine
+from punctkit.infer.render import Casing, Renderer, carries_case
 
 Committed = tuple[str, str, str]  # (the word the model read, its label, the word as shown)
 STREAM_FORMATS = ("text", "jsonl")
@@ -36,12 +40,12 @@ STREAM_FORMATS = ("text", "jsonl")
 class PunctStream:
     """One talk's words fed in order; `feed` and `finish` return the words they commit."""
 
-    def __init__(self, engine: Labeller, lookahead: int | None = None, capitalize: "bool | Casing" = True) -> None:
+    def __init__(self, engine: Engine, lookahead: int | None = None, casing: Casing | None = None) -> None:
         """`engine`: a loaded `punctkit.Punctuator`, or an Ensemble whose members run side by side
         (infer/ensemble.py), streamed as that one tagger (`Engine.streamable`).
-        `capitalize`: a `Casing` (`engine.casing(...)`), or a bool for `engine.casing(capitalize)`; whether
+        `casing`: how the words are shown (`engine.casing(...)`; None: its default); whether
         the input carries case is judged on the words seen so far."""
-        casing = engine.casing(capitalize)
+        casing = casing if casing is not None else engine.casing()
         punct = engine.streamable()
         if lookahead is not None and getattr(punct.model, "seq2seq", False):
             raise PunctkitError(f"model {punct.conf['model'].get('type')} is an encoder-decoder: a bounded "
@@ -118,32 +122,26 @@ class PunctStream:
             return []
         p, inv = self.punct, self.punct.inventory
         wanted = [(i, word_window(i, self.n, p.window, p.step, self.lookahead)) for i in range(self.done, upto)]
-        rows: dict[int, np.ndarray] = {}
-        ids = label_windows(self.words, self.base, wanted, p.frontend, p.predict, self.cache, rows)
+        ids, rows = p.label_window_spans(self.words, self.base, wanted, self.cache)
         heads = [i for i in range(self.done, upto) if self.written[i - self.base] is not None] + [upto]
         spans = list(zip(heads, heads[1:]))  # model words i..j-1 are one input word
         words = ["".join(self.words[i - self.base:j - self.base]) for i, j in spans]
-        word_rows = np.stack([rows[j - 1] if j - 1 == i or not inv.case_aware
-                              else case_times_mark(rows[i], rows[j - 1], inv) for i, j in spans])
-        joint = p.joint
-        held = joint.active and not ended  # the last word waits for its successor's distribution
+        pieces = ModelWords.of_spans([j - heads[0] for j in heads])  # back to one label per input word
+        best, word_rows = pieces.collapse([ids[i] for i in range(heads[0], upto)],
+                                          np.stack([rows[i] for i in range(heads[0], upto)]), inv)
+        held = p.joint.active and not ended  # the last word waits for its successor's distribution
         if held and len(spans) < 2:
             return []
         decided = spans[:-1] if held else spans
-        label_ids = joint.decide(word_rows[:len(decided)], words[:len(decided)], prev=self.prev,
-                                 opens=self.done == 0 and p.closes_streams,
-                                 next_row=word_rows[-1] if held else None, next_word=words[-1] if held else None)
-        if not joint.active:  # each input word's label from its pieces' (the mark of the last, the case of the first)
-            label_ids = [word_label(ids[i], ids[j - 1], inv) for i, j in decided]
+        k = len(decided)
+        label_ids = p.decide(word_rows[:k], words[:k], best=best[:k], prev=self.prev, first=self.done == 0,
+                             last=ended, next_row=word_rows[-1] if held else None,
+                             next_word=words[-1] if held else None)
         out: list[Committed] = []
-        for (i, j), k in zip(decided, label_ids):
-            w, label = self.written[i - self.base], inv.labels[k]
+        for (i, j), lab in zip(decided, label_ids):
+            w, label = self.written[i - self.base], inv.labels[lab]
             assert w is not None
-            if i == 0 and p.closes_streams:  # the stream's start begins a sentence
-                label = opening_label(label, inv)
-            if ended and j == upto and p.closes_streams:  # the stream's end ends a sentence
-                label = closing_label(label, rows[j - 1], inv)
-            self.prev = inv.index(label)
+            self.prev = lab
             self.render.input_cased = self.cased[i - self.base]
             out.append(("".join(self.words[i - self.base:j - self.base]), label, self.render.show(w, label)))
         self.done = decided[-1][1]
@@ -234,3 +232,20 @@ def stream_lines(stream: PunctStream, lines: Iterable[str], input_format: str | 
         yield rest
     if failed is not None:
         raise failed
+
+
+def punctuate_stream(engine: Engine, src: str, input_format: str | None = None, encoding: str | None = None,
+                     lookahead: str | None = None, flush_on_final: bool = False,
+                     casing: Casing | None = None) -> int:
+    """`punctkit punctuate --stream`: `src`'s lines (`-`: standard input) as they come (decoded as every
+    input is: files.decode_lines; a FIFO too), each output line written to standard output and flushed
+    when written; returns the words streamed."""
+    state = PunctStream(engine, parse_lookahead(lookahead), casing)
+    with contextlib.ExitStack() as stack:
+        lines = (stdin_lines(encoding) if src == "-" else
+                 decode_lines(stack.enter_context(open(src, "rb")), src, encoding))
+        source = "standard input" if src == "-" else src
+        for line in stream_lines(state, (text for _, text in lines), input_format, flush_on_final, source):
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+    return state.committed

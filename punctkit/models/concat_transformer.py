@@ -15,10 +15,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from punctkit.files import PunctkitError
 from punctkit.models.base import Batch, gather_words
 from punctkit.models.registry import register
 from punctkit.models.transformer import TransformerSeq2Seq
-from punctkit.files import PunctkitError
 from punctkit.nn.rnn import run_masked
 from punctkit.nn.transformer import PositionalEncoding
 

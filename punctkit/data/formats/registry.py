@@ -23,8 +23,8 @@ A new format is one module (or a few functions in one) and one entry in `REGISTR
 """
 from __future__ import annotations
 
-from collections import Counter
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, TextIO
@@ -32,11 +32,28 @@ from typing import Callable, Iterable, Iterator, TextIO
 from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.formats import asr, labelled, nlp, recognizers, subtitles, text
 from punctkit.data.formats.base import (
-    AsrUtterance, OutputOptions, Punctuated, Report, Source, TextInput, Utterance, as_source, chosen_prob, source_name,
+    AsrUtterance,
+    OutputOptions,
+    Punctuated,
+    Report,
+    Source,
+    TextInput,
+    Utterance,
+    as_source,
+    chosen_prob,
+    source_name,
 )
-from punctkit.data.labels import O, LabelSet, Substitution, default_substitution, get_inventory, inventory_for
+from punctkit.data.labels import LabelSet, O, Substitution, default_substitution, get_inventory, inventory_for
 from punctkit.files import (
-    PunctkitError, check_not_input, check_output_file, is_stream, peek_input, sample_lines, text_codec, where, write_lines,
+    PunctkitError,
+    check_not_input,
+    check_output_file,
+    codec_of,
+    is_stream,
+    peek_input,
+    sample_lines,
+    where,
+    write_lines,
 )
 
 # corpus reader: (path, inventory or None, rules, report, lowercase, lines, encoding) -> utterances, inventory
@@ -286,11 +303,11 @@ def input_head(path: Source, encoding: str | None = None) -> tuple[str, bool]:
     else:
         with open(path, "rb") as f:
             data = f.read(min(1 << 16, JSON_HEAD))
-            codec, skip = text_codec(data, encoding)
+            codec, skip = codec_of(data, encoding)
             if data[skip:].decode(codec, "replace").lstrip().startswith(("{", "[")):  # only JSON is read on
                 data += f.read(max(0, JSON_HEAD - len(data)))
             complete = not f.read(1)
-    codec, skip = text_codec(data, encoding)
+    codec, skip = codec_of(data, encoding)
     return data[skip:].decode(codec, "replace"), complete
 
 

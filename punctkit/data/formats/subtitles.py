@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from punctkit.data.formats.base import OutputOptions, Punctuated, Source, chosen_prob, given_words, label_probs
-from punctkit.data.labels import O, SENTENCE_END, case_class, mark_of
+from punctkit.data.labels import SENTENCE_END, O, case_class, mark_of
 from punctkit.files import PunctkitError, where
 
 

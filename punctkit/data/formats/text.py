@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from punctkit.data.formats.base import (
-    AsrUtterance, Report, Source, TextInput, Utterance, as_source, input_lines, source_name, split_text,
+    AsrUtterance,
+    Report,
+    Source,
+    TextInput,
+    Utterance,
+    as_source,
+    input_lines,
+    source_name,
+    split_text,
 )
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import join_marked, label_tokens, read_passage, split_contraction, split_words, tokens

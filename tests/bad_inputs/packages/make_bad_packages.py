@@ -68,7 +68,6 @@ def patch_sizes(path: Path, member: str, file_size: int | None = None, compress_
 
 def external_data_graph() -> bytes:
     """An ONNX graph whose weight is to be read from a file outside the package (/etc/hostname)."""
-    import onnx
     from onnx import TensorProto, helper
 
     w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1], data_location=TensorProto.EXTERNAL)

@@ -17,9 +17,9 @@ sys.path.insert(0, str(HERE.parents[1]))  # tests/
 
 from legacy_util import prepare_data, write_corpus  # noqa: E402
 from punct_util import tiny_conf  # noqa: E402
-from punctkit.punctuator import Punctuator  # noqa: E402
-from punctkit.packing import pack  # noqa: E402
+from punctkit import Punctuator  # noqa: E402
 from punctkit.fit import train  # noqa: E402
+from punctkit.packing import pack  # noqa: E402
 
 TAGGER = {"type": "transformer_tagger", "n_layers": 1, "d_model": 16, "n_heads": 2, "d_ff": 32}
 

@@ -1,0 +1,82 @@
+"""One labelling call (infer/engine.py, `Engine.label`): `punctkit decode`, `punctuate`, `serve` and offline
+`--stream` give the same labels to the same words, with the shipped model (`Punctuator.load("fast")`)."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from punctkit import Punctuator
+from punctkit.data.formats import read
+from punctkit.data.labels import SENTENCE_END, mark_of
+from punctkit.infer.stream import PunctStream, stream_lines
+
+LINES = [
+    "so i want to tell you about a trip i took to new york last year with my friend john",
+    "we landed at the airport on a monday and the city was loud and cold and beautiful",
+    "do you know what surprised me most it was not the buildings it was the people",
+    "everyone was in a hurry but when we asked for directions they stopped and helped us",
+    "my friend said this is the best city in the world and i think he was right",
+    "what would you do if you had one week there would you go to the museums or the parks",
+    "we did both and on the last day we walked across the bridge at night",
+]
+
+
+@pytest.fixture(scope="module")
+def fast():
+    return Punctuator.load("fast", threads=1)
+
+
+@pytest.fixture(scope="module")
+def offline(fast, tmp_path_factory):
+    """`punctuate` on the lines as a plain-text file: one stream, one label per word."""
+    from punctkit.punctuator import punctuate_file
+
+    d = tmp_path_factory.mktemp("eq")
+    (d / "words.txt").write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
+    punctuate_file(fast, d / "words.txt", d / "hyp.twocol", fmt="twocol")
+    got, _ = read(d / "hyp.twocol")
+    labels = [lab for u in got for lab in u.labels]
+    assert len(labels) == sum(len(line.split()) for line in LINES)
+    assert sum(mark_of(lab) in SENTENCE_END for lab in labels) >= 3  # not trivial: the model punctuates
+    return d, labels
+
+
+def test_decode_equals_punctuate(offline, tmp_path):
+    """`punctkit decode -m fast` on a data directory of the lines (one speaker: one stream)."""
+    from punctkit.decode_data import decode_dir
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "text").write_text("".join(f"utt{k:02d} {line}\n" for k, line in enumerate(LINES)), encoding="utf-8")
+    (data / "utt2spk").write_text("".join(f"utt{k:02d} talk\n" for k in range(len(LINES))), encoding="utf-8")
+    decode_dir("fast", data, tmp_path / "dec.twocol", fmt="twocol", threads=1)
+    dec, _ = read(tmp_path / "dec.twocol")
+    assert [lab for u in dec for lab in u.labels] == offline[1]
+
+
+def test_serve_equals_punctuate(fast, offline):
+    """What `serve` runs for a POST /punctuate of the same text (in process: read, batch, write)."""
+    pytest.importorskip("aiohttp")
+    from punctkit import serve
+
+    body = "".join(line + "\n" for line in LINES).encode()
+    parsed = serve.parse_body(fast, body)
+    done, = serve.label_batch(fast, [serve.Request(parsed)])
+    assert [lab for d in done for lab in d.labels] == offline[1]
+    text = serve.render(fast, parsed, done, serve.output_format("twocol", parsed))
+    d = offline[0]
+    assert text == (d / "hyp.twocol").read_text(encoding="utf-8")  # and through punctuate's own writer
+
+
+def test_offline_stream_equals_punctuate(fast, offline):
+    """`punctuate --stream` with unlimited look-ahead (the default), a line at a time."""
+    state = PunctStream(fast, None, fast.casing())
+    committed = []
+    for line in LINES:
+        committed += state.feed(line)
+    committed += state.finish()
+    assert [lab for _, lab, _ in committed] == offline[1]
+    # the line protocol of --stream shows the words as punctuate's readable output does
+    shown = " ".join(stream_lines(PunctStream(fast, None), io.StringIO("".join(line + "\n" for line in LINES))))
+    assert shown.split() == fast.punctuate("\n".join(LINES)).split()
