@@ -187,3 +187,21 @@ def test_the_joint_decision_halves_capitals_inside_sentences_on_test2011(fast, w
     argmax = words_labels(plain, words)
     assert contradictions(words, argmax) > 0  # the model alone contradicts itself
     assert caps_inside(joint) == 0 and caps_inside(argmax) > 0
+
+
+def test_a_malformed_case_prior_is_one_line(tmp_path):
+    from punctkit.files import PunctkitError
+
+    good = tmp_path / "case_prior.txt"
+    good.write_text("thanks\t1\t100\njane\t50\t50\n")
+    assert CasePrior.read(good).capital_share("Thanks") == 0.01
+    for bad, why in (("thanks\t1\n", "case_prior.txt:1: expected"), ("x\ty\tz\n", "case_prior.txt:1: expected"),
+                     ("a\t1\t2\nb\t0\t0\textra\n", "case_prior.txt:2: expected")):
+        good.write_text(bad)
+        with pytest.raises(PunctkitError, match=why):
+            CasePrior.read(good)
+    with pytest.raises(PunctkitError, match=r"prior:1: expected"):  # the strict reader of other sources
+        CasePrior.parse(["thanks\t101\t100"], "prior")
+    good.write_bytes(b"caf\xe9\t1\t2\n")
+    with pytest.raises(PunctkitError, match="not UTF-8"):
+        CasePrior.read(good)

@@ -14,6 +14,7 @@ left out: for them the model decides alone.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from punctkit.data.labels import SENTENCE_END, case_of, mark_of
@@ -66,15 +67,36 @@ class CasePrior:
         """Read `word<TAB>capitalised<TAB>inside` lines; a malformed line is a one-line error naming it."""
         counts: dict[str, tuple[int, int]] = {}
         for i, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) != 3 or not parts[0] or not parts[1].isdigit() or not parts[2].isdigit() \
-                    or not 0 <= int(parts[1]) <= int(parts[2]) or int(parts[2]) == 0:
+            parts = line.rstrip("\r").split("\t")
+            if len(parts) == 3 and parts[0]:
+                try:
+                    caps, inside = int(parts[1]), int(parts[2])
+                except ValueError:
+                    caps, inside = -1, 0
+                if 0 <= caps <= inside and inside > 0:
+                    counts[parts[0]] = (caps, inside)
+                    continue
+            if line.strip():
                 raise PunctkitError(f"{where}:{i}: expected 'word<TAB>capitalised<TAB>inside' "
-                                    f"(two counts, the first at most the second)")
-            counts[parts[0]] = (int(parts[1]), int(parts[2]))
+                                    f"(two counts, the first at most the second, the second above 0)")
         return cls(counts)
+
+    @classmethod
+    def read(cls, path: "str | Path") -> "CasePrior":
+        """The prior saved in a file (UTF-8; a frontend's, whose size its package bounds)."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise PunctkitError(f"{path}: not UTF-8 text (byte {e.start}); a case prior is `word<TAB>n<TAB>n` lines") from None
+        toks = text.split()  # the fast path (a model's start-up): `word TAB n TAB n` lines, nothing else
+        if len(toks) % 3 == 0 and text.count("\t") == 2 * (len(toks) // 3) == 2 * text.count("\n"):
+            try:  # (counts out of order only weigh a word more or less)
+                caps, inside = list(map(int, toks[1::3])), [max(int(n), 1) for n in toks[2::3]]
+                if min(caps, default=0) >= 0:
+                    return cls(dict(zip(toks[0::3], zip(caps, inside))))
+            except ValueError:
+                pass
+        return cls.parse(text.split("\n"), str(path))  # names the first bad line
 
 
 def case_prior(dd: "DataDir", min_count: int = 2) -> CasePrior:

@@ -199,7 +199,7 @@ def load_frontend(in_dir: str | Path) -> Frontend:
         fe.case_lexicon = CaseLexicon.parse((line for _, line in iter_lines(d / CaseLexicon.FILE)),
                                             str(d / CaseLexicon.FILE))
     if (d / CasePrior.FILE).is_file():
-        fe.case_prior = CasePrior.parse((line for _, line in iter_lines(d / CasePrior.FILE)), str(d / CasePrior.FILE))
+        fe.case_prior = CasePrior.read(d / CasePrior.FILE)
     return fe
 
 
