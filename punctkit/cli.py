@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -17,8 +17,14 @@ from punctkit.cli_errors import run_cli
 from punctkit.data.formats import FORMATS, READ_FORMATS, names
 from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import INVENTORIES
-from punctkit.files import PunctkitError
+from punctkit.files import PunctkitError, shown
 from punctkit.pretrained import default_model
+
+
+def _echo(message: object = "", err: bool = False, **kwargs: Any) -> None:
+    """`typer.echo`; a message on standard error has its control characters escaped (`files.shown`: it
+    may quote a file name or input), what goes to standard output (results, data) is written as it is."""
+    typer.echo(shown(message) if err else message, err=err, **kwargs)
 
 app = typer.Typer(
     add_completion=False,
@@ -32,7 +38,7 @@ def _version(value: bool) -> None:
     if value:
         from punctkit import __version__
 
-        typer.echo(f"punctkit {__version__}")
+        _echo(f"punctkit {__version__}")
         raise typer.Exit()
 
 
@@ -115,7 +121,7 @@ def convert(
     from punctkit.data.formats import convert as do_convert
 
     n, w = do_convert(src, dst, from_fmt, to_fmt, inventory, overwrite=overwrite, encoding=encoding)
-    typer.echo(f"convert: {n} utterances, {w} words -> {dst}", err=True)
+    _echo(f"convert: {n} utterances, {w} words -> {dst}", err=True)
 
 
 @app.command()
@@ -158,7 +164,7 @@ def prepare(
     report = do_prepare(inputs or [], out, fmt=fmt, inventory=inventory, rules=rules, lowercase=lowercase,
                         rechunk_spec=rechunk, block_len=block_len, seed=seed, strict=strict, name=name, lines=lines,
                         overwrite=overwrite, encoding=encoding, text_opts=opts, file_list=file_list)
-    typer.echo("\n".join([f"prepare: {out}"] + report.lines()))
+    _echo("\n".join([f"prepare: {out}"] + report.lines()))
 
 
 @app.command()
@@ -167,7 +173,7 @@ def stats(data: Path = typer.Argument(..., help="data directory or labelled file
     """Print the label distribution (words, sentences, % per class)."""
     from punctkit.data.prepare import stats_table
 
-    typer.echo(stats_table(data, encoding))
+    _echo(stats_table(data, encoding))
 
 
 # ------------------------------------------------------------------ scoring
@@ -200,7 +206,7 @@ def score(
                          encoding=encoding)
     if out is not None:
         write_score(result, out)
-    typer.echo(to_json(result) if json_out else format_report(result).rstrip("\n"))
+    _echo(to_json(result) if json_out else format_report(result).rstrip("\n"))
 
 @app.command()
 def results(
@@ -213,7 +219,7 @@ def results(
     from punctkit.report import collect, markdown, markdown_by_seed
 
     rows = collect(list(exps), sets)
-    typer.echo((markdown_by_seed(rows) if seeds else markdown(rows)).rstrip("\n"))
+    _echo((markdown_by_seed(rows) if seeds else markdown(rows)).rstrip("\n"))
 
 # ------------------------------------------------------------------ text inputs and training
 
@@ -229,7 +235,7 @@ def prepare_inputs_cmd(
     from punctkit.config import load_config
     from punctkit.train.inputs import prepare_inputs
 
-    prepare_inputs(load_config(config, set_ or []), train_dir, out, log=lambda m: typer.echo(m, err=True),
+    prepare_inputs(load_config(config, set_ or []), train_dir, out, log=lambda m: _echo(m, err=True),
                    overwrite=overwrite)
 
 
@@ -253,7 +259,7 @@ def train(
 
     st = do_train(config, train_dir, valid_dir, exp, ngpu, resume, set_ or [], inputs, nproc=nproc, force=force)
     best = f"{st.best_score:.2f}" if st.best_score is not None else "-"
-    typer.echo(f"train: {st.epoch} epochs, best dev F1 {best} (epoch {st.best_epoch}) -> {exp}")
+    _echo(f"train: {st.epoch} epochs, best dev F1 {best} (epoch {st.best_epoch}) -> {exp}")
 
 
 @app.command()
@@ -296,7 +302,7 @@ def decode(
 
     decode_dir(model_dirs if len(model_dirs) > 1 else model_dirs[0], data_dir, out, fmt=fmt, beam=beam, nbest=nbest,
                batch_size=batch_size, checkpoint=checkpoint, ngpu=ngpu, window=window, step=step,
-               log=lambda m: typer.echo(m, err=True), overwrite=overwrite, config=config, probs=probs,
+               log=lambda m: _echo(m, err=True), overwrite=overwrite, config=config, probs=probs,
                weights=weights, stream_end=stream_end, threads=threads)  # logs its summary
 
 
@@ -315,7 +321,7 @@ def average_checkpoints_cmd(
     if out is not None:  # a file the user names (EXP/model.avg.pt is the experiment's own)
         check_output_file(out, checkpoints or [], overwrite=overwrite)
     paths = average_named(exp, n, out, checkpoints or None)
-    typer.echo(f"average-checkpoints: {len(paths)} checkpoints -> {out or exp / 'model.avg.pt'}", err=True)
+    _echo(f"average-checkpoints: {len(paths)} checkpoints -> {out or exp / 'model.avg.pt'}", err=True)
 
 
 bpe_app = typer.Typer(help="Sub-word models: subword-nmt BPE or sentencepiece (bpe/unigram).", no_args_is_help=True)
@@ -339,7 +345,7 @@ def bpe_train(
     opts = {"subword_nmt": {"merges": merges}, "sentencepiece": {"vocab_size": vocab_size, "model_type": model_type}}
     sents = [u.words for u in read_data_dir(data_dir, need_labels=False).utterances]
     fe = train_frontend({"kind": kind, **opts[kind]}, sents, out, overwrite=overwrite)
-    typer.echo(f"bpe train: {kind}, {fe.vocab_size} tokens -> {out}", err=True)
+    _echo(f"bpe train: {kind}, {fe.vocab_size} tokens -> {out}", err=True)
 
 
 @bpe_app.command("apply")
@@ -359,7 +365,7 @@ def bpe_apply(
     lines = piece_lines(load_frontend(model), src)
     if out is None:
         for ln in lines:
-            typer.echo(ln)
+            _echo(ln)
         return
     with atomic_write(out) as f:
         f.writelines(ln + "\n" for ln in lines)
@@ -386,7 +392,7 @@ def w2v_train(
 
     sents = [u.words for u in read_data_dir(data_dir, need_labels=False).utterances]
     n = train_word2vec(sents, out, dim, window, epochs, min_count, seed, workers)
-    typer.echo(f"w2v-train: {n} words, dim {dim} -> {out}", err=True)
+    _echo(f"w2v-train: {n} words, dim {dim} -> {out}", err=True)
 
 @app.command("s2v-train")
 def s2v_train(
@@ -412,9 +418,9 @@ def s2v_train(
         if p.exists() and not overwrite:
             raise PunctkitError(f"{p}: exists; use --overwrite to replace it")
     opts = S2vOptions(dim, hidden, window, epochs, batch_size, lr, max_frames, seed, threads)
-    res = train_speech2vec(data, out, opts, echo=lambda s: typer.echo(s, err=True))
+    res = train_speech2vec(data, out, opts, echo=lambda s: _echo(s, err=True))
     write_log(log, res.log)
-    typer.echo(f"s2v-train: {res.types} words, dim {dim}, final loss {res.losses[-1]:.4f} -> {out} (log {log})",
+    _echo(f"s2v-train: {res.types} words, dim {dim}, final loss {res.losses[-1]:.4f} -> {out} (log {log})",
                err=True)
 
 # ------------------------------------------------------------------ data directories and cluster
@@ -430,7 +436,7 @@ def split_data(
     from punctkit.data.datadir import split_data_dir
 
     parts = split_data_dir(data, n, per_spk, overwrite=overwrite)
-    typer.echo(f"split-data: {data} -> {parts[0].parent}/{{1..{n}}}", err=True)
+    _echo(f"split-data: {data} -> {parts[0].parent}/{{1..{n}}}", err=True)
 
 
 @app.command("combine-data")
@@ -443,8 +449,8 @@ def combine_data(
     from punctkit.data.datadir import combine_data_dirs
 
     for w in combine_data_dirs(out, dirs, overwrite=overwrite):
-        typer.echo(f"combine-data: warning: {w}", err=True)
-    typer.echo(f"combine-data: {len(dirs)} directories -> {out}", err=True)
+        _echo(f"combine-data: warning: {w}", err=True)
+    _echo(f"combine-data: {len(dirs)} directories -> {out}", err=True)
 
 # ------------------------------------------------------------------ audio
 
@@ -455,10 +461,10 @@ def validate_data_dir_cmd(data: Path = typer.Argument(..., help="data directory"
 
     problems = validate_data_dir(data)
     for p in problems:
-        typer.echo(p)
+        _echo(p)
     if problems:
         raise PunctkitError(f"{data}: {len(problems)} problem(s)")
-    typer.echo(f"validate-data-dir: {data} is valid", err=True)
+    _echo(f"validate-data-dir: {data} is valid", err=True)
 
 
 # the options of a command split into NJ parts (run as Kaldi jobs, then merged)
@@ -497,9 +503,9 @@ def extract_feats_cmd(
     s = extract_feats(data, featdir, fbank_conf, pitch_conf, kind=kind, nj=nj, job=job, subsample=subsample,
                       skip_bad=skip_bad, merge_only=merge, overwrite=overwrite)
     if merge:
-        typer.echo(f"extract-feats: merged {s.utterances} utterances into {data / 'feats.scp'}", err=True)
+        _echo(f"extract-feats: merged {s.utterances} utterances into {data / 'feats.scp'}", err=True)
         return
-    typer.echo(f"extract-feats: {s.utterances} utterances, {s.frames} frames, {s.seconds / 3600:.3f} h"
+    _echo(f"extract-feats: {s.utterances} utterances, {s.frames} frames, {s.seconds / 3600:.3f} h"
                f"{f', {len(s.bad)} skipped (see {featdir}/log)' if s.bad else ''}", err=True)
 
 
@@ -512,7 +518,7 @@ def compute_cmvn_cmd(
     from punctkit.feats.cmvn import compute_cmvn
 
     n = compute_cmvn(data, per_spk)
-    typer.echo(f"compute-cmvn: {n} {'speakers' if per_spk else 'global'} stats -> {data / 'cmvn.scp'}", err=True)
+    _echo(f"compute-cmvn: {n} {'speakers' if per_spk else 'global'} stats -> {data / 'cmvn.scp'}", err=True)
 
 
 @app.command()
@@ -546,7 +552,7 @@ def synthesize(
     prosody = Prosody(parse_mark_prob(mark_prob), hesitation_rate)
     n, sec = synthesize_data_dir(src, out, wav_dir, seed, nj, tuple(voices.split(",")), rate_list,
                                  overwrite=overwrite, prosody=prosody, engine=engine)
-    typer.echo(f"synthesize: {n} utterances, {sec / 3600:.3f} h -> {out}", err=True)
+    _echo(f"synthesize: {n} utterances, {sec / 3600:.3f} h -> {out}", err=True)
 
 
 @app.command()
@@ -564,7 +570,7 @@ def align(
 
     check_part(job, nj)
     s = align_data_dir(data, ctm, nj, job, merge, skip_bad, overwrite)
-    typer.echo(s.line(), err=True)
+    _echo(s.line(), err=True)
 
 
 @app.command()
@@ -582,7 +588,7 @@ def recognize(
 
     check_part(job, nj)
     s = recognize_data_dir(data, out, nj, job, merge, skip_bad, overwrite)
-    typer.echo(s.line(), err=True)
+    _echo(s.line(), err=True)
 
 
 # ------------------------------------------------------------------ packed models
@@ -618,7 +624,7 @@ def pack(
         card = pack_ensemble(exp_dirs, out, weights, checkpoint=checkpoint, card_results=card_results or [],
                              onnx=onnx, int8=int8)["card"]
         shown = ", ".join(f"{m['exp']} {w:.2f}" for m, w in zip(card["members"], card["weights"]))
-        typer.echo(f"pack: ensemble of {len(exp_dirs)} ({card['inventory']}; {shown}) -> {out}", err=True)
+        _echo(f"pack: ensemble of {len(exp_dirs)} ({card['inventory']}; {shown}) -> {out}", err=True)
         return
     if weights:
         raise PunctkitError("--weights is for an ensemble: give several EXP_DIRS (or --ensemble)")
@@ -630,7 +636,7 @@ def pack(
         notes[key.strip()] = text.strip()
     card = do_pack(exp_dirs[0], out, checkpoint, card_results or [], train_data, onnx, int8,
                    onnx_only=onnx_only, notes=notes)["card"]
-    typer.echo(f"pack: {exp_dirs[0]} ({card['model']}, {card['inventory']}, {card['checkpoint']}) -> {out}", err=True)
+    _echo(f"pack: {exp_dirs[0]} ({card['model']}, {card['inventory']}, {card['checkpoint']}) -> {out}", err=True)
 
 
 @app.command()
@@ -642,14 +648,14 @@ def models() -> None:
     for name in SHIPPED:
         path = shipped_path(name)
         card = read_package(path).manifest.get("card", {})
-        typer.echo(f"{name}{' (default)' if name == next(iter(SHIPPED)) else ''}: {path.name}, "
+        _echo(f"{name}{' (default)' if name == next(iter(SHIPPED)) else ''}: {path.name}, "
                    f"{path.stat().st_size / 1e6:.1f} MB, {card.get('model', '?')} ({card.get('inventory', '?')})")
         for key in ("training_data", "licence", "speed", "rebuild"):
             if card.get(key):
-                typer.echo(f"  {key.replace('_', ' ')}: {card[key]}")
+                _echo(f"  {key.replace('_', ' ')}: {card[key]}")
         for test, r in sorted((card.get("results") or {}).items()):
             case = f", exact-form case F1 {r['case_f1']:.1f}" if isinstance(r.get("case_f1"), (int, float)) else ""
-            typer.echo(f"  {test.replace('decode_', '')}: punctuation F1 {r.get('f1', 0):.1f}{case}")
+            _echo(f"  {test.replace('decode_', '')}: punctuation F1 {r.get('f1', 0):.1f}{case}")
 
 
 @app.command()
@@ -726,13 +732,13 @@ def punctuate(
         from punctkit.infer.stream import punctuate_stream
 
         n = punctuate_stream(punct, src, input_format, encoding, lookahead, flush_on_final, casing)
-        typer.echo(f"punctuate: {n} words streamed", err=True)
+        _echo(f"punctuate: {n} words streamed", err=True)
         return
     stats = punctuate_file(punct, src, out, input_format=input_format, fmt=fmt, keep_input_marks=keep_input_marks,
                            casing=casing,
                            overwrite=overwrite, encoding=encoding, probs=probs, max_cue_seconds=max_cue_seconds,
                            max_line_chars=max_line_chars, max_cue_lines=max_cue_lines)
-    typer.echo(f"punctuate: {stats.summary()}", err=True)
+    _echo(f"punctuate: {stats.summary()}", err=True)
 
 
 @app.command()

@@ -369,3 +369,17 @@ def test_a_json_document_without_end_is_one_line_in_bounded_memory(tmp_path, mon
 
     with pytest.raises(PunctkitError, match=r"w.json:\d+: a JSON document \(Whisper, Vosk\) longer than"):
         recognizers.read_json_text(big, None)
+
+
+def test_progress_and_warnings_on_stderr_escape_what_they_quote(tmp_path):
+    """Every message on standard error escapes the control characters of what it quotes, not only errors."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "x.txt"
+    src.write_text("hi there.\n")
+    out = tmp_path / "d\x1b[31mX.txt"
+    r = subprocess.run([sys.executable, "-m", "punctkit.cli", "convert", str(src), str(out), "--to", "text"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stderr and "\\x1b[31mX" in r.stderr
