@@ -3,7 +3,7 @@ that cannot show the words, and terminal control characters in messages.
 
 Each case runs the command as a user does, in a subprocess: a closed descriptor is closed in the child
 before it starts (as `>&-` does), FIFOs are made with os.mkfifo, /dev/zero runs under a time limit and
-an address-space limit (its peak RSS read back with wait4), Latin-1 comes from PYTHONIOENCODING.
+an address-space limit (its peak RSS read from /proc: VmHWM), Latin-1 comes from PYTHONIOENCODING.
 """
 from __future__ import annotations
 
@@ -159,14 +159,34 @@ def run_bounded(args: list[str], stdin) -> tuple[subprocess.CompletedProcess, fl
                          stderr=subprocess.PIPE, text=True, env=env(), preexec_fn=pre)
     timer = threading.Timer(30, p.kill)
     timer.start()
+    peak = [0]
+    done = threading.Event()
+
+    def watch() -> None:
+        # the child's own high-water mark (VmHWM: its memory since exec), read until it exits; wait4's
+        # ru_maxrss would include the peak of this pytest process, which a forked child inherits
+        while not done.is_set():
+            try:
+                for line in open(f"/proc/{p.pid}/status"):
+                    if line.startswith("VmHWM:"):
+                        peak[0] = max(peak[0], int(line.split()[1]) * 1024)
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     try:
         err = p.stderr.read()  # type: ignore[union-attr]
+        done.set()
+        watcher.join()
         _, status, usage = os.wait4(p.pid, 0)
     finally:
+        done.set()
         timer.cancel()
         p.stderr.close()  # type: ignore[union-attr]
     p.returncode = os.waitstatus_to_exitcode(status)
-    return subprocess.CompletedProcess(args, p.returncode, "", err), time.time() - t0, usage.ru_maxrss * 1024
+    return subprocess.CompletedProcess(args, p.returncode, "", err), time.time() - t0, peak[0] or usage.ru_maxrss * 1024
 
 
 @pytest.mark.parametrize("args", [["punctuate"], ["punctuate", "--stream"], ["punctuate", "--input-format", "text"],

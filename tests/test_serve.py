@@ -9,7 +9,6 @@ import dataclasses
 import io
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from punct_util import PK, tiny_conf, train_tiny
+from serve_util import Server, post, ws_replies
 
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
@@ -57,42 +57,6 @@ def punct(packed) -> Punctuator:
     return Punctuator.load(packed["pkt"], threads=1)
 
 
-class Server:
-    """`punctkit serve` as a child process on a free port (--port 0, read back from its log)."""
-
-    def __init__(self, pkt: Path, log: Path, *args: Any, tmp: Path | None = None):
-        self.log, self.tmp = log, tmp  # tmp: its TMPDIR
-        before = log.read_text() if log.exists() else ""
-        env = None if tmp is None else {**os.environ, "TMPDIR": str(tmp)}
-        self.proc = subprocess.Popen(PK + ["serve", "-m", str(pkt), "--port", "0", "--threads", "1",
-                                           "--log", str(log), *map(str, args)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            new = log.read_text()[len(before):] if log.exists() else ""
-            if "listening on http://" in new:
-                self.url = new.split("listening on ")[1].split()[0]
-                break
-            if self.proc.poll() is not None:
-                raise AssertionError(f"serve exited: {self.proc.communicate()[1]}")
-            time.sleep(0.05)
-        else:
-            self.stop()
-            raise AssertionError("serve did not start in 60 s")
-        assert get(self.url + "/health")[0] == 200
-
-    def stop(self) -> tuple[int, str]:
-        """SIGTERM, then the exit status and stderr."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = self.proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise
-        return self.proc.returncode, err
-
-
 @pytest.fixture(scope="module")
 def server(packed):
     (packed["dir"] / "tmp").mkdir()
@@ -105,16 +69,6 @@ def server(packed):
 def get(url: str) -> tuple[int, Any]:
     with urllib.request.urlopen(url, timeout=30) as r:
         return r.status, json.loads(r.read())
-
-
-def post(url: str, body: bytes, ctype: str = "text/plain") -> tuple[int, str, str]:
-    """(status, content type, body) of a POST; an HTTP error status is returned, not raised."""
-    req = urllib.request.Request(url, data=body, headers={"Content-Type": ctype}, method="POST")
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, r.headers.get_content_type(), r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers.get_content_type(), e.read().decode()
 
 
 def timed_jsonl(uttid: str, words: list[str], t0: float = 0.0) -> str:
@@ -400,24 +354,6 @@ def test_stream_websocket_equals_punctuate_stream(server, packed, punct):
     assert isinstance(got[1], dict) and "not JSON" in got[1]["error"]
     assert got[2] == ""  # look-ahead 0: the final committed every word, nothing is held at eof
     assert got[0] == " ".join(s for _, _, s in PunctStream(punct, 0).run([words[:10]]))
-
-
-def ws_replies(url: str, messages: list[str | bytes], query: str = "") -> tuple[list[Any], int | None]:
-    """Every reply of the /stream websocket to `messages` then `{"eof": true}` (text replies as strings,
-    JSON errors as dicts), read until the server closes, and the close code (1000: a normal close)."""
-    import aiohttp
-
-    async def run() -> tuple[list[Any], int | None]:
-        got: list[Any] = []
-        async with aiohttp.ClientSession() as http:
-            async with http.ws_connect(url.replace("http://", "ws://") + "/stream" + query) as ws:
-                for m in messages + [json.dumps({"eof": True})]:
-                    await (ws.send_bytes(m) if isinstance(m, bytes) else ws.send_str(m))
-                while (reply := await asyncio.wait_for(ws.receive(), 60)).type == aiohttp.WSMsgType.TEXT:
-                    got.append(json.loads(reply.data) if reply.data.startswith('{"error": ') else reply.data)
-                return got, ws.close_code
-
-    return asyncio.run(run())
 
 
 def test_stream_websocket_sends_the_words_held_then_the_error(server, packed, punct):

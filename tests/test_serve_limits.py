@@ -11,7 +11,6 @@ import asyncio
 import json
 import logging
 import re
-import signal
 import socket
 import subprocess
 import time
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 
 from punct_util import PK
+from serve_util import Server
 
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
@@ -44,54 +44,13 @@ ABSOLUTE = re.compile(r"(?<![\w.:/])/(home|tmp|Users|root|work)/|[A-Za-z]:\\")
 
 # ------------------------------------------------------------------ a server process
 
-class Server:
-    """`punctkit serve` as a child process on a free port of 127.0.0.1 (read back from its log)."""
-
-    def __init__(self, log: Path, *args: Any, pkt: Path = PKT):
-        self.log = log
-        self.proc = subprocess.Popen(PK + ["serve", "-m", str(pkt), "--port", "0", "--threads", "1",
-                                           "--log", str(log), *map(str, args)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            text = log.read_text() if log.exists() else ""
-            if "listening on http://" in text:
-                self.url = text.split("listening on ")[1].split()[0]
-                self.port = int(self.url.rsplit(":", 1)[1])
-                return
-            if self.proc.poll() is not None:
-                raise AssertionError(f"serve exited: {self.proc.communicate()[1]}")
-            time.sleep(0.05)
-        self.stop()
-        raise AssertionError("serve did not start in 60 s")
-
-    def stop(self) -> tuple[int, str]:
-        """SIGTERM, then the exit status and stderr (killed after 30 s)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = self.proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.communicate()
-            raise
-        return self.proc.returncode, err
-
-    def peak_rss_kb(self) -> int:
-        """The process's peak resident memory (VmHWM), in KiB."""
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-        raise AssertionError("no VmHWM")
-
-
 @pytest.fixture
 def server(tmp_path):
     """A server with its own log, stopped at the end of the test; its stderr must stay empty."""
     started: list[Server] = []
 
     def start(*args: Any, pkt: Path = PKT) -> Server:
-        s = Server(tmp_path / f"serve{len(started)}.log", *args, pkt=pkt)
+        s = Server(pkt, tmp_path / f"serve{len(started)}.log", *args)
         started.append(s)
         return s
 

@@ -62,7 +62,7 @@ def punct():
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
-    from test_serve import Server
+    from serve_util import Server
 
     s = Server(PKT, tmp_path_factory.mktemp("serve") / "serve.log", "--max-body", 100_000)
     yield s
@@ -134,7 +134,7 @@ QUERIES = st.sampled_from(["", "?format=jsonl", "?input_format=jsonl", "?input_f
 @given(body=BYTES | st.lists(JSON | HOSTILE, max_size=3).map(lambda vs: "\n".join(map(str, vs)).encode()),
        ctype=CTYPES, query=QUERIES)
 def test_any_body_is_answered_or_refused_in_one_json_line(server, body, ctype, query):
-    from test_serve import post
+    from serve_util import post
 
     status, out_type, out = post(server.url + "/punctuate" + query, body, ctype)
     assert status in (200, 400), (status, out)
@@ -152,7 +152,7 @@ def test_any_messages_on_the_websocket_are_answered_as_the_protocol_does(server,
     from punctkit.decode.lookahead import parse_lookahead
     from punctkit.infer.stream import LineProtocol, PunctStream
     from punctkit.serve import is_eof
-    from test_serve import ws_replies
+    from serve_util import ws_replies
 
     messages = [m for m in messages if not is_eof(m)]
     params = dict(q.split("=") for q in query[1:].split("&") if q)
