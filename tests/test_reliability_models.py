@@ -40,7 +40,13 @@ def run_measured(args: list, cwd: Path, env: dict | None = None, timeout: float 
     with open(out, "wb") as fo, open(err, "wb") as fe:
         p = subprocess.Popen([sys.executable, "-m", "punctkit.cli", *map(str, args)], stdout=fo, stderr=fe,
                              stdin=subprocess.DEVNULL, cwd=cwd, env=env or ENV)
-        while True:
+        peak = 0  # the child's own high-water mark (VmHWM, since its exec): wait4's ru_maxrss includes the
+        while True:  # peak of this pytest process, which a forked child inherits
+            try:
+                hwm = [ln for ln in open(f"/proc/{p.pid}/status") if ln.startswith("VmHWM:")]
+                peak = max([peak] + [int(ln.split()[1]) for ln in hwm])
+            except (OSError, ValueError):
+                pass
             pid, status, usage = os.wait4(p.pid, os.WNOHANG)
             if pid:
                 break
@@ -52,7 +58,7 @@ def run_measured(args: list, cwd: Path, env: dict | None = None, timeout: float 
         p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
     texts = out.read_text(errors="replace"), err.read_text(errors="replace")
     out.unlink(), err.unlink()
-    return p.returncode, texts[0], texts[1], usage.ru_maxrss, time.monotonic() - t0
+    return p.returncode, texts[0], texts[1], peak or usage.ru_maxrss, time.monotonic() - t0
 
 
 def one_error_line(stderr: str) -> str:
