@@ -54,6 +54,13 @@ def test_prepare_reads_a_call_as_one_stream_of_its_spoken_words(call, tmp_path):
     assert all(not lab.endswith("DOTS") for lab in utts[0].labels)
 
 
+def test_the_case_column_is_revs_class_of_the_token(call):
+    """Rev's own `case` column agrees with `rev_case` of its tokens (the README notes a few noisy rows)."""
+    got = [(rev_case(r[0]), r[6]) for r in rows(call) if not r[0].startswith("<")]
+    assert sum(a == b for a, b in got) >= 0.99 * len(got)
+    assert rev_case("I") == "CA" and rev_case("Good") == "UC" and rev_case("iPhone") == "MC" and rev_case("30%") == "N/A"
+
+
 def test_semicolons_and_exclamations_map_as_the_substitution_rules_say(tmp_path):
     f = tmp_path / "x.nlp"
     f.write_text("token|speaker|ts|endTs|punctuation|prepunctuation|case|tags|oldTs|oldEndTs|ali_comment\n"

@@ -234,15 +234,15 @@ def _time(src: Source, row: Row, col: str) -> float | None:
 
 
 def rev_case(token: str) -> str:
-    """Rev's case class of a token: N/A (no letters), LC, UC (first letter upper, no other), CA (all
-    upper, two letters or more), MC (any other mix)."""
+    """Rev's case class of a token: N/A (no letters), LC, CA (every letter upper: `I`, `A`, `NASA`),
+    UC (the first letter upper, no other), MC (any other mix)."""
     letters = [c for c in token if c.isalpha()]
     if not letters:
         return "N/A"
     if all(c.islower() for c in letters):
         return "LC"
     if all(c.isupper() for c in letters):
-        return "CA" if len(letters) > 1 else "UC"
+        return "CA"
     if letters[0].isupper() and all(c.islower() for c in letters[1:]):
         return "UC"
     return "MC"
