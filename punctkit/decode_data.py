@@ -24,7 +24,6 @@ from punctkit.data.utterance import Utterance
 from punctkit.decode.combine import check_inventories, parse_weights
 from punctkit.decode.decoder import split_utterances
 from punctkit.decode.options import OPTIONS_FILE, options_lines, read_decode_config, resolve, write_options
-from punctkit.decode.stream_end import close_ids
 from punctkit.expdir import read_model_config
 from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file
 from punctkit.infer.engine import Engine, Punctuator
@@ -105,17 +104,13 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     extra = audio_extra(data_dir) if any(m.needs_audio for m in members) else None
     utts, nbest_lines, rows = [], [], {}
     lexicon = engine.frontend.case_lexicon if inv.true_case else None
-    for s, (h, dist) in zip(units, engine.distributions(units, extra)):
-        best = engine.decide(dist, s.words, best=h[0][0])  # marks and case, the stream's ends (infer/engine.py)
-        for uttid, a, b in s.utt_spans():
-            labels = [inv.labels[i] for i in best[a:b]]
-            utts.append(Utterance(uttid, cased_words(s.words[a:b], labels, inv, lexicon), labels))
-            rows[uttid] = dist[a:b]
-        if nbest > 1:  # the other hypotheses are the search's, their ends closed by the same rule
-            h = [(best, h[0][1])] + [(close_ids(ids, dist, inv, closes=engine.closes_streams), score)
-                                     for ids, score in h[1:]]
-            nbest_lines += [f"{s.key} {r} {score:.4f} {' '.join(inv.labels[i] for i in ids)}"
-                            for r, (ids, score) in enumerate(h, 1)]
+    for done in engine.label(units, probs=probs, extra=extra, nbest=nbest):  # the one labelling call
+        u = done.utt
+        utts.append(Utterance(u.uttid, cased_words(u.words, done.labels, inv, lexicon), done.labels))
+        if probs:
+            rows[u.uttid] = done.rows
+        nbest_lines += [f"{u.uttid} {r} {score:.4f} {' '.join(inv.labels[i] for i in ids)}"
+                        for r, (ids, score) in enumerate(done.hyps or [], 1)]
     if opts.format == "datadir":
         files = {OPTIONS_FILE: options_lines(opts), **({"nbest": nbest_lines} if nbest > 1 else {})}
         if probs:  # sorted as write_data_dir sorts text and labels

@@ -80,3 +80,39 @@ def test_offline_stream_equals_punctuate(fast, offline):
     # the line protocol of --stream shows the words as punctuate's readable output does
     shown = " ".join(stream_lines(PunctStream(fast, None), io.StringIO("".join(line + "\n" for line in LINES))))
     assert shown.split() == fast.punctuate("\n".join(LINES)).split()
+
+
+def test_decode_stream_in_segments_equals_whole(fast, offline, tmp_path):
+    """`decode`'s units are a data directory's streams; one longer than `chunk_words` is labelled in
+    segments (bounded memory) with the labels of the whole stream, and each of its utterances comes back
+    whole, in order, with its words as the data directory has them."""
+    from punctkit.data.datadir import read_data_dir
+    from punctkit.data.streams import make_streams
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "text").write_text("".join(f"utt{k:02d} {line}\n" for k, line in enumerate(LINES)), encoding="utf-8")
+    (data / "utt2spk").write_text("".join(f"utt{k:02d} talk\n" for k in range(len(LINES))), encoding="utf-8")
+    streams = make_streams(read_data_dir(data, need_labels=False), fast.inventory)
+    assert len(streams) == 1 and len(streams[0].words) > 100
+    small = Punctuator.load("fast", threads=1, chunk_words=40)
+    whole = list(fast.label(streams))
+    parts = list(small.label(streams))
+    assert [d.utt.uttid for d in parts] == [f"utt{k:02d}" for k in range(len(LINES))]
+    assert [d.utt.words for d in parts] == [line.split() for line in LINES]
+    assert [lab for d in parts for lab in d.labels] == [lab for d in whole for lab in d.labels] == offline[1]
+
+
+def test_decode_nbest_first_is_the_decision(fast):
+    """n-best lists (decode --nbest) come from the same call: the first hypothesis is the decided
+    labels, and each hypothesis has one label per word, its stream's last word ending a sentence."""
+    from punctkit.decode.decoder import split_utterances
+    from punctkit.infer.engine import word_streams
+
+    streams = split_utterances(word_streams([line.split() for line in LINES[:3]]))
+    for done in fast.label(streams, nbest=3):
+        assert done.hyps is not None and 1 <= len(done.hyps) <= 3
+        assert [fast.inventory.labels[i] for i in done.hyps[0][0]] == done.labels
+        for ids, _ in done.hyps:
+            assert len(ids) == len(done.utt.words)
+            assert mark_of(fast.inventory.labels[ids[-1]]) in SENTENCE_END

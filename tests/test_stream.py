@@ -96,6 +96,19 @@ def _streams(lengths: list[int]) -> list[Stream]:
     return [Stream(f"s{k}", ["u"], [0], ["w"] * n, [0] * n) for k, n in enumerate(lengths)]
 
 
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(1, 2000), window=st.integers(2, 300), seed=st.integers(0, 50), epoch=st.integers(0, 5))
+def test_training_windows_cover_each_stream_once_within_half_to_one_and_a_half_windows(n, window, seed, epoch):
+    """A stream is cut into consecutive windows covering it once; each is shorter than 1.5 windows (a PLM's
+    `max_len` is sized by that), and at least half a window unless the stream is shorter than that."""
+    s = Stream("s", ["u"], [0], ["w"] * n, [0] * n)
+    wins = train_windows([s], window, seed, epoch)
+    assert wins[0].start == 0 and wins[-1].end == n
+    assert all(a.end == b.start for a, b in zip(wins, wins[1:]))
+    assert all(w.end - w.start < window + window // 2 or n <= window for w in wins)
+    assert all(w.end - w.start >= window // 2 for w in wins) or n < window + window // 2
+
+
 def test_time_delay_windows_cut_as_specified():
     streams = _streams([1234, 517, 40, 2000])
     plain = train_windows(streams, 100, seed=3, epoch=2)

@@ -32,6 +32,17 @@ def test_vocab_min_count_unk_and_save(tmp_path):
     (tmp_path / "bad.txt").write_text("a\nb\n")
     with pytest.raises(PunctkitError, match="must start with"):
         Vocab.load(tmp_path / "bad.txt")
+    # CRLF, a BOM and no final newline read as the same tokens; a line of two tokens is an error naming it
+    for name, data in (("crlf.txt", b"<pad>\r\n<unk>\r\na\r\nb\r\n"), ("bom.txt", b"\xef\xbb\xbf<pad>\n<unk>\na\nb\n"),
+                       ("open.txt", b"<pad>\n<unk>\na\nb")):
+        (tmp_path / name).write_bytes(data)
+        assert Vocab.load(tmp_path / name).tokens == v.tokens, name
+    (tmp_path / "two.txt").write_bytes(b"<pad>\n<unk>\na b\n")
+    with pytest.raises(PunctkitError, match=r"two.txt:3: expected one token per line"):
+        Vocab.load(tmp_path / "two.txt")
+    (tmp_path / "latin1.txt").write_bytes(b"<pad>\n<unk>\ncaf\xe9\n")
+    with pytest.raises(PunctkitError, match=r"latin1.txt.*3"):
+        Vocab.load(tmp_path / "latin1.txt")
 
 
 def _pieces_of_word(fe: Frontend, words: list[str]) -> list[list[str]]:

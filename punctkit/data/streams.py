@@ -136,6 +136,9 @@ def train_windows(streams: list[Stream], window: int, seed: int, epoch: int,
             spans[:2] = [(spans[0][0], spans[1][1])]
         if len(spans) > 1 and spans[-1][1] - spans[-1][0] < window // 2:
             spans[-2:] = [(spans[-2][0], spans[-1][1])]
+        a, b = spans[0]
+        if len(spans) == 1 and b - a >= window + window // 2 > 1:  # both ends merged into one middle piece
+            spans = [(a, (a + b) // 2), ((a + b) // 2, b)]
         if time_delay is not None:
             spans = [(a, time_delay.cut(a, b, cut_rng)) for a, b in spans]
         out += [Window(k, a, b) for a, b in spans]

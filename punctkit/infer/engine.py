@@ -42,7 +42,7 @@ from punctkit.decode.lookahead import Span, label_windows
 from punctkit.decode.model_words import ModelWords
 from punctkit.decode.options import DecodeOptions
 from punctkit.decode.stream_end import close_ids
-from punctkit.decode.windows import Predict, Predicted, decode_windows_rows
+from punctkit.decode.windows import Hyps, Predict, Predicted, decode_windows_rows
 from punctkit.files import PunctkitError
 from punctkit.infer.backends import TEXT_KEYS, decode_options, import_torch, pick_backend, torch_model
 from punctkit.infer.render import Casing, UnitRenderer
@@ -51,7 +51,7 @@ from punctkit.pretrained import default_model
 from punctkit.text.frontend import Frontend
 
 Forced = list[str | None]  # per word: the mark the input forces on it (--keep-input-marks), or None (predicted)
-Unit = AsrUtterance | Sequence[str] | Sequence[AsrUtterance]  # what `Engine.label` takes (see there)
+Unit = AsrUtterance | Sequence[str] | Sequence[AsrUtterance] | Stream  # what `Engine.label` takes (see there)
 
 
 @dataclass
@@ -63,6 +63,7 @@ class Labelled:
     labels: list[str]
     shown: list[str]
     rows: np.ndarray | None = None
+    hyps: Hyps | None = None  # with `nbest` > 1: the search's n-best label ids and scores, ends closed
 
 
 def as_unit(words: Sequence[str], forced: Forced | None = None, uttid: str = "s0") -> AsrUtterance:
@@ -150,20 +151,25 @@ class Engine(abc.ABC):
 
     # ------------------------------------------------------------------ labelling
     def label(self, units: Iterable[Unit], *, one_stream: bool = False, forced: bool = False,
-              casing: Casing | None = None, probs: bool = False) -> Iterator[Labelled]:
+              casing: Casing | None = None, probs: bool = False, extra: Extra | None = None,
+              nbest: int = 1) -> Iterator[Labelled]:
         """Each unit labelled, in order, in bounded memory: the one labelling call.
 
         `units`: utterances (`AsrUtterance`, or a list of words), each its own stream, starting and
         ending sentences; a list of utterances is lines of one stream (sentences and the input's case
-        run on across them). `one_stream`: all of `units` are lines of one stream (plain text, read as
-        it comes). `forced`: each utterance's own marks are kept (--keep-input-marks), the model
-        predicting the rest. `casing`: how the words are shown (`casing()`'s default). `probs`: each
-        `Labelled` has its words x labels distributions (also where a mark is forced)."""
+        run on across them); a data directory's `Stream` is the lines of its utterances (`punctkit
+        decode`). `one_stream`: all of `units` are lines of one stream (plain text, read as it comes).
+        `forced`: each utterance's own marks are kept (--keep-input-marks), the model predicting the
+        rest. `casing`: how the words are shown (`casing()`'s default). `probs`: each `Labelled` has its
+        words x labels distributions (also where a mark is forced). `extra`: the audio of the data
+        directory the `Stream`s come from (a stream with audio is read whole: its features are its
+        utterances'). `nbest` > 1: each unit's `Labelled` has the search's n-best (`hyps`; one line a
+        unit, the first its decided labels, the others' stream ends closed by the same rule)."""
         casing = casing if casing is not None else self.casing()
         if one_stream:
             yield from self._one_stream(iter(units), forced, casing, probs)
         else:
-            yield from self._batched(units, forced, casing, probs)
+            yield from self._batched(units, forced, casing, probs, extra, nbest)
 
     def label_window_spans(self, words: Sequence[str], base: int, wanted: Iterable[tuple[int, Span]],
                            cache: dict[Span, tuple[list[int], np.ndarray]]
@@ -179,6 +185,16 @@ class Engine(abc.ABC):
     def _best_rows(self, word_lists: list[list[str]]) -> list[tuple[list[int], np.ndarray]]:
         """The search's best label ids of each word of each stream and their distributions."""
         return [(h[0][0], rows) for h, rows in self.distributions(word_streams(word_lists))]
+
+    def _decided(self, stream: Stream, hyps: Hyps, rows: np.ndarray, forced: Forced | None,
+                 nbest: int) -> tuple[list[int], Hyps | None]:
+        """A whole stream's decided label ids, and its n-best (`nbest` > 1) with the decided ids
+        first and the others' ends closed as `decide` closes them."""
+        ids = self.decide(rows, stream.words, forced=forced, best=hyps[0][0])
+        if nbest <= 1:
+            return ids, None
+        return ids, [(ids, hyps[0][1])] + [(close_ids(h, rows, self.inventory, closes=self.closes_streams), score)
+                                           for h, score in hyps[1:]]
 
     def _segments(self, items: Iterable[tuple[str, str | None]]) -> Iterator[tuple[str, np.ndarray]]:
         """(label, distribution) of every word of one stream of (word, forced mark or None), in order,
@@ -218,44 +234,50 @@ class Engine(abc.ABC):
         n = len(self.inventory.labels)
         return [p[0] for p in pairs], np.array([p[1] for p in pairs], dtype=np.float64).reshape(len(pairs), n)
 
-    def _batched(self, units: Iterable[Unit], forced: bool, casing: Casing, probs: bool) -> Iterator[Labelled]:
-        """Independent streams (an utterance, or lines of one stream), batched across streams up to
-        about `chunk_words` words; a longer stream alone, in segments (`_segments`)."""
-        group: list[tuple[list[AsrUtterance], list[str], Forced | None]] = []
+    def _batched(self, units: Iterable[Unit], forced: bool, casing: Casing, probs: bool,
+                 extra: Extra | None = None, nbest: int = 1) -> Iterator[Labelled]:
+        """Independent streams (an utterance, lines of one stream, or a data directory's stream),
+        batched across streams up to about `chunk_words` words; a longer stream alone, in segments
+        (`_segments`), unless it has audio (`extra`) or n-best lists are asked for."""
+        group: list[tuple[list[AsrUtterance], Stream, Forced | None]] = []
         size = 0
 
-        def show(lines: list[AsrUtterance], labels: list[str], rows: np.ndarray) -> Iterator[Labelled]:
+        def show(lines: list[AsrUtterance], labels: list[str], rows: np.ndarray,
+                 hyps: Hyps | None = None) -> Iterator[Labelled]:
             render = UnitRenderer(casing, len(lines) > 1, forced)  # lines of one stream: sentences run on
             k = 0
             for u in lines:
                 mine, r = labels[k:k + len(u.words)], rows[k:k + len(u.words)]
                 k += len(u.words)
-                yield Labelled(u, mine, render.show(u, mine), r if probs else None)
+                yield Labelled(u, mine, render.show(u, mine), r if probs else None, hyps)
 
         def flush() -> Iterator[Labelled]:
             nonlocal size
-            todo = [words for _, words, _ in group if words]
-            done = iter(self._best_rows(todo)) if todo else iter(())
-            for lines, words, fx in group:
+            todo = [stream for _, stream, _ in group if stream.words]
+            done = iter(self.distributions(todo, extra)) if todo else iter(())
+            for lines, stream, fx in group:
                 rows = np.zeros((0, len(self.inventory.labels)))
                 labels: list[str] = []
-                if words:
-                    best, rows = next(done)
-                    labels = [self.inventory.labels[i] for i in self.decide(rows, words, forced=fx, best=best)]
-                yield from show(lines, labels, rows)
+                hyps = None
+                if stream.words:
+                    h, rows = next(done)
+                    ids, hyps = self._decided(stream, h, rows, fx, nbest)
+                    labels = [self.inventory.labels[i] for i in ids]
+                yield from show(lines, labels, rows, hyps)
             group.clear()
             size = 0
 
-        for unit in units:
+        for k, unit in enumerate(units):
             lines = self._lines(unit)
             words = [w for u in lines for w in u.words]
             fx = [f for u in lines for f in forced_marks(u, True)] if forced else None
-            if len(words) > self.chunk_words:
+            if len(words) > self.chunk_words and extra is None and nbest <= 1:
                 yield from flush()
                 labels, rows = self._rows(list(self._segments(zip(words, fx or [None] * len(words)))))
                 yield from show(lines, labels, rows)
                 continue
-            group.append((lines, words, fx))
+            stream = unit if isinstance(unit, Stream) else Stream(f"s{k}", [f"s{k}"], [0], words, [IGNORE] * len(words))
+            group.append((lines, stream, fx))
             size += len(words)
             if size >= self.chunk_words:
                 yield from flush()
@@ -266,6 +288,9 @@ class Engine(abc.ABC):
         """A unit as the lines of one stream."""
         if isinstance(unit, AsrUtterance):
             return [unit]
+        if isinstance(unit, Stream):  # a data directory's: its utterances, their words as the model reads them
+            return [AsrUtterance(uttid, unit.words[a:b], [O] * (b - a), [Written("", w) for w in unit.words[a:b]])
+                    for uttid, a, b in unit.utt_spans()]
         if isinstance(unit, str):
             raise PunctkitError("Engine.label takes utterances or lists of words, not a text: split it "
                                 "(or call punctuate(text))")

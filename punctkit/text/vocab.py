@@ -52,7 +52,16 @@ class Vocab:
 
     @classmethod
     def load(cls, path: str | Path) -> "Vocab":
-        """Read a vocabulary written by `save`."""
+        """Read a vocabulary written by `save` (one token per line; a bad line is an error naming it)."""
+        try:  # the fast path (a model's start-up): UTF-8, `token\n` lines and nothing else
+            text = Path(path).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        if lines and not text.startswith("\ufeff") and text.split() == lines:
+            return cls(lines)
         tokens = []
         for i, line in iter_lines(path):
             tok = line.strip()
