@@ -189,6 +189,13 @@ def quantize_graph(graph: bytes) -> bytes:
         return dst.read_bytes()
 
 
+def quantized_per_batch(graph: bytes) -> bool:
+    """Whether a graph quantizes its activations at run time over each batch (`quantize_graph`'s
+    int8 graphs: DynamicQuantizeLinear nodes), so that a window's labels depend on the windows
+    batched with it; the engine then runs one window at a time (infer/engine.py)."""
+    return b"DynamicQuantizeLinear" in graph
+
+
 def usable_cpus() -> int:
     """The CPUs this process may run on (its affinity mask: taskset, cpusets), else every CPU."""
     try:

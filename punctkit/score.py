@@ -71,6 +71,7 @@ from punctkit.data.labels import (
     inventory_for,
     mark_of,
 )
+from punctkit.data.tokenize import recasable
 from punctkit.files import PunctkitError, atomic_write, iter_lines, read_json_file, require_file, where
 from punctkit.text.edit_align import align_words, norm_word
 
@@ -380,13 +381,15 @@ def case_metrics(ref: Transcript, hyp: Transcript, pairs: Pairs) -> dict | None:
 def contradictions(hyp: Transcript, hyp_forms: Sequence[str], ref_forms: Sequence[str], pairs: Pairs) -> dict:
     """Where the hypothesis's marks and case contradict each other (decode/joint.py):
     `lower_after_end`: words after a sentence-final mark whose first letter is lower case (of
-    `after_end` such words that have letters); `capital_inside`: words after a comma, another
-    non-final mark or none, written with a capital where the reference writes them in lower case."""
+    `after_end` such words that have letters and whose case punctuate may change: tokens that pass
+    through as written, `/seg`, `@user`, `2-year-old`, are not counted); `capital_inside`: words after
+    a comma, another non-final mark or none, written with a capital where the reference writes them
+    in lower case."""
     starts = sentence_starts(hyp)
     after_end = lower_after_end = 0
     for j in np.flatnonzero(starts[1:]) + 1:
         first = next((c for c in hyp_forms[j] if c.isalpha()), "")
-        if first:
+        if first and recasable(hyp_forms[j]):
             after_end += 1
             lower_after_end += first.islower()
     capital_inside = 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = ROOT / "punctkit" / "pretrained" / "ted_truecase.pkt"
+MODEL = ROOT / "punctkit" / "pretrained" / "fast.pkt"
 
 
 def front_module():

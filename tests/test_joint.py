@@ -3,6 +3,8 @@ sentence end is followed by an upper-case first letter, capitals inside sentence
 training text has them, and the same labels whole, in segments and streamed."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -205,3 +207,36 @@ def test_a_malformed_case_prior_is_one_line(tmp_path):
     good.write_bytes(b"caf\xe9\t1\t2\n")
     with pytest.raises(PunctkitError, match="not UTF-8"):
         CasePrior.read(good)
+
+
+def test_a_sorted_prior_file_is_looked_up_as_the_parsed_one(tmp_path):
+    """A package's prior is read by bisection over its sorted lines (start-up: no dict built); every word,
+    and words it lacks, get the shares that the strict reader gives, and an unsorted file still reads."""
+    import zipfile
+
+    from punctkit.pretrained import shipped_path
+
+    with zipfile.ZipFile(shipped_path("fast")) as z:
+        text = z.read("frontend/case_prior.txt").decode("utf-8")
+    path = tmp_path / "case_prior.txt"
+    path.write_text(text, encoding="utf-8")
+    fast, strict = CasePrior.read(path), CasePrior.parse(text.split("\n"))
+    words = list(strict.counts)
+    assert len(fast) == len(strict) > 10_000 and fast._counts is None  # the bisection path was taken
+    for w in words[::7] + [w.upper() for w in words[::501]] + ["", "zzzzqx", "Thanks", words[-1] + "a"]:
+        assert fast.capital_share(w) == strict.capital_share(w), w
+    assert fast.lines() == strict.lines()
+    lines = text.splitlines()
+    path.write_text("\n".join(lines[1:] + lines[:1]) + "\n", encoding="utf-8")  # out of order
+    assert CasePrior.read(path).capital_share(words[0]) == strict.capital_share(words[0])
+
+
+def test_the_scores_contradiction_count_skips_tokens_that_pass_through(tmp_path):
+    """`punctkit score` counts a lower-case word after a sentence end only where punctuate could have
+    re-cased it: `2-year-olds` (a number-led token) passes through as written, `then` does not."""
+    from tests.punct_util import cli
+
+    (tmp_path / "ref.txt").write_text("Yes. 2-year-olds came. Then we left.\n")
+    (tmp_path / "hyp.txt").write_text("Yes. 2-year-olds came. then we left.\n")
+    r = cli("score", tmp_path / "ref.txt", tmp_path / "hyp.txt", "--json")
+    assert json.loads(r.stdout)["case"]["contradictions"] == {"after_end": 1, "lower_after_end": 1, "capital_inside": 0}

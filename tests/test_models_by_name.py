@@ -1,4 +1,4 @@
-"""Shipped models by name (`-m fast`), `punctkit models`, and initials as a class of words."""
+"""Shipped models by name (`-m fast`, `-m accurate`), `punctkit models`, and initials as a class of words."""
 from __future__ import annotations
 
 import pytest
@@ -9,16 +9,26 @@ from tests.punct_util import cli
 
 
 def test_a_shipped_models_name_is_its_package_and_an_unknown_name_one_line(tmp_path):
-    assert model_path("fast") == default_model() and list(SHIPPED)[0] == "fast"
-    with pytest.raises(PunctkitError, match=r"^unknown model 'accurate': not a shipped model \(fast\)"):
-        model_path("accurate")
+    assert model_path("fast") == default_model() and list(SHIPPED) == ["fast", "accurate"]
+    assert model_path("accurate").name == "accurate.pkt" and model_path("accurate").is_file()
+    with pytest.raises(PunctkitError, match=r"^unknown model 'precise': not a shipped model \(fast, accurate\)"):
+        model_path("precise")
     own = tmp_path / "fast"  # a file of that name is the user's file
     own.write_bytes(b"x")
     assert model_path(own) == own
-    r = cli("punctuate", "-m", "accurate", ok=False)
-    assert r.returncode != 0 and r.stderr.count("\n") == 1 and "(fast)" in r.stderr
-    r = cli("models")
-    assert r.stdout.startswith("fast (default): ") and "licence" in r.stdout and "test_cased: punctuation F1" in r.stdout
+    r = cli("punctuate", "-m", "precise", ok=False)
+    assert r.returncode != 0 and r.stderr.count("\n") == 1 and "(fast, accurate)" in r.stderr
+
+
+def test_models_lists_both_with_their_cards():
+    out = cli("models").stdout
+    fast, accurate = out.split("\naccurate: ")
+    assert fast.startswith("fast (default): fast.pkt, ") and accurate.startswith("accurate.pkt, ")
+    for card in (fast, accurate):  # each: data, both licences, how to rebuild, speed, test2011 with case
+        assert "train_all_calls" in card and "CC BY-NC-ND 4.0" in card and "CC BY-SA 4.0" in card
+        assert "rebuild: cd recipes/ted && " in card and "words/s" in card
+        assert "test_cased: punctuation F1" in card and "exact-form case F1" in card and "calls_test:" in card
+    assert "plm_tagger" in accurate and "drnn_lwma" in fast
 
 
 def test_punctuate_and_the_api_take_the_name(tmp_path):
@@ -32,9 +42,56 @@ def test_punctuate_and_the_api_take_the_name(tmp_path):
     assert Punctuator.load("fast").card == Punctuator.load().card
 
 
+def test_the_accurate_model_passes_words_through_on_every_path(tmp_path):
+    """`-m accurate` in punctuate (file, stream), the API and decode: the same marks and case, the words as given."""
+    from punctkit import Punctuator
+
+    text = "so what do you think nasa will do next i met the team in new york last week and jane thanks for coming\n"
+    src = tmp_path / "x.txt"
+    src.write_text(text)
+    out = cli("punctuate", "-m", "accurate", "--threads", "1", src).stdout
+    assert [w.strip(",.?!").lower() for w in out.split()] == text.split()
+    assert out.startswith("So ") and "NASA" in out and "New York" in out and out.rstrip()[-1] in ".?!"
+    streamed = cli("punctuate", "-m", "accurate", "--threads", "1", "--stream", src).stdout  # a line out a line in
+    assert streamed.split() == out.split()
+    accurate = Punctuator.load("accurate", threads=1)
+    assert accurate.punctuate(text.strip()) == out.strip()
+    # decode by name, on a data directory of the words (one stream), as a recipe scores it: the same labels
+    from label_util import words_labels
+    from punctkit.data.datadir import read_data_dir, write_data_dir
+    from punctkit.data.formats import Utterance
+    from punctkit.data.labels import get_inventory
+
+    words = text.split()
+    write_data_dir(tmp_path / "data", [Utterance("talk-1", words, ["L_O"] * len(words))], get_inventory("truecase4"),
+                   {"talk-1": "talk"})
+    cli("decode", "accurate", tmp_path / "data", tmp_path / "hyp", "--threads", "1")
+    assert read_data_dir(tmp_path / "hyp").utterances[0].labels == words_labels(accurate, words)
+
+
 def test_initials_are_a_class():
     from punctkit.data.labels import apply_case
 
     assert [apply_case(w, "capital") for w in ("j.p.", "u.k.", "q&a", "at&t")] == ["J.P.", "U.K.", "Q&A", "AT&T"]
     assert [apply_case(w, "lower") for w in ("i.e.", "e.g.", "p&l", "r&d")] == ["i.e.", "e.g.", "P&L", "R&D"]
     assert apply_case("e-mail", "capital") == "E-mail" and apply_case("rock&roll", "lower") == "rock&roll"
+
+
+def test_an_int8_models_labels_do_not_depend_on_batching():
+    """An int8 graph quantizes activations over each batch: the engine runs it a window at a time, so
+    punctuate (any --batch-size), decode, serve and stream give a window the same labels. Over 600 words
+    of test2011 (windows of 150 every 50), batches of 3 and of 16 windows label alike; a float graph
+    keeps the batch asked for (16 at most by default)."""
+    from label_util import words_labels
+    from punctkit import Punctuator
+    from tests.conftest import IWSLT
+
+    if not (IWSLT / "test2011").is_file():
+        pytest.skip(f"IWSLT reference data not found at {IWSLT}")
+    lines = (IWSLT / "test2011").read_text(encoding="utf-8").splitlines()
+    words = [ln.split("\t")[0].lower() for ln in lines if ln.strip()][:600]
+    three, sixteen = (Punctuator.load("accurate", threads=1, batch_size=n) for n in (3, 16))
+    assert three.options.batch_size == sixteen.options.batch_size == 1
+    assert words_labels(three, words) == words_labels(sixteen, words)
+    assert Punctuator.load("fast", threads=1).options.batch_size == 16
+    assert Punctuator.load("fast", threads=1, batch_size=64).options.batch_size == 64

@@ -70,7 +70,7 @@ def test_bench_punctuate_names_the_cpu_and_its_vector_flags(tmp_path):
     words = tmp_path / "words.txt"
     words.write_text("so what do you think nasa will do next i think they will go to mars\n" * 3)
     out = tmp_path / "bench.tsv"
-    model = ROOT / "punctkit" / "pretrained" / "ted_truecase.pkt"
+    model = ROOT / "punctkit" / "pretrained" / "fast.pkt"
     r = subprocess.run(["bash", str(ROOT / "utils" / "bench_punctuate.sh"), "--repeat", "1", "--threads", "1",
                         "--text", str(words), "--out", str(out), str(model)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -1,5 +1,6 @@
-"""The model that ships with punctkit (punctkit/pretrained): in a built wheel, used when no model is
-named, small, true-case, ONNX only, and a one-line error when an installation lacks it."""
+"""The models that ship with punctkit (punctkit/pretrained, `fast` and `accurate`): in a built wheel, the
+fast one used when no model is named, each at most 30 MB, true-case, ONNX only, carded, and a one-line
+error when an installation lacks one."""
 from __future__ import annotations
 
 import json
@@ -7,31 +8,36 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 from conftest import ROOT
 from punct_util import PK
 
-MODEL = ROOT / "punctkit" / "pretrained" / "ted_truecase.pkt"
+MODEL = ROOT / "punctkit" / "pretrained" / "fast.pkt"
+MODELS = [MODEL, ROOT / "punctkit" / "pretrained" / "accurate.pkt"]
 
 
-def test_the_default_model_is_small_true_case_onnx_only_and_carded():
-    with zipfile.ZipFile(MODEL) as z:
+@pytest.mark.parametrize("model", MODELS, ids=lambda p: p.stem)
+def test_each_shipped_model_is_small_true_case_onnx_only_and_carded(model):
+    with zipfile.ZipFile(model) as z:
         names = set(z.namelist())
         card = json.loads(z.read("punctkit.json"))["card"]
-    assert "model.onnx" in names and "model.pt" not in names and "frontend/case_lexicon.txt" in names
-    assert MODEL.stat().st_size <= 30 * 2 ** 20
+    assert "model.onnx" in names and "model.pt" not in names and "frontend/case_prior.txt" in names
+    assert model.stat().st_size <= 30 * 2 ** 20
     assert card["inventory"] == "truecase4"
-    assert "CC BY-NC-ND" in card["licence"] and "recipes/ted" in card["rebuild"]
+    assert "CC BY-NC-ND" in card["licence"] and "CC BY-SA" in card["licence"] and "recipes/ted" in card["rebuild"]
+    assert "train_all_calls" in card["training_data"]
 
 
-def test_a_built_wheel_contains_the_default_model(tmp_path):
+def test_a_built_wheel_contains_both_models(tmp_path):
     """`pip wheel .` (what `pip install .` installs) carries punctkit/pretrained/*.pkt as package data."""
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
                         "-q", "-w", str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     wheel = next(tmp_path.glob("punctkit-*.whl"))
     with zipfile.ZipFile(wheel) as z:
-        info = z.getinfo("punctkit/pretrained/ted_truecase.pkt")
-    assert info.file_size == MODEL.stat().st_size
+        for model in MODELS:
+            assert z.getinfo(f"punctkit/pretrained/{model.name}").file_size == model.stat().st_size
 
 
 def test_no_model_named_uses_the_default(tmp_path):
@@ -50,7 +56,7 @@ def test_a_missing_default_model_is_one_line(tmp_path):
     pkg = tmp_path / "site" / "punctkit"
     pkg.parent.mkdir()
     subprocess.run(["cp", "-r", str(ROOT / "punctkit"), str(pkg.parent)], check=True)
-    (pkg / "pretrained" / "ted_truecase.pkt").unlink()
+    (pkg / "pretrained" / "fast.pkt").unlink()
     r = subprocess.run([sys.executable, "-m", "punctkit.cli", "punctuate"], input="so what\n", capture_output=True,
                        text=True, env={"PYTHONPATH": str(pkg.parent), "PATH": "/usr/bin:/bin"}, cwd=tmp_path,
                        timeout=120)

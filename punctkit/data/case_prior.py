@@ -13,6 +13,7 @@ left out: for them the model decides alone.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping
@@ -32,10 +33,27 @@ class CasePrior:
     FILE = "case_prior.txt"  # its name in a frontend directory (and so in a package)
 
     def __init__(self, counts: Mapping[str, tuple[int, int]] | None = None) -> None:
-        self.counts = dict(counts or {})
+        self._counts: dict[str, tuple[int, int]] | None = dict(counts or {})
+        # as read from a file in sorted order (`read`'s fast path, a model's start-up): the words, and
+        # their two counts as digit strings, looked up by bisection; no dict is built unless asked for
+        self._sorted: tuple[list[str], list[str], list[str]] | None = None
+
+    @classmethod
+    def _of_sorted(cls, words: list[str], caps: list[str], inside: list[str]) -> "CasePrior":
+        prior = cls()
+        prior._counts, prior._sorted = None, (words, caps, inside)
+        return prior
+
+    @property
+    def counts(self) -> dict[str, tuple[int, int]]:
+        """Per lower-cased word: (occurrences inside sentences starting with a capital, occurrences inside)."""
+        if self._counts is None and self._sorted is not None:
+            words, caps, inside = self._sorted
+            self._counts = {w: (int(c), max(int(n), 1)) for w, c, n in zip(words, caps, inside)}
+        return self._counts or {}
 
     def __len__(self) -> int:
-        return len(self.counts)
+        return len(self._sorted[0]) if self._counts is None and self._sorted is not None else len(self.counts)
 
     @classmethod
     def build(cls, streams: Iterable[tuple[list[str], list[str]]], min_count: int = 2) -> "CasePrior":
@@ -56,7 +74,14 @@ class CasePrior:
 
     def capital_share(self, word: str) -> float | None:
         """The share of `word`'s occurrences inside sentences that start with a capital (None: unseen)."""
-        got = self.counts.get(word.lower())
+        key = word.lower()
+        if self._counts is None and self._sorted is not None:
+            words, caps, inside = self._sorted
+            i = bisect_left(words, key)
+            if i == len(words) or words[i] != key:
+                return None
+            return min(int(caps[i]) / max(int(inside[i]), 1), 1.0)
+        got = self.counts.get(key)
         return None if got is None else got[0] / got[1]
 
     def lines(self) -> list[str]:
@@ -88,14 +113,12 @@ class CasePrior:
             text = Path(path).read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
             raise PunctkitError(f"{path}: not UTF-8 text (byte {e.start}); a case prior is `word<TAB>n<TAB>n` lines") from None
-        toks = text.split()  # the fast path (a model's start-up): `word TAB n TAB n` lines, nothing else
+        toks = text.split()  # the fast path (a model's start-up): sorted `word TAB n TAB n` lines, nothing else
         if len(toks) % 3 == 0 and text.count("\t") == 2 * (len(toks) // 3) == 2 * text.count("\n"):
-            try:  # (counts out of order only weigh a word more or less)
-                caps, inside = list(map(int, toks[1::3])), [max(int(n), 1) for n in toks[2::3]]
-                if min(caps, default=0) >= 0:
-                    return cls(dict(zip(toks[0::3], zip(caps, inside))))
-            except ValueError:
-                pass
+            words, caps, inside = toks[0::3], toks[1::3], toks[2::3]
+            digits = "".join(caps) + "".join(inside)
+            if digits.isascii() and digits.isdigit() and words == sorted(words):  # (what `lines` writes)
+                return cls._of_sorted(words, caps, inside)
         return cls.parse(text.split("\n"), str(path))  # names the first bad line
 
 

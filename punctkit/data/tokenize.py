@@ -310,6 +310,12 @@ class Written:
         return _RECASABLE.fullmatch(self.core) is not None
 
 
+def recasable(token: str) -> bool:
+    """Whether punctuate may change a whitespace-free token's case: its core (what is left without
+    leading and closing marks) is alphabetic words; URLs, numbers, symbols pass through (`/seg`, `@user`)."""
+    return written(token, model_word(token)).recasable
+
+
 def is_mark_token(token: str) -> bool:
     """Whether a whitespace-free token is punctuation only (`,` `...` `?!` `--` `—`)."""
     if any(c.isalnum() for c in token):

@@ -65,7 +65,10 @@ class JointDecision:
     enabled: bool = True   # False: each word's arg-max (the decode option `joint: false`)
     final: np.ndarray = field(init=False)       # per label: its mark ends a sentence
     case_ids: dict[str, np.ndarray] = field(init=False)  # case class -> its labels' positions
-    _memo: dict[str, tuple[np.ndarray, np.ndarray]] = field(init=False, default_factory=dict, repr=False)
+    # word -> the index of its (after_final, inside) pair among the few distinct pairs (bounded)
+    _memo: dict[str, int] = field(init=False, default_factory=dict, repr=False)
+    _pairs: dict[tuple[bytes, bytes], int] = field(init=False, default_factory=dict, repr=False)
+    _tables: tuple[np.ndarray, np.ndarray] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         labels = self.inventory.labels
@@ -82,30 +85,50 @@ class JointDecision:
     # ---------------------------------------------------------------- allowed labels per word
     def costs(self, words: list[str]) -> Costs:
         """What rules 1 and 2 add for each of `words` (the words the model read)."""
-        rows = [self._word_costs(w) for w in words]
-        n_labels = len(self.inventory.labels)
-        if not rows:
-            return Costs(np.zeros((0, n_labels)), np.zeros((0, n_labels)))
-        return Costs(np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows]))
+        if len(self._pairs) >= 100_000 or len(self._memo) >= 200_000:  # bounded (the weighed rule 2: a pair a share)
+            self._pairs.clear()
+            self._memo.clear()
+            self._tables = None
+        ids = np.fromiter((self._pair_of(w) for w in words), dtype=np.int64, count=len(words))
+        if self._tables is None:  # the distinct pairs as two tables (rebuilt when a new pair appears)
+            rows = [self._pair_rows(key) for key in sorted(self._pairs, key=self._pairs.__getitem__)]
+            n_labels = len(self.inventory.labels)
+            self._tables = tuple(np.array([r[j] for r in rows]).reshape(len(rows), n_labels) for j in (0, 1))
+        return Costs(self._tables[0][ids], self._tables[1][ids])
 
-    def _word_costs(self, w: str) -> tuple[np.ndarray, np.ndarray]:
-        """(after a final mark, inside a sentence) of one word, remembered (bounded)."""
+    def _pair_of(self, w: str) -> int:
+        """The index of one word's (after a final mark, inside a sentence) costs, remembered (`costs`
+        bounds it). Words share a few distinct pairs, by what decides them: whether the word has letters,
+        whether rule 1 forbids its Mixed form after a final mark, and rule 2's cost of a capital."""
         got = self._memo.get(w)
         if got is not None:
             return got
+        if any(ch.isalpha() for ch in w):
+            form = self.lexicon.forms.get(w.lower()) if self.lexicon is not None else None
+            # Mixed after a final mark: allowed when its form starts upper case or lower case (`iPhone`)
+            mixed_forbidden = form is not None and not form[:1].isupper() and not form[:1].islower()
+            key = (True, mixed_forbidden, self._inside_cost(w))
+        else:
+            key = (False, False, 0.0)
+        k = self._pairs.get(key)
+        if k is None:
+            k = self._pairs[key] = len(self._pairs)
+            self._tables = None
+        self._memo[w] = k
+        return k
+
+    def _pair_rows(self, key: tuple[bool, bool, float]) -> tuple[np.ndarray, np.ndarray]:
+        """(after a final mark, inside a sentence) of the words of one `_pair_of` key."""
+        letters, mixed_forbidden, inside_cost = key
         n_labels = len(self.inventory.labels)
         after_final, inside = np.zeros(n_labels), np.zeros(n_labels)
-        if any(ch.isalpha() for ch in w):
-            own_lower = self._own_form_lower(w)
+        if letters:
             for c, ids in self.case_ids.items():
                 st = self.inventory.case_style(c)
-                if st == "lower" or (st == "mixed" and not self._mixed_starts_upper(w) and not own_lower):
-                    after_final[ids] = -np.inf  # (a word whose own form starts lower case keeps M: `iPhone`)
+                if st == "lower" or (st == "mixed" and mixed_forbidden):
+                    after_final[ids] = -np.inf
                 if st == "capital":
-                    inside[ids] = self._inside_cost(w)
-        if len(self._memo) >= 200_000:
-            self._memo.clear()
-        self._memo[w] = (after_final, inside)
+                    inside[ids] = inside_cost
         return after_final, inside
 
     def _inside_cost(self, w: str) -> float:
@@ -115,20 +138,6 @@ class JointDecision:
         if self.weight > 0:
             return self.weight * float(np.log(max(share, 0.01)))
         return -np.inf if share < self.threshold else 0.0
-
-    def _mixed_starts_upper(self, w: str) -> bool:
-        form = self.lexicon.forms.get(w.lower()) if self.lexicon is not None else None
-        return form is None or form[:1].isupper()
-
-    def _own_form_lower(self, w: str) -> bool:
-        form = self.lexicon.forms.get(w.lower()) if self.lexicon is not None else None
-        return form is not None and form[:1].islower()
-
-    def _lower_inside(self, w: str) -> bool:
-        if self.prior is None:
-            return False
-        share = self.prior.capital_share(w)
-        return share is not None and share < self.threshold
 
     # ---------------------------------------------------------------- the decision
     def decide(self, rows: np.ndarray, words: list[str], *, forced: list[str | None] | None = None,

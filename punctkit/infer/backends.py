@@ -84,8 +84,9 @@ def decode_options(pkg: Package, batch_size: int | None = None, beam: int | None
                    step: int | None = None) -> DecodeOptions:
     """The packed `decode:` settings with punctuate's options over them."""
     trained = {k: v for k, v in pkg.conf["decode"].items() if k in SEARCH_KEYS}
-    # punctuate's own default batch: at least 64 windows (batching never changes a label)
-    batch_size = batch_size or max(int(trained.get("batch_size", 32)), 64)
+    # punctuate's own default batch: 16 windows at most (of 1-128, the fastest for both shipped models on
+    # 2 cores: recipes/ted/RESULTS.md); an int8 graph runs one window at a time (Punctuator.from_package)
+    batch_size = batch_size or min(int(trained.get("batch_size", 32)), 16)
     return resolve({"step": step, "beam": beam, "batch_size": batch_size}, trained)
 
 

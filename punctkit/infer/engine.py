@@ -26,7 +26,7 @@ from __future__ import annotations
 import abc
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -403,12 +403,16 @@ class Punctuator(Engine):
         pad_id = pkg.frontend.pad_id
         kind = pick_backend(pkg, backend, ngpu, quantize)
         if kind == "onnx":
-            from punctkit.onnx import OnnxTagger
+            from punctkit.onnx import OnnxTagger, quantized_per_batch
 
+            if quantized_per_batch(pkg.onnx):
+                opts = replace(opts, batch_size=1)  # int8: a window's labels its own, whatever runs beside it
             tagger = OnnxTagger(pkg.onnx, threads, f"{pkg.path} (model.onnx)")
             runner = Backend(lambda ds: tagger.predict(ds, opts.batch_size, pad_id, show), "onnx", tagger=tagger)
         else:
             model, device = torch_model(pkg, ngpu, threads, quantize)  # first: it imports torch (import_torch)
+            if quantize:  # torch's dynamic int8 quantizes activations per batch too
+                opts = replace(opts, batch_size=1)
             from punctkit.decode.decoder import predict
 
             missing = set(model.needs) - TEXT_KEYS

@@ -107,7 +107,8 @@ class Ensemble(Engine):
 
         taggers = OnnxTaggers([m.tagger for m in self.members], self.weights, workers=workers)
         first = self.members[0]
-        batch_size, pad_id = first.options.batch_size, first.frontend.pad_id
+        batch_size = min(m.options.batch_size for m in self.members)  # 1 where a member is int8
+        pad_id = first.frontend.pad_id
         self.side_by_side = Punctuator(runner=Backend(lambda ds: taggers.predict(ds, batch_size, pad_id), "onnx"),
                                        frontend=first.frontend, inventory=first.inventory, conf=first.conf,
                                        chunk_words=first.chunk_words, options=first.options)

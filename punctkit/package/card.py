@@ -25,13 +25,17 @@ def _train_data(exp: Path) -> str | None:
 
 
 def card_result(path: Path) -> dict[str, Any]:
-    """Overall P/R/F1 (and SER) from a `score.json` written by `punctkit score -o`, with the
-    decoding options behind it (`decoding_of`)."""
+    """Overall P/R/F1 (and SER) from a `score.json` written by `punctkit score -o`, the exact-form
+    case F1 where the reference has case (`case_f1`), with the decoding options behind it (`decoding_of`)."""
     res = read_score(path)
     overall = res["overall"]
     out = {k: overall[k] for k in ("precision", "recall", "f1") if k in overall}
     if "SER" in res:
         out["SER"] = res["SER"]
+    case = res.get("case")
+    exact = case.get("exact") if isinstance(case, dict) else None
+    if isinstance(exact, dict) and isinstance(exact.get("f1"), (int, float)):
+        out["case_f1"] = exact["f1"]
     out["source"] = str(path)
     opts = decoding_of(path)
     if opts is not None:
