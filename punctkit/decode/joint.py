@@ -65,9 +65,9 @@ class JointDecision:
     enabled: bool = True   # False: each word's arg-max (the decode option `joint: false`)
     final: np.ndarray = field(init=False)       # per label: its mark ends a sentence
     case_ids: dict[str, np.ndarray] = field(init=False)  # case class -> its labels' positions
-    # word -> the index of its (after_final, inside) pair among the few distinct pairs (bounded)
+    # word -> the index of its (after_final, inside) pair among the few distinct pairs, keyed as `_pair_of` says
     _memo: dict[str, int] = field(init=False, default_factory=dict, repr=False)
-    _pairs: dict[tuple[bytes, bytes], int] = field(init=False, default_factory=dict, repr=False)
+    _pairs: dict[tuple[bool, bool, float], int] = field(init=False, default_factory=dict, repr=False)
     _tables: tuple[np.ndarray, np.ndarray] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
