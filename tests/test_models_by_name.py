@@ -43,8 +43,14 @@ def test_punctuate_and_the_api_take_the_name(tmp_path):
 
 
 def test_the_accurate_model_passes_words_through_on_every_path(tmp_path):
-    """`-m accurate` in punctuate (file, stream), the API and decode: the same marks and case, the words as given."""
+    """`-m accurate` in punctuate (file, stream), the API, serve and decode: the same marks and case, the
+    words as given."""
+    from label_util import words_labels
     from punctkit import Punctuator
+    from punctkit.data.datadir import read_data_dir, write_data_dir
+    from punctkit.data.formats import Utterance
+    from punctkit.data.labels import get_inventory
+    from serve_util import Server, post
 
     text = "so what do you think nasa will do next i met the team in new york last week and jane thanks for coming\n"
     src = tmp_path / "x.txt"
@@ -56,25 +62,18 @@ def test_the_accurate_model_passes_words_through_on_every_path(tmp_path):
     assert streamed.split() == out.split()
     accurate = Punctuator.load("accurate", threads=1)
     assert accurate.punctuate(text.strip()) == out.strip()
+    server = Server("accurate", tmp_path / "serve.log")
+    try:
+        status, _, served = post(server.url + "/punctuate", text.encode())
+    finally:
+        server.stop()
+    assert status == 200 and served == out
     # decode by name, on a data directory of the words (one stream), as a recipe scores it: the same labels
-    from label_util import words_labels
-    from punctkit.data.datadir import read_data_dir, write_data_dir
-    from punctkit.data.formats import Utterance
-    from punctkit.data.labels import get_inventory
-
     words = text.split()
     write_data_dir(tmp_path / "data", [Utterance("talk-1", words, ["L_O"] * len(words))], get_inventory("truecase4"),
                    {"talk-1": "talk"})
     cli("decode", "accurate", tmp_path / "data", tmp_path / "hyp", "--threads", "1")
     assert read_data_dir(tmp_path / "hyp").utterances[0].labels == words_labels(accurate, words)
-
-
-def test_initials_are_a_class():
-    from punctkit.data.labels import apply_case
-
-    assert [apply_case(w, "capital") for w in ("j.p.", "u.k.", "q&a", "at&t")] == ["J.P.", "U.K.", "Q&A", "AT&T"]
-    assert [apply_case(w, "lower") for w in ("i.e.", "e.g.", "p&l", "r&d")] == ["i.e.", "e.g.", "P&L", "R&D"]
-    assert apply_case("e-mail", "capital") == "E-mail" and apply_case("rock&roll", "lower") == "rock&roll"
 
 
 def test_an_int8_models_labels_do_not_depend_on_batching():
