@@ -76,6 +76,14 @@ def test_the_accurate_model_passes_words_through_on_every_path(tmp_path):
     assert read_data_dir(tmp_path / "hyp").utterances[0].labels == words_labels(accurate, words)
 
 
+def test_initials_are_a_class():
+    from punctkit.data.labels import apply_case
+
+    assert [apply_case(w, "capital") for w in ("j.p.", "u.k.", "q&a", "at&t")] == ["J.P.", "U.K.", "Q&A", "AT&T"]
+    assert [apply_case(w, "lower") for w in ("i.e.", "e.g.", "p&l", "r&d")] == ["i.e.", "e.g.", "P&L", "R&D"]
+    assert apply_case("e-mail", "capital") == "E-mail" and apply_case("rock&roll", "lower") == "rock&roll"
+
+
 def test_an_int8_models_labels_do_not_depend_on_batching():
     """An int8 graph quantizes activations over each batch: the engine runs it a window at a time, so
     punctuate (any --batch-size), decode, serve and stream give a window the same labels. Over 600 words
