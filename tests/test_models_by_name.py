@@ -102,15 +102,3 @@ def test_an_int8_models_labels_do_not_depend_on_batching():
     assert words_labels(three, words) == words_labels(sixteen, words)
     assert Punctuator.load("fast", threads=1).options.batch_size == 16
     assert Punctuator.load("fast", threads=1, batch_size=64).options.batch_size == 64
-
-
-def test_words_joined_by_ampersand_or_slash_are_one_word_when_read(tmp_path):
-    """`J&J`, `AT&T`, `q&a`, `plus/minus` are one word to every reader, as Rev's transcripts and punctuate
-    keep them (a twocol hypothesis of the calls read as the calls' data directory has them)."""
-    from punctkit.data.formats import read
-    from punctkit.data.tokenize import tokens
-
-    assert [t for k, t in tokens("J&J and AT&T, q&a; a & b plus/minus") if k == "w"] == \
-        ["J&J", "and", "AT&T", "q&a", "a", "b", "plus/minus"]
-    (tmp_path / "h.tsv").write_text("we\tL_O\nmet\tL_O\nJ&J\tU_PERIOD\n")
-    assert read(tmp_path / "h.tsv", "twocol")[0][0].words == ["we", "met", "J&J"]
