@@ -662,8 +662,9 @@ def models() -> None:
 def punctuate(
     src: str = typer.Argument("-", help="input file, or - for standard input"),
     model: Optional[List[Path]] = typer.Option(None, "--model", "-m", help="a shipped model's name (fast: the "
-                                               "default, or accurate; punctkit models lists them) or a packed model (punctkit "
-                                               "pack); repeat for an ensemble (label probabilities averaged)"),
+                                               "default, or accurate; punctkit models lists them) or a packed "
+                                               "model (punctkit pack); repeat for an ensemble (label "
+                                               "probabilities averaged)"),
     weights: Optional[str] = typer.Option(None, "--weights", help="ensemble weights, one per -m (e.g. 0.6,0.4; "
                                                                   "default equal, or an ensemble package's)"),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="output file (default: standard output)"),
@@ -682,7 +683,8 @@ def punctuate(
                                 "carries case (default: a cased input keeps its case inside sentences)"),
     threads: int = typer.Option(0, min=0, help="CPU threads (0: one a CPU this process may use); threads "
                                 "that wait sleep rather than spin, which holds on a busy machine"),
-    batch_size: Optional[int] = typer.Option(None, min=1, help="windows per batch (default: the config's, 16 at most; an int8 model: 1)"),
+    batch_size: Optional[int] = typer.Option(None, min=1, help="windows per batch (default: the "
+                                            "config's, 16 at most; an int8 model: 1)"),
     beam: Optional[int] = typer.Option(None, min=1, help="beam size for encoder-decoders (default: the config's)"),
     chunk_words: int = typer.Option(10000, min=1, help="words decoded at once (bounds memory)"),
     step: Optional[int] = typer.Option(None, min=1, help="words between windows (default: the packed config's; "

@@ -29,8 +29,7 @@ for x in $sets; do
   # shellcheck disable=SC2086  # $decode_args is an option list
   punctkit decode "$pkg" "data/$x" "$d/hyp" --threads "$threads" --overwrite $decode_args > "$exp/${name}_$x.log" 2>&1 \
     || { echo "$0: decoding $x failed; see $exp/${name}_$x.log" >&2; exit 1; }
-  punctkit score "data/$x" "$d/hyp" --json > "$d/score.json.tmp" && mv "$d/score.json.tmp" "$d/score.json"
-  punctkit score "data/$x" "$d/hyp" -o "$d" > /dev/null
+  punctkit score "data/$x" "$d/hyp" -o "$d" > /dev/null  # score.json and score.txt, each written whole
   python3 - "$x" "$d/score.json" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[2]))

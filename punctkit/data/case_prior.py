@@ -80,7 +80,7 @@ class CasePrior:
             i = bisect_left(words, key)
             if i == len(words) or words[i] != key:
                 return None
-            return min(int(caps[i]) / max(int(inside[i]), 1), 1.0)
+            return int(caps[i]) / max(int(inside[i]), 1)  # (as `counts` reads the same file)
         got = self.counts.get(key)
         return None if got is None else got[0] / got[1]
 
