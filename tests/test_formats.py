@@ -1,6 +1,6 @@
 import pytest
 
-from punctkit.data.formats import Utterance, convert, detect_format, read, repair_word, write
+from punctkit.data.formats import Report, Utterance, convert, detect_format, read, repair_word, write
 from punctkit.data.labels import INVENTORIES, load_substitution
 from punctkit.files import PunctkitError
 
@@ -68,7 +68,6 @@ def test_convert_cli_function(tmp_path):
 def test_twocol_repairs_reported_not_lost(tmp_path):
     p = tmp_path / "x"
     p.write_text("itâ€™s\tO\nâ™?â™?fine\tO\nok\t\nyes\tO\n\tCOMMA\nno\tPERIOD\n--\tPERIOD\n")
-    from punctkit.data.formats import Report
 
     rep = Report()
     utts, _ = read(p, "twocol", report=rep)
@@ -88,6 +87,23 @@ def test_repair_word():
     assert repair_word("--") == ""
     # as a true-case model may write them back (Capitalized): read the same
     assert repair_word("Â™?â™?and") == "and" and repair_word("Â€™s") == "'s"
+
+
+def test_twocol_reads_a_lines_word_as_the_text_reader_does(tmp_path):
+    """`J&J`, `q&a` on one twocol line are one word, as in text (data/tokenize.py), Rev's transcripts, the
+    calls' data directories and punctuate's output; an escaped `&amp` is `&`; `hiv/aids` and a URL
+    split as text splits them, so a twocol hypothesis scores against a text reference word for word."""
+    assert [repair_word(w) for w in ("J&J", "q&a", "r&ampd", "AT&amp;T", "post-9/11", "24/7/365")] == \
+        ["J&J", "q&a", "r&d", "AT&T", "post-9 11", "24/7/365"]
+    assert [repair_word(w) for w in ("&", "&amp", "a/", "/seg", "hiv/aids", "http://x.com/a")] == \
+        ["", "", "a", "seg", "hiv aids", "http x.com a"]
+    (tmp_path / "h.tsv").write_text("we\tL_O\nmet\tL_O\nJ&J\tU_COMMA\nand\tL_O\nr&ampd\tL_PERIOD\n")
+    rep = Report()
+    (u,), _ = read(tmp_path / "h.tsv", "twocol", report=rep)
+    assert u.words == ["we", "met", "J&J", "and", "r&d"] and u.labels[2] == "U_COMMA"
+    assert rep.repairs["mojibake or symbols repaired"] == 1  # r&ampd, reported
+    (tmp_path / "ref.txt").write_text("We met J&J, and R&D.\n")
+    assert [w.lower() for w in read(tmp_path / "ref.txt", "text")[0][0].words] == [w.lower() for w in u.words]
 
 
 @pytest.mark.parametrize("content,msg", [

@@ -57,6 +57,44 @@ def test_exported_graph_equals_torch_on_any_batch_shape(conf):
         assert np.abs(got - want)[b["word_mask"]].max() < 1e-4
 
 
+
+def _gru_clips(graph: bytes) -> list[float | None]:
+    import onnx
+
+    return [next((onnx.helper.get_attribute_value(a) for a in n.attribute if a.name == "clip"), None)
+            for n in onnx.load_from_string(graph).graph.node if n.op_type == "GRU"]
+
+
+def test_exported_gru_gates_are_clipped_without_changing_labels(monkeypatch):
+    """GRU nodes carry `clip` (onnxruntime's branch-free clip before its branching one: a saturated
+    model ran 8 % slower without it); with gate inputs far past +-10 the probabilities stay within
+    CLIP_TOLERANCE of the exact graph's and the labels are the same; past the tolerance the exact
+    graph is kept."""
+    import punctkit.onnx as ponnx
+
+    torch.manual_seed(0)
+    model = build_model({"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 16}, vocab_size=50,
+                        n_labels=4, pad_id=0, embeddings=None).eval()
+    with torch.no_grad():  # saturate the gates, as long training does
+        for name, w in model.named_parameters():
+            if "weight_hh" in name or "weight_ih" in name:
+                w.mul_(6.0)
+    graph = export_onnx(model, 50, 0)
+    assert len(_gru_clips(graph)) == 3 and all(c == ponnx.GRU_CLIP for c in _gru_clips(graph))
+    with monkeypatch.context() as m:
+        m.setattr(ponnx, "CLIP_TOLERANCE", 0.0)  # nothing may move: the exact graph is kept
+        exact = export_onnx(model, 50, 0)
+    assert _gru_clips(exact) == [None] * 3
+    b = _batch((7, 40, 3, 40, 12), 50, seed=3)
+    got, want = OnnxTagger(graph, threads=1).logits(b), OnnxTagger(exact, threads=1).logits(b)
+    assert 0 < np.abs(got - want)[b["word_mask"]].max()  # the clip did change something
+    from punctkit.decode.windows import softmax
+
+    assert np.abs(softmax(got) - softmax(want))[b["word_mask"]].max() <= ponnx.CLIP_TOLERANCE
+    assert (got.argmax(-1) == want.argmax(-1))[b["word_mask"]].all()
+    assert ponnx.clipped_grus(exact) == graph  # clipping is all that differs
+
+
 def test_projected_pretrained_vectors_are_folded_into_the_graph():
     """Pre-trained vectors wider than the model (pooled MiniLM: 384-d) are projected once at export:
     the graph holds the (vocab, d_model) table, not the wider one and the projection, and gives

@@ -155,6 +155,17 @@ def test_published_text_repairs_each_counted_with_file_and_line(tmp_path):
     assert "options: --decode-html --drop-notes --split-contractions --one-stream --drop-lines" in log
 
 
+
+def test_letters_joined_by_ampersand_are_one_word_and_twice_escaped_entities_decode(tmp_path):
+    """`AT&T`, `R&D`, `Q&A` are one word as Rev's transcripts, the calls and punctuate have them, in
+    their case (U); `&amp;quot;` (escaped twice, as in some of TED's transcripts) is a quote, not a word."""
+    src = published(tmp_path, "t.md", "We met AT&amp;T&#39;s R&amp;D team, &amp;quot;fine&amp;quot; said Q&amp;A.\n")
+    rep = prepare([src], tmp_path / "d", fmt="text", inventory="truecase4", text_opts=all_repairs(), strict=True)
+    u = read_data_dir(tmp_path / "d").utterances[0]
+    assert u.words == ["We", "met", "AT&T", "'s", "R&D", "team", "fine", "said", "Q&A"]
+    assert [u.labels[k] for k in (2, 4, 5, 8)] == ["U_O", "U_O", "L_COMMA", "U_PERIOD"]
+    assert rep.repairs["HTML entity decoded (--decode-html)"] == 8
+
 def test_without_the_options_published_text_reads_as_before(tmp_path):
     src = published(tmp_path)
     prepare([src], tmp_path / "d", fmt="text", inventory="truecase4")

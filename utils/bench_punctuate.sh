@@ -18,6 +18,11 @@
 # --score true (with --data, a twocol reference) also runs the shipped path's F1 once per model:
 # `punctuate --format twocol` with the same options, scored by `punctkit score` against --data;
 # a sixth column, the overall punctuation F1 (utils/plot_front.py draws words/s against it).
+# PUNCTKIT names the command to time (default: punctkit). Another checkout's code, e.g. a default to
+# compare against: a script running `PYTHONPATH=CHECKOUT exec python -P -m punctkit.cli "$@"`; without
+# -P, python puts the current directory first on sys.path, and a run from this repository's root
+# imports this checkout's code, not CHECKOUT's. Time both commands the same way (the console script
+# `punctkit` starts 10-15 ms slower than `python -P -m punctkit.cli` here).
 set -euo pipefail
 
 threads=2

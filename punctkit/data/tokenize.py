@@ -46,7 +46,7 @@ _TOKEN = re.compile(
     r"""
     (?P<num>\d+(?:[.,:/]\d+)+)                      # 3.5  1,000  10:30  9/11
   | (?P<clitic>(?<![\w'’])['’](?i:s|re|ve|ll|d|m|t|em)\b)  # 's 're 'S ... (split contractions)
-  | (?P<word>\w+(?:['’.\-]\w+)*)                    # don't  u.s  e-mail  n't
+  | (?P<word>\w+(?:['’.\-&]\w+)*)                   # don't  u.s  e-mail  n't  AT&T  q&a
   | (?P<mark>\.\.\.+|…|[?!]+|[.,;:]|--+|—|–|(?<=\s)-(?=\s))
   | (?P<other>\S)                                   # quotes, brackets, symbols: dropped
     """,

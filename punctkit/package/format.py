@@ -22,7 +22,6 @@ LIMITS = {MANIFEST: META_LIMIT, "config.yaml": META_LIMIT, FRONTEND + CONF_FILE:
           "model.pt": WEIGHTS_LIMIT, "model.onnx": WEIGHTS_LIMIT}
 REQUIRED = (MANIFEST, "config.yaml", FRONTEND + CONF_FILE)  # and model.pt or model.onnx (or both)
 WEIGHTS = ("model.pt", "model.onnx")
-CHUNK = 4 * MiB
 
 # The files each frontend kind writes into its directory (punctkit/text/frontend.py, plm.py).
 PLM_FILES = ("config.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",

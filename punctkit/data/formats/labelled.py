@@ -77,14 +77,21 @@ _MOJIBAKE = [
 ]
 
 
+# an escaped ampersand left in the text (`r&ampd`, `AT&amp;T`)
+_AMP_ENTITY = re.compile(r"&amp;?")
+
+
 def repair_word(word: str) -> str:
-    """Undo UTF-8-read-as-cp1252 damage and strip symbols; '' when nothing of a word is left."""
-    fixed = word
+    """Undo UTF-8-read-as-cp1252 damage and escaped ampersands, and strip symbols; '' when nothing
+    of a word is left. A line's word is split as the text reader splits it (data/tokenize.py: `J&J`
+    and `AT&T` stay whole, `and/or` is two words), so that a twocol file scores against the same
+    words in text."""
+    fixed = unescaped = _AMP_ENTITY.sub("&", word)
     for pat, rep in _MOJIBAKE:
         fixed = pat.sub(rep, fixed)
-    if fixed == word:
+    if fixed == unescaped:
         try:
-            fixed = word.encode("cp1252").decode("utf-8")
+            fixed = unescaped.encode("cp1252").decode("utf-8")
         except (UnicodeEncodeError, UnicodeDecodeError):
             pass
     words = [t for k, t in tokens(fixed) if k == "w"]

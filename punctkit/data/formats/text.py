@@ -119,6 +119,8 @@ def repair_line(line: str, opts: TextOptions, report: Report, loc: str) -> str |
         return None
     if opts.html and "&" in line:
         line = ENTITY.sub(lambda m: _entity(m, report, loc), line)
+        if "&" in line:  # escaped twice (`&amp;quot;`, 30 in TED's transcripts): once more
+            line = ENTITY.sub(lambda m: _entity(m, report, loc), line)
     if opts.notes and ("(" in line or "[" in line):
         line = BRACKETED.sub(lambda m: _note(m, report, loc), line)
     return line
