@@ -785,6 +785,7 @@ def serve(
                         allow_hosts=parse_hosts(allow_host or []))
     run(model or default_model(), opts, threads, backend)
 
+
 def _loaded() -> None:
     """The model is loaded: what start-up allocated (modules, the model's vocabulary, lexicon and case
     prior) lives as long as the process, so the cyclic garbage collector stops rescanning it at every

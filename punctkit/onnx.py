@@ -110,8 +110,8 @@ def clipped_grus(graph: bytes) -> bytes:
     are never taken. The tanh gate is unchanged (onnxruntime clipped it at 10 already); a
     sigmoid gate's input beyond +-10 moves its value by at most 4.6e-5 (1 - sigmoid(10)):
     `export_onnx` keeps the clipped graph when its label probabilities stay within
-    CLIP_TOLERANCE of the exact graph's (the shipped DRNN-LWMA: the same labels on all 330k words
-    of its five valid and test sets)."""
+    CLIP_TOLERANCE of the exact graph's (the shipped DRNN-LWMA: the same labels on all 319,866
+    words of its five valid and test sets)."""
     if b"GRU" not in graph:
         return graph
     import onnx
