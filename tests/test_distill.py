@@ -163,6 +163,14 @@ def test_cli_reports_a_probs_file_that_misses_an_utterance(dirs, tmp_path):
     assert last.startswith("punctkit: error: ") and f"probs: no line for utterance '{utt}'" in last
 
 
+def test_a_missing_probs_file_is_refused_before_the_experiment_is_made(dirs, tmp_path):
+    r = cli("train", "--config", "recipes/iwslt/conf/train_tiny.yaml", "--train-dir", dirs[0], "--valid-dir",
+            dirs[1], "--exp", tmp_path / "exp", "--set", f"train.distill.probs={tmp_path / 'no_probs'}", ok=False)
+    assert r.returncode == 1 and r.stderr.strip().count("\n") == 0, r.stderr
+    assert r.stderr.startswith("punctkit: error: probs file (train.distill.probs) not found: ")
+    assert not (tmp_path / "exp").exists()  # no frontend, no train.log, no lock left behind
+
+
 def test_the_distill_conf_takes_the_teacher_from_the_command_line():
     from pathlib import Path
 

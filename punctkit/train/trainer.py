@@ -44,7 +44,7 @@ from punctkit.config import load_config
 from punctkit.data.labels import LabelSet, O, mark_of
 from punctkit.data.streams import IGNORE, Extra, Stream, WindowDataset
 from punctkit.expdir import EPOCH_TMP_RE, epoch_checkpoints, load_checkpoint, pick_device
-from punctkit.files import PunctkitError, atomic_write
+from punctkit.files import PunctkitError, atomic_write, require_file
 from punctkit.models.base import PunctModel
 from punctkit.models.registry import model_needs
 from punctkit.progress import progress
@@ -460,6 +460,9 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
     model_needs(conf["model"])
     TrainOptions.from_section(conf["train"])
     check_data_dirs(train_dir, valid_dir)  # so is a missing --train-dir: it leaves no --exp, no train.log
+    distill = DistillOptions.from_section(conf["train"]["distill"])
+    if distill is not None:  # and a teacher's labels not made yet (their rows are checked once read)
+        require_file(distill.probs, "probs file (train.distill.probs)")
     with exp_lock(exp_dir, force, quiet):
         if world == 1:
             return train_process(run)
