@@ -282,6 +282,9 @@ def decode(
     stream_end: Optional[str] = typer.Option(None, "--stream-end", help="sentence: a stream's last word ends a "
                                              "sentence (default); open: streams are chunks cut anywhere, the "
                                              "model's label stays"),
+    overlap: Optional[str] = typer.Option(None, "--overlap", help="a word in several windows: central (its most "
+                                          "central window's prediction) or average (all of them, weighted by "
+                                          "centrality; one-best); default: the model's decode section, central"),
     ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
     config: Optional[Path] = typer.Option(None, "--config", help="conf/decode.yaml: defaults for these options "
                                                                  "(over the model's decode: section)"),
@@ -303,7 +306,7 @@ def decode(
     decode_dir(model_dirs if len(model_dirs) > 1 else model_dirs[0], data_dir, out, fmt=fmt, beam=beam, nbest=nbest,
                batch_size=batch_size, checkpoint=checkpoint, ngpu=ngpu, window=window, step=step,
                log=lambda m: _echo(m, err=True), overwrite=overwrite, config=config, probs=probs,
-               weights=weights, stream_end=stream_end, threads=threads)  # logs its summary
+               weights=weights, stream_end=stream_end, threads=threads, overlap=overlap)  # logs its summary
 
 
 @app.command("average-checkpoints")
@@ -593,9 +596,17 @@ def recognize(
 
 # ------------------------------------------------------------------ packed models
 
+def _shipped() -> tuple[str, ...]:
+    from punctkit.pretrained import SHIPPED
+
+    return tuple(SHIPPED)
+
+
 @app.command()
 def pack(
-    exp_dirs: List[Path] = typer.Argument(..., help="trained model directory (exp/NAME); several: an ensemble"),
+    exp_dirs: List[Path] = typer.Argument(..., help="trained model directory (exp/NAME); several: an ensemble; a "
+                                                    "package (or a shipped model's name): re-packed as it is, "
+                                                    "with the decoding and figures of --card-results"),
     out: Path = typer.Option(..., "--out", "-o", help="packed model file to write (model.pkt)"),
     checkpoint: Optional[str] = typer.Option(None, help="checkpoint in EXP_DIR (default: model.avg.pt, model.best.pt, last epoch)"),
     card_results: Optional[List[Path]] = typer.Option(None, "--card-results", help="score.json to quote on the card (repeatable)"),
@@ -634,6 +645,17 @@ def pack(
         if not eq or not key.strip() or not text.strip():
             raise PunctkitError(f"--card-note {note!r}: give KEY=TEXT")
         notes[key.strip()] = text.strip()
+    if exp_dirs[0].is_file() or (not exp_dirs[0].exists() and str(exp_dirs[0]) in _shipped()):  # a package: re-packed with new decoding and figures
+        if checkpoint or train_data or onnx or int8 or onnx_only:
+            raise PunctkitError(f"{exp_dirs[0]}: a package is re-packed as it is (its weights, graph and frontend); "
+                                f"--checkpoint, --train-data, --onnx, --int8 and --onnx-only are for an EXP_DIR")
+        from punctkit.packing import repack
+        from punctkit.pretrained import model_path
+
+        src = exp_dirs[0] if exp_dirs[0].is_file() else model_path(str(exp_dirs[0]))
+        card = repack(src, out, card_results or [], notes)["card"]
+        _echo(f"pack: {exp_dirs[0]} re-packed with the decoding of its scores ({card['decode']}) -> {out}", err=True)
+        return
     card = do_pack(exp_dirs[0], out, checkpoint, card_results or [], train_data, onnx, int8,
                    onnx_only=onnx_only, notes=notes)["card"]
     _echo(f"pack: {exp_dirs[0]} ({card['model']}, {card['inventory']}, {card['checkpoint']}) -> {out}", err=True)

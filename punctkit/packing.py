@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from punctkit.decode.combine import parse_weights
+from punctkit.files import PunctkitError
 from punctkit.infer.engine import Punctuator
 from punctkit.infer.ensemble import load_model
 from punctkit.package import ensemble_package, model_package, writing
+from punctkit.package.write import repackage
 
 
 def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
@@ -20,6 +22,19 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
                            onnx=onnx, int8=int8, onnx_only=onnx_only, notes=notes)
     with writing(out, packed) as tmp:
         for backend in packed.backends:  # the packed file rebuilds the model on its own
+            Punctuator.load(tmp, backend=backend)
+    return packed.manifest
+
+
+def repack(pkg_path: str | Path, out: str | Path, card_results: Iterable[str | Path] = (),
+           notes: dict[str, str] | None = None) -> dict[str, Any]:
+    """`punctkit pack PACKAGE`: the package with the decoding and figures of `card_results`
+    (punctkit.package.write.repackage), loaded back with each backend it holds; returns the manifest."""
+    if Path(out).resolve() == Path(pkg_path).resolve():
+        raise PunctkitError(f"{out}: is the package being re-packed; write the new one under another name")
+    packed = repackage(pkg_path, card_results=card_results, notes=notes)
+    with writing(out, packed) as tmp:
+        for backend in packed.backends:
             Punctuator.load(tmp, backend=backend)
     return packed.manifest
 

@@ -69,7 +69,8 @@ def exp(tmp_path_factory) -> Path:
 
 def test_training_writes_the_decoding_it_validated_with(exp):
     conf = yaml.safe_load((exp / "config.yaml").read_text())
-    assert conf["decode"] == {"window": 30, "step": 15, "batch_size": 32, "beam": 1, "stream_end": "sentence"}
+    assert conf["decode"] == {"window": 30, "step": 15, "batch_size": 32, "beam": 1, "stream_end": "sentence",
+                              "overlap": "central"}
     hist = json.loads((exp / "history.json").read_text())
     assert hist[0]["valid_f1"] is not None  # validated (fit.py passes decode's validation)
 
@@ -80,7 +81,8 @@ def test_validation_scores_what_decode_gives_with_the_same_options(exp, tmp_path
     d = exp.parent
     cli("decode", exp, d / "valid", tmp_path / "hyp")
     assert read_options(tmp_path / "hyp" / "decode_options.yaml").search() == {**SEQ2SEQ["decode"],
-                                                                              "stream_end": "sentence"}
+                                                                              "stream_end": "sentence",
+                                                                              "overlap": "central"}
     cli("score", d / "valid", tmp_path / "hyp", "--out", tmp_path)
     f1 = json.loads((tmp_path / "score.json").read_text())["overall"]["f1"]
     best = max(h["valid_f1"] for h in json.loads((exp / "history.json").read_text()))
@@ -119,7 +121,7 @@ def test_the_cards_beam_is_the_beam_of_its_score(exp, tmp_path):
         packed = yaml.safe_load(z.read("config.yaml"))
     score = json.loads((dec / "score.json").read_text())["overall"]["f1"]
     res = card["results"]["decode_test_beam3"]
-    assert res["f1"] == score and res["decode"] == {"window": 30, "step": 15, "beam": 3}
+    assert res["f1"] == score and res["decode"] == {"window": 30, "step": 15, "beam": 3, "overlap": "central"}
     assert card["decode"]["beam"] == 3 and packed["decode"]["beam"] == 3  # not the model's beam 1
     from punctkit import Punctuator
 
@@ -132,6 +134,68 @@ def test_the_cards_beam_is_the_beam_of_its_score(exp, tmp_path):
             "--card-results", other / "score.json", ok=False)
     assert r.returncode != 0 and "decoded with different settings" in r.stderr
     assert not (tmp_path / "n.pkt").exists()
+
+
+def test_a_package_decodes_with_the_overlap_of_its_quoted_scores(exp, tmp_path):
+    """Scores decoded with `--overlap average` give the package that overlap: it then decodes as they
+    were decoded (the same hypothesis), and the card says so."""
+    d = exp.parent
+    dec = tmp_path / "decode_test_avg"
+    cli("decode", exp, d / "test", dec / "hyp", "--overlap", "average", "--step", "10")
+    assert read_options(dec / "hyp" / "decode_options.yaml").overlap == "average"
+    cli("score", d / "test", dec / "hyp", "--out", dec)
+    cli("pack", exp, "-o", tmp_path / "m.pkt", "--card-results", dec / "score.json")
+    with zipfile.ZipFile(tmp_path / "m.pkt") as z:
+        card = json.loads(z.read("punctkit.json"))["card"]
+        packed = yaml.safe_load(z.read("config.yaml"))
+    assert packed["decode"]["overlap"] == "average" and card["decode"]["overlap"] == "average"
+    from punctkit import Punctuator
+
+    assert Punctuator.load(tmp_path / "m.pkt").options.overlap == "average"
+    cli("decode", tmp_path / "m.pkt", d / "test", tmp_path / "again")
+    assert (tmp_path / "again" / "labels").read_text() == (dec / "hyp" / "labels").read_text()
+    central = tmp_path / "central"
+    cli("decode", exp, d / "test", central, "--step", "10")
+    assert (central / "labels").read_text() != (dec / "hyp" / "labels").read_text()  # the overlap made a difference
+    r = cli("decode", exp, d / "test", tmp_path / "bad", "--overlap", "mean", ok=False)
+    assert r.returncode != 0 and r.stderr.strip().splitlines()[-1].endswith("expected one of central, average")
+
+
+def test_a_package_is_repacked_with_the_decoding_chosen_after_packing(exp, tmp_path):
+    """`punctkit pack PACKAGE --card-results ...`: the same model members (weights, frontend), the decoding
+    of the quoted scores (here averaged windows every 10 words) and their figures on the card; the new
+    package decodes as they were decoded. Its own card entries stay its own; it never replaces itself."""
+    d = exp.parent
+    cli("pack", exp, "-o", tmp_path / "m.pkt")
+    dec = tmp_path / "decode_test_avg10"
+    cli("decode", tmp_path / "m.pkt", d / "test", dec / "hyp", "--overlap", "average", "--step", "10")
+    cli("score", d / "test", dec / "hyp", "--out", dec)
+    r = cli("pack", tmp_path / "m.pkt", "-o", tmp_path / "r.pkt", "--card-results", dec / "score.json",
+            "--card-note", "rebuild=punctkit pack m.pkt --card-results ...")
+    assert "re-packed" in r.stderr
+    with zipfile.ZipFile(tmp_path / "m.pkt") as a, zipfile.ZipFile(tmp_path / "r.pkt") as b:
+        assert a.namelist() == b.namelist()
+        for name in a.namelist():
+            if name not in ("punctkit.json", "config.yaml"):
+                assert a.read(name) == b.read(name), name  # the model as it was
+        old_conf, conf = yaml.safe_load(a.read("config.yaml")), yaml.safe_load(b.read("config.yaml"))
+        card = json.loads(b.read("punctkit.json"))["card"]
+    assert conf["decode"] == {**old_conf["decode"], "step": 10, "overlap": "average"}
+    assert {k: v for k, v in conf.items() if k != "decode"} == {k: v for k, v in old_conf.items() if k != "decode"}
+    score = json.loads((dec / "score.json").read_text())["overall"]["f1"]
+    assert card["results"]["decode_test_avg10"]["f1"] == score and card["decode"]["overlap"] == "average"
+    assert card["rebuild"].startswith("punctkit pack m.pkt")
+    cli("decode", tmp_path / "r.pkt", d / "test", tmp_path / "again")
+    assert (tmp_path / "again" / "labels").read_text() == (dec / "hyp" / "labels").read_text()
+    for args, msg in (([tmp_path / "m.pkt", "-o", tmp_path / "m.pkt", "--card-results", dec / "score.json"],
+                       "is the package being re-packed"),
+                      ([tmp_path / "m.pkt", "-o", tmp_path / "x.pkt"], "give --card-results"),
+                      ([tmp_path / "m.pkt", "-o", tmp_path / "x.pkt", "--card-results", dec / "score.json",
+                        "--card-note", "results=mine"], "the card's own entry"),
+                      ([tmp_path / "m.pkt", "-o", tmp_path / "x.pkt", "--onnx"], "are for an EXP_DIR")):
+        r = cli("pack", *args, ok=False)
+        assert r.returncode != 0 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "x.pkt").exists()
 
 
 def test_punctuator_takes_the_packed_options_without_changing_them(exp, tmp_path):

@@ -18,8 +18,16 @@ from punct_util import PK, cli, tiny_conf, train_tiny
 from punctkit.data.formats import read
 from punctkit.data.labels import SENTENCE_END, mark_of
 from punctkit.data.streams import Stream, TimeDelay, train_windows
-from punctkit.decode.lookahead import decode_lookahead, delay, owner_window, parse_lookahead, word_window
-from punctkit.decode.windows import owners, plan_windows
+from punctkit.decode.lookahead import (
+    covering_windows,
+    decode_lookahead,
+    delay,
+    owner_window,
+    parse_lookahead,
+    word_window,
+    word_windows,
+)
+from punctkit.decode.windows import OVERLAPS, centrality, decode_windows_rows, owners, plan_windows
 from punctkit.files import PunctkitError
 from punctkit.infer.stream import PunctStream
 
@@ -67,6 +75,22 @@ def test_owner_window_is_the_owner_of_the_whole_plan(n, window, data):
     later = data.draw(st.integers(n, n + 200))
     if n > i + window:
         assert owner_window(i, later, window, step) == owner_window(i, n, window, step)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 60), st.data())
+def test_covering_windows_are_the_plan_windows_holding_the_word(n, window, data):
+    """`covering_windows` lists the windows of the whole plan that hold word i (what `overlap: average`
+    averages), and once `window` further words have arrived no later word adds or changes one."""
+    step = data.draw(st.integers(1, window))
+    plan = plan_windows(n, window, step)
+    i = data.draw(st.integers(0, n - 1))
+    assert covering_windows(i, n, window, step) == [(a, b) for a, b in plan if a <= i < b]
+    later = data.draw(st.integers(n, n + 200))
+    if n > i + window:
+        assert covering_windows(i, later, window, step) == covering_windows(i, n, window, step)
+    assert word_windows(i, n, window, step, None, "central") == [owner_window(i, n, window, step)]
+    assert word_windows(i, n, window, step, 3, "average") == [word_window(i, n, window, step, 3)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -217,6 +241,67 @@ def test_unlimited_stream_equals_offline_punctuate(punct, packed):
     chunks = [s.feed(ln) for ln in lines] + [s.finish()]
     assert " ".join(x for c in chunks for _, _, x in c) == " ".join(punct.punctuate(text).split())
     assert len(chunks[0]) == len(lines[0].split()) - punct.window  # a window's worth of words is held
+
+
+def _averaging(p):
+    from dataclasses import replace
+
+    return replace(p, options=replace(p.options, overlap="average"))
+
+
+def test_average_overlap_weighs_each_window_by_the_words_context(punct, packed):
+    """`overlap: average`: a word's distribution is the mean of every window's over it, weighted by 1 +
+    its distance to that window's nearest cut edge (a stream's own start or end is no cut), and its
+    label that mean's arg-max; `central` keeps the most central window's."""
+    import numpy as np
+
+    from punctkit.data.streams import IGNORE, Window, WindowDataset
+
+    words = _words(packed)[:260]
+    stream = Stream("s", ["s"], [0], words, [IGNORE] * len(words))
+    window, step = punct.window, punct.step
+    plan = plan_windows(len(words), window, step)
+    per_window = punct.predict(WindowDataset([stream], punct.frontend, [Window(0, a, b) for a, b in plan]))
+    (hyps, rows), = decode_windows_rows([stream], punct.frontend, window, step, punct.predict, overlap="average")
+    (c_hyps, c_rows), = decode_windows_rows([stream], punct.frontend, window, step, punct.predict)
+    several = 0
+    for i in range(len(words)):
+        held = [(k, a, b) for k, (a, b) in enumerate(plan) if a <= i < b]
+        w = np.array([1 + min(centrality(i, a, b, len(words)), window) for _, a, b in held], dtype=float)
+        want = sum(wk * per_window[k][1][i - a] for wk, (k, a, _) in zip(w, held)) / w.sum()
+        np.testing.assert_allclose(rows[i], want, rtol=0, atol=1e-12)
+        assert hyps[0][0][i] == int(np.argmax(want))
+        several += len(held) > 1
+    assert several > len(words) // 2  # most words are in two windows: the average is not one window's
+    assert not np.allclose(rows, c_rows)  # and it differs from the most central window's
+
+
+def test_unlimited_stream_equals_offline_punctuate_with_averaged_windows(punct, packed):
+    """With `overlap: average` an unlimited stream, fed word by word, still holds a window's worth of
+    words and labels as offline punctuate does."""
+    avg = _averaging(punct)
+    text = (packed / "words.txt").read_text()
+    words = text.split()[:400]
+    s = PunctStream(avg)
+    got = []
+    for n, w in enumerate(words, 1):
+        got += s.feed([w])
+        assert len(got) == max(0, n - avg.window)
+    got += s.finish()
+    offline = avg.punctuate(" ".join(words)).split()
+    assert [x for _, _, x in got] == offline
+    assert offline != punct.punctuate(" ".join(words)).split()  # the averaged windows label otherwise here
+
+
+def test_overlap_option_is_checked():
+    from punctkit.decode.options import resolve
+
+    assert OVERLAPS == ("central", "average") and resolve().overlap == "central"
+    assert resolve(trained={"overlap": "average"}).overlap == "average"
+    with pytest.raises(PunctkitError, match="--overlap 'mean': expected one of central, average"):
+        resolve({"overlap": "mean"})
+    with pytest.raises(PunctkitError, match="n-best lists come from the most central windows"):
+        resolve({"nbest": 3}, trained={"overlap": "average"})
 
 
 def test_torch_and_onnx_lookahead_labels_are_the_same(punct, packed):

@@ -62,12 +62,14 @@ def predict(model: PunctModel, dataset: WindowDataset, batch_size: int = 32, dev
 
 def decode_streams_rows(model: PunctModel, frontend: Frontend, streams: list[Stream], window: int = 100,
                         step: int = 50, batch_size: int = 32, device: torch.device | str = "cpu", beam: int = 1,
-                        nbest: int = 1, extra: Callable | None = None, show: bool = False) -> list[Predicted]:
-    """n-best label ids per stream from `model`, each word's label from its most central window
-    (decode/windows.py), and the 1-best's per-word distributions (words x labels); `show`: a progress bar."""
+                        nbest: int = 1, extra: Callable | None = None, show: bool = False,
+                        overlap: str = "central") -> list[Predicted]:
+    """n-best label ids per stream from `model`, each word's label from its most central window, or
+    its windows averaged (`overlap`, decode/windows.py), and the 1-best's per-word distributions
+    (words x labels); `show`: a progress bar."""
     return decode_windows_rows(streams, frontend, window, step,
                                lambda ds: predict(model, ds, batch_size, device, beam, nbest, frontend.pad_id, show),
-                               extra)
+                               extra, overlap)
 
 
 def split_utterances(streams: list[Stream]) -> list[Stream]:
@@ -92,7 +94,7 @@ def validation(trained: dict[str, Any], frontend: Frontend, streams: list[Stream
     def run(model: PunctModel) -> list[list[int]]:
         out = []
         for hyps, rows in decode_streams_rows(model, frontend, streams, opts.window, opts.step, opts.batch_size,
-                                              device, opts.beam, extra=extra):
+                                              device, opts.beam, extra=extra, overlap=opts.overlap):
             out.append(close_ids(hyps[0][0], rows, inventory, closes=inventory is not None and opts.closes_streams))
         return out
 

@@ -6,8 +6,10 @@ ends at word min(i + L, n - 1) and starts up to `window` words before that end
 words have arrived, or the stream has ended. L is capped at `window - 1` (a
 window must hold its word). Unlimited look-ahead (`None`) is today's decoding
 (punctkit/decode/windows.py): word i's label comes from its most central window
-of the whole stream, which is known once `window` further words have arrived
-(no later window can then hold it) or the stream has ended.
+of the whole stream (or, with `overlap: average`, from all the windows that hold
+it), which are known once `window` further words have arrived (no later window can
+then hold it) or the stream has ended. A bounded look-ahead reads one window a
+word, whatever the overlap.
 
 Everything here is pure windows logic plus one batching function over a
 `Predict` (torch or onnxruntime), so both backends work unchanged;
@@ -23,7 +25,7 @@ import numpy as np
 from punctkit.data.labels import LabelSet
 from punctkit.data.streams import IGNORE, Stream, Window, WindowDataset
 from punctkit.decode.stream_end import close_ids
-from punctkit.decode.windows import Predict
+from punctkit.decode.windows import Predict, average_rows
 from punctkit.files import PunctkitError
 
 UNLIMITED = ("-1", "inf", "none", "unlimited")
@@ -82,25 +84,60 @@ def word_window(i: int, n: int, window: int, step: int, lookahead: int | None) -
 Span = tuple[int, int]
 
 
-def label_windows(words: Sequence[str], base: int, wanted: Iterable[tuple[int, Span]], frontend: object,
+def covering_windows(i: int, n: int, window: int, step: int) -> list[Span]:
+    """Every window of `plan_windows(n, window, step)` that holds word i, in order, without planning
+    the whole stream (what `overlap: average` averages)."""
+    if n <= window:
+        return [(0, n)]
+    last = n - window
+    first = max(0, math.ceil((i - window + 1) / step)) * step
+    out = [(s, s + window) for s in range(first, min(i, last - 1) + 1, step)]
+    if last <= i:
+        out.append((last, n))
+    return out
+
+
+def word_windows(i: int, n: int, window: int, step: int, lookahead: int | None,
+                 overlap: str = "central") -> list[Span]:
+    """The windows whose distributions give word i of a stream of (so far) n words its label: one
+    (`word_window`), or with unlimited look-ahead and `overlap: average` all that hold it (weighed by
+    `label_windows` as decode/windows.py weighs them). Valid once word i is decided (`word_window`)."""
+    if lookahead is None and overlap == "average":
+        return covering_windows(i, n, window, step)
+    return [word_window(i, n, window, step, lookahead)]
+
+
+def label_windows(words: Sequence[str], base: int, wanted: Iterable[tuple[int, Sequence[Span]]], frontend: object,
                   predict: Predict, cache: dict[Span, tuple[list[int], np.ndarray]] | None = None,
                   rows: dict[int, np.ndarray] | None = None) -> dict[int, int]:
-    """Label id of each wanted word, given as (word index, its window (start, end)), indices counted
-    from the stream's start and `words` holding the stream from index `base` on; the distinct
-    windows not in `cache` go through `predict` in one batch (and into `cache`, with their
-    distributions). `rows`, when given, receives each wanted word's distribution."""
-    wanted = list(wanted)
+    """Label id of each wanted word, given as (word index, its windows (start, end): `word_windows`),
+    indices counted from the stream's start and `words` holding the stream from index `base` on; the
+    distinct windows not in `cache` go through `predict` in one batch (and into `cache`, with their
+    distributions). A word of one window takes that window's label; of several, their distributions
+    averaged (`average_rows`) and the average's arg-max. `rows`, when given, receives each wanted
+    word's distribution."""
+    wanted = [(i, list(ws)) for i, ws in wanted]
     cache = {} if cache is None else cache
-    spans = sorted({w for _, w in wanted} - cache.keys())
+    spans = sorted({w for _, ws in wanted for w in ws} - cache.keys())
     if spans:
         if spans[0][0] < base or max(b for _, b in spans) > base + len(words):
             raise PunctkitError(f"window {spans[0]} is outside the words kept ({base}..{base + len(words)})")
         stream = Stream("stream", ["stream"], [0], list(words), [IGNORE] * len(words))
         hyps = predict(WindowDataset([stream], frontend, [Window(0, a - base, b - base) for a, b in spans]))
         cache.update((span, (hyps_[0][0], dist)) for span, (hyps_, dist) in zip(spans, hyps))
-    if rows is not None:
-        rows.update((i, cache[w][1][i - w[0]]) for i, w in wanted)
-    return {i: cache[w][0][i - w[0]] for i, w in wanted}
+    n = base + len(words)
+    ids: dict[int, int] = {}
+    for i, ws in wanted:
+        if len(ws) == 1:
+            w = ws[0]
+            row = cache[w][1][i - w[0]]
+            ids[i] = cache[w][0][i - w[0]]
+        else:
+            row = average_rows(i, n, ws, [cache[w][1][i - w[0]] for w in ws])
+            ids[i] = int(row.argmax())
+        if rows is not None:
+            rows[i] = row
+    return ids
 
 
 def decode_lookahead(streams: list[list[str]], frontend: object, window: int, step: int,

@@ -16,12 +16,13 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
+from punctkit.decode.windows import OVERLAPS
 from punctkit.files import PunctkitError, atomic_write, read_yaml_mapping
 
 OPTIONS_FILE = "decode_options.yaml"  # written next to a decoding output (pack's card reads it)
 FIXED_BY_TRAINING = ("window",)
 # what the resolved options of a run record (and what a model's `decode:` section holds)
-SEARCH_KEYS = ("window", "step", "batch_size", "beam", "stream_end")
+SEARCH_KEYS = ("window", "step", "batch_size", "beam", "stream_end", "overlap")
 STREAM_ENDS = ("sentence", "open")  # what the end of a stream is (decode/stream_end.py)
 
 
@@ -32,7 +33,8 @@ class DecodeOptions:
     output `format` and the `checkpoint` (None: model.avg.pt, model.best.pt, the last epoch).
     `stream_end`: `sentence` (a stream's last word ends a sentence: a document, a talk, a
     recording) or `open` (streams are chunks cut anywhere, as Faber's rechunked test sets: the
-    model's own label stays)."""
+    model's own label stays). `overlap`: a word seen by several windows takes the prediction of
+    the most `central` one, or their `average` (decode/windows.py; one-best)."""
 
     window: int = 100
     step: int = 50
@@ -43,6 +45,7 @@ class DecodeOptions:
     checkpoint: str | None = None
     stream_end: str = "sentence"
     joint: bool = True  # a case-aware model's marks and case decided together (decode/joint.py)
+    overlap: str = "central"  # central or average (decode/windows.py: OVERLAPS)
 
     @property
     def closes_streams(self) -> bool:
@@ -112,6 +115,12 @@ def check(opts: DecodeOptions, given: tuple[str, ...] = ()) -> None:
     if opts.stream_end not in STREAM_ENDS:
         name = "--stream-end" if "stream_end" in given else "decode option stream_end"
         raise PunctkitError(f"{name} {opts.stream_end!r}: expected one of {', '.join(STREAM_ENDS)}")
+    if opts.overlap not in OVERLAPS:
+        name = "--overlap" if "overlap" in given else "decode option overlap"
+        raise PunctkitError(f"{name} {opts.overlap!r}: expected one of {', '.join(OVERLAPS)}")
+    if opts.overlap == "average" and opts.nbest > 1:
+        raise PunctkitError(f"--nbest {opts.nbest} with overlap average: n-best lists come from the most central "
+                            f"windows; decode them with --overlap central")
     if not isinstance(opts.joint, bool):
         raise PunctkitError(f"decode option joint: expected true or false, got {opts.joint!r}")
     if opts.checkpoint is not None and not isinstance(opts.checkpoint, str):

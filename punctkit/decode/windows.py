@@ -2,9 +2,14 @@
 
 A stream of n words is covered by windows of `length` words every `step`
 words, the last one aligned to the stream's end. A word seen by several windows
-takes its prediction from the window where it is most central: the one where
-its distance to the nearest *cut* edge (a window edge that is not the stream's
-own start or end) is largest; ties go to the earlier window.
+takes its prediction (`overlap`):
+
+- `central`: from the window where it is most central: the one where its distance
+  to the nearest *cut* edge (a window edge that is not the stream's own start or
+  end) is largest; ties go to the earlier window;
+- `average`: from all of them, its distributions averaged, each weighted by one plus
+  that distance (`centrality`), so a word near a cut edge, short of context on that
+  side, counts least; its label is the average's arg-max. One-best only (no n-best).
 
 Every predictor also gives, per word, the probabilities of all the inventory's labels
 (`Predicted`): a tagger's softmax (`tagger_predicted`, shared by torch and onnxruntime),
@@ -25,6 +30,25 @@ Predicted = tuple[Hyps, np.ndarray]  # n-best, and the 1-best's per-word distrib
 Predict = Callable[[WindowDataset], list[Predicted]]  # of every window of a dataset
 
 
+OVERLAPS = ("central", "average")  # how a word seen by several windows takes its prediction
+
+
+def centrality(i: int, a: int, b: int, n: int) -> int:
+    """Word i's distance to the nearest cut edge of window (a, b) of a stream of n words (an edge at
+    the stream's own start or end is not cut: it counts as n + 1)."""
+    left = i - a if a > 0 else n + 1
+    right = b - 1 - i if b < n else n + 1
+    return min(left, right)
+
+
+def average_rows(i: int, n: int, spans: Sequence[tuple[int, int]], rows: Sequence[np.ndarray]) -> np.ndarray:
+    """Word i's distribution under `overlap: average`: the rows its windows `spans` (of a stream of n
+    words) give it, weighted by 1 + `centrality` (at most the window: a stream's uncut edge counts as a
+    window's worth of context)."""
+    w = np.array([1 + min(centrality(i, a, b, n), b - a) for a, b in spans], dtype=np.float64)
+    return (w[:, None] * np.asarray(rows, dtype=np.float64)).sum(0) / w.sum()
+
+
 def plan_windows(n: int, length: int, step: int) -> list[tuple[int, int]]:
     """(start, end) windows covering words 0..n-1; every window has `length` words unless n < length."""
     if length < 1 or step < 1:
@@ -39,14 +63,11 @@ def plan_windows(n: int, length: int, step: int) -> list[tuple[int, int]]:
 
 def owners(n: int, windows: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """For each word 0..n-1: (window index, position in that window) of its most central window."""
-    inf = n + 1
     best: list[tuple[int, int]] = [(-1, -1)] * n
     score = [-1] * n
     for k, (a, b) in enumerate(windows):
         for i in range(a, b):
-            left = i - a if a > 0 else inf
-            right = b - 1 - i if b < n else inf
-            c = min(left, right)
+            c = centrality(i, a, b, n)
             if c > score[i]:
                 score[i], best[i] = c, (k, i - a)
     missing = [i for i in range(n) if best[i][0] < 0]
@@ -56,9 +77,10 @@ def owners(n: int, windows: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def decode_windows_rows(streams: list[Stream], frontend: object, window: int, step: int, predict: Predict,
-                        extra: Extra | None = None) -> list[Predicted]:
+                        extra: Extra | None = None, overlap: str = "central") -> list[Predicted]:
     """n-best label ids per stream and the 1-best's per-word distributions (words x labels), each
-    word's label and row taken from its most central window.
+    word's label and row taken from its most central window, or from all its windows averaged
+    (`overlap`: see the module's docstring; one-best).
 
     `predict` labels the windows (torch: decode/decoder.py; onnxruntime: punctkit/onnx.py).
     With n-best lists the k-th hypothesis joins the k-th hypotheses of the windows
@@ -72,6 +94,9 @@ def decode_windows_rows(streams: list[Stream], frontend: object, window: int, st
     for s, plan in zip(streams, plans):
         mine = preds[pos: pos + len(plan)]
         pos += len(plan)
+        if overlap == "average":
+            out.append(_averaged(len(s), plan, mine))
+            continue
         own = owners(len(s), plan)
         used = sorted({k for k, _ in own})
         n = min(len(mine[k][0]) for k in used) if used else 1
@@ -80,6 +105,28 @@ def decode_windows_rows(streams: list[Stream], frontend: object, window: int, st
         rows = np.array([mine[k][1][j] for k, j in own], dtype=np.float64).reshape(len(own), n_labels)
         out.append((hyps, rows))
     return out
+
+
+def _averaged(n: int, plan: Sequence[tuple[int, int]], mine: Sequence[Predicted]) -> Predicted:
+    """One stream's one-best and distributions under `overlap: average`: each word's rows from every
+    window holding it, weighted as `average_rows` weighs them (here for all words at once)."""
+    if n == 0:
+        return [([], 0.0)], np.zeros((0, 0))
+    n_labels = mine[0][1].shape[-1]
+    acc, total = np.zeros((n, n_labels)), np.zeros(n)
+    seen, own = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)  # windows per word; a lone one's label
+    for (a, b), (hyps, rows) in zip(plan, mine):
+        i = np.arange(a, b)
+        left = np.where(a > 0, i - a, n + 1)
+        right = np.where(b < n, b - 1 - i, n + 1)
+        w = 1.0 + np.minimum(np.minimum(left, right), b - a)
+        acc[a:b] += w[:, None] * np.asarray(rows, dtype=np.float64)
+        total[a:b] += w
+        seen[a:b] += 1
+        own[a:b] = hyps[0][0]
+    rows = acc / total[:, None]
+    ids = np.where(seen == 1, own, rows.argmax(-1))  # a word of one window keeps its label (as streaming does)
+    return [(ids.tolist(), float(np.log(np.maximum(rows[np.arange(n), ids], 1e-300)).sum()))], rows
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

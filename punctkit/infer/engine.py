@@ -171,12 +171,13 @@ class Engine(abc.ABC):
         else:
             yield from self._batched(units, forced, casing, probs, extra, nbest)
 
-    def label_window_spans(self, words: Sequence[str], base: int, wanted: Iterable[tuple[int, Span]],
+    def label_window_spans(self, words: Sequence[str], base: int, wanted: Iterable[tuple[int, Sequence[Span]]],
                            cache: dict[Span, tuple[list[int], np.ndarray]]
                            ) -> tuple[dict[int, int], dict[int, np.ndarray]]:
         """For streaming (infer/stream.py): each wanted model word's label id and distribution, given as
-        (word index, its window (start, end)), `words` holding the stream's model words from `base` on;
-        the windows not in `cache` are read in one batch (decode/lookahead.py: label_windows)."""
+        (word index, its windows (start, end): decode/lookahead.py's `word_windows`), `words` holding the
+        stream's model words from `base` on; the windows not in `cache` are read in one batch
+        (decode/lookahead.py: label_windows)."""
         p = self.streamable()
         rows: dict[int, np.ndarray] = {}
         ids = label_windows(words, base, wanted, p.frontend, p.predict, cache, rows)
@@ -499,7 +500,8 @@ class Punctuator(Engine):
         model_streams = [s if m.starts is None else Stream(s.key, s.uttids, [m.starts[i] for i in s.starts],
                                                            m.words, [IGNORE] * len(m.words), s.meta)
                          for s, m in zip(streams, split)]
-        decoded = decode_windows_rows(model_streams, self.frontend, self.window, self.step, self.predict, extra)
+        decoded = decode_windows_rows(model_streams, self.frontend, self.window, self.step, self.predict, extra,
+                                      self.options.overlap)
         return [m.collapse_hyps(h, rows, self.inventory) for m, (h, rows) in zip(split, decoded)]
 
     def streamable(self) -> "Punctuator":

@@ -193,7 +193,7 @@ def side_by_side(pkgs: list[Package], opts: dict[str, Any]) -> bool:
     if any(pick_backend(p, opts.get("backend", "auto"), opts.get("ngpu", 0), opts.get("quantize", False)) != "onnx"
            for p in pkgs):
         return False
-    plans = {(o.window, o.step, o.batch_size, p.conf["model"].get("direction"), p.conf["model"].get("delay"))
+    plans = {(o.window, o.step, o.batch_size, o.overlap, p.conf["model"].get("direction"), p.conf["model"].get("delay"))
              for p, o in ((p, decode_options(p, opts.get("batch_size"), opts.get("beam"), opts.get("step")))
                           for p in pkgs)}
     return len(plans) == 1  # (a uni-directional model's delay decides what a stream may commit)

@@ -27,7 +27,7 @@ import numpy as np
 from punctkit.data.formats import split_text
 from punctkit.data.labels import default_substitution
 from punctkit.data.tokenize import Written, split_words
-from punctkit.decode.lookahead import Span, delay, parse_lookahead, word_window
+from punctkit.decode.lookahead import Span, delay, parse_lookahead, word_windows
 from punctkit.decode.model_words import ModelWords
 from punctkit.files import PunctkitError, decode_lines, parse_json, stdin_lines
 from punctkit.infer.engine import Engine
@@ -121,7 +121,8 @@ class PunctStream:
         if upto <= self.done:
             return []
         p, inv = self.punct, self.punct.inventory
-        wanted = [(i, word_window(i, self.n, p.window, p.step, self.lookahead)) for i in range(self.done, upto)]
+        wanted = [(i, word_windows(i, self.n, p.window, p.step, self.lookahead, p.options.overlap))
+                  for i in range(self.done, upto)]
         ids, rows = p.label_window_spans(self.words, self.base, wanted, self.cache)
         heads = [i for i in range(self.done, upto) if self.written[i - self.base] is not None] + [upto]
         spans = list(zip(heads, heads[1:]))  # model words i..j-1 are one input word

@@ -43,11 +43,11 @@ def card_result(path: Path) -> dict[str, Any]:
     return out
 
 
-CARD_DECODE = ("window", "step", "beam")
+CARD_DECODE = ("window", "step", "beam", "overlap")
 
 
 def decoding_of(score_json: Path) -> dict[str, Any] | None:
-    """The window, step and beam a scored hypothesis was decoded with: the decode_options.yaml
+    """The window, step, beam and overlap a scored hypothesis was decoded with: the decode_options.yaml
     beside `score_json` (the recipe copies it there) or in its `hyp/`; None when neither exists."""
     for p in (score_json.parent / OPTIONS_FILE, score_json.parent / "hyp" / OPTIONS_FILE):
         if p.is_file():

@@ -15,7 +15,7 @@ import yaml
 
 from punctkit import __version__
 from punctkit.files import PunctkitError, atomic_write, require_file
-from punctkit.package.card import card_paths, card_result, make_card, quoted_decoding
+from punctkit.package.card import CARD_DECODE, card_paths, card_result, make_card, quoted_decoding
 from punctkit.package.format import (
     ENSEMBLE,
     FORMAT_NAME,
@@ -139,6 +139,50 @@ def model_package(exp_dir: str | Path, *, checkpoint: str | None = None,
     manifest, files = model_files(exp_dir, checkpoint=checkpoint, card_results=card_results, train_data=train_data,
                                   onnx=onnx, int8=int8, onnx_only=onnx_only, notes=notes)
     return Packed(manifest, files, ("onnx",) if onnx_only else ("torch", "onnx") if onnx else ("torch",))
+
+
+# a card's own entries, which a re-pack's notes cannot replace (its decoding and figures come from the scores)
+CARD_OWN = ("name", "model", "frontend", "inventory", "checkpoint", "training_data", "decode", "epochs",
+            "best_dev_f1", "distilled_from", "results", "onnx")
+
+
+def repackage(pkg_path: str | Path, *, card_results: Iterable[str | Path],
+              notes: dict[str, str] | None = None) -> Packed:
+    """A package re-packed (`punctkit pack PACKAGE --card-results ...`): its model's members as they are
+    (weights, graph, frontend), its decoding settings those of the quoted scores (`quoted_decoding`:
+    a decoding chosen on valid after packing, e.g. `punctkit decode PACKAGE ... --step 50`) and its
+    card's figures theirs; `notes` replace or add card entries other than its own (`rebuild`, ...)."""
+    from punctkit.files import parse_json, parse_yaml
+    from punctkit.package.read import EnsemblePackage, read_package
+
+    pkg = read_package(pkg_path)  # validated before any member is taken over
+    if isinstance(pkg, EnsemblePackage):
+        raise PunctkitError(f"{pkg_path}: an ensemble package; re-pack one model (or pack the ensemble's EXP_DIRS)")
+    results = [Path(r) for r in card_results]
+    quoted = quoted_decoding(results)
+    if quoted is None:
+        raise PunctkitError("pack PACKAGE: give --card-results of scores decoded by punctkit decode (their "
+                            "decode_options.yaml sets the package's decoding)")
+    with zipfile.ZipFile(pkg_path) as z:
+        members = [(i.filename, z.read(i), i.compress_type) for i in z.infolist() if not i.is_dir()]
+    raw = dict((name, data) for name, data, _ in members)
+    conf = parse_yaml(raw["config.yaml"].decode("utf-8"), f"{pkg_path} (config.yaml)")
+    conf["decode"] = {**(conf.get("decode") or {}), **quoted}
+    manifest = parse_json(raw[MANIFEST].decode("utf-8"))
+    card = dict(manifest["card"])
+    card["decode"] = {k: conf["decode"][k] for k in CARD_DECODE if k in conf["decode"]}
+    card["results"] = {p.parent.name: card_result(p) for p in results}
+    for key, text in (notes or {}).items():
+        if key in CARD_OWN:
+            raise PunctkitError(f"--card-note {key}: the card's own entry; name the note otherwise")
+        card[key] = text
+    manifest = dict(manifest, punctkit_version=__version__, created=time.strftime("%Y-%m-%dT%H:%M:%S"),
+                    card=card_paths(card, [Path.cwd()]))
+    replaced = {MANIFEST: json.dumps(manifest, indent=1).encode(),
+                "config.yaml": yaml.safe_dump(conf, sort_keys=False).encode()}
+    files = [(name, replaced.get(name, data), compress) for name, data, compress in members]
+    backends = (("torch",) if pkg.weights_member is not None else ()) + (("onnx",) if pkg.onnx is not None else ())
+    return Packed(manifest, files, backends)
 
 
 def member_scores(exp: Path) -> list[Path]:
