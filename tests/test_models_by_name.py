@@ -76,6 +76,40 @@ def test_the_accurate_model_passes_words_through_on_every_path(tmp_path):
     assert read_data_dir(tmp_path / "hyp").utterances[0].labels == words_labels(accurate, words)
 
 
+def test_the_accurate_model_averages_its_windows_on_every_path(tmp_path):
+    """The shipped accurate package decodes with averaged windows (chosen on valid: recipes/ted/RESULTS.md);
+    on 500 words of test2011 (several windows a word) punctuate, --stream fed 20 words a line, the API and
+    decode label alike, and otherwise than the most central windows would."""
+    from dataclasses import replace
+
+    from conftest import IWSLT
+    from label_util import words_labels
+    from punctkit import Punctuator
+    from punctkit.data.datadir import read_data_dir, write_data_dir
+    from punctkit.data.formats import Utterance
+    from punctkit.data.labels import get_inventory
+
+    if not (IWSLT / "test2011").is_file():
+        pytest.skip("the IWSLT copy in ../shared is missing")
+    words = [ln.split("\t")[0] for ln in (IWSLT / "test2011").read_text(encoding="utf-8").splitlines()[:500]]
+    accurate = Punctuator.load("accurate", threads=1)
+    assert accurate.options.overlap == "average" and 2 * accurate.options.step < accurate.window < len(words)
+    src, lines = tmp_path / "x.txt", tmp_path / "lines.txt"
+    src.write_text(" ".join(words) + "\n")  # one document
+    lines.write_text("".join(" ".join(words[k:k + 20]) + "\n" for k in range(0, len(words), 20)))  # as they come
+    out = cli("punctuate", "-m", "accurate", "--threads", "1", src).stdout.split()
+    assert cli("punctuate", "-m", "accurate", "--threads", "1", "--stream", lines).stdout.split() == out
+    assert accurate.punctuate(" ".join(words)).split() == out
+    assert [w.strip(",.?!").lower() for w in out] == [w.lower() for w in words]
+    write_data_dir(tmp_path / "data", [Utterance("talk-1", words, ["L_O"] * len(words))], get_inventory("truecase4"),
+                   {"talk-1": "talk"})
+    cli("decode", "accurate", tmp_path / "data", tmp_path / "hyp", "--threads", "1")
+    labels = read_data_dir(tmp_path / "hyp").utterances[0].labels
+    assert labels == words_labels(accurate, words)
+    central = replace(accurate, options=replace(accurate.options, overlap="central"))
+    assert words_labels(central, words) != labels
+
+
 def test_initials_are_a_class():
     from punctkit.data.labels import apply_case
 
