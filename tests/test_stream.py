@@ -290,6 +290,9 @@ def test_unlimited_stream_equals_offline_punctuate_with_averaged_windows(punct, 
     got += s.finish()
     offline = avg.punctuate(" ".join(words)).split()
     assert [x for _, _, x in got] == offline
+    want = decode_lookahead([words], avg.frontend, avg.window, avg.step, None, avg.predict, inventory=avg.inventory,
+                            overlap="average")[0]  # the look-ahead sweep's unlimited row
+    assert [lab for _, lab, _ in got] == [avg.inventory.labels[i] for i in want]
     assert offline != punct.punctuate(" ".join(words)).split()  # the averaged windows label otherwise here
 
 

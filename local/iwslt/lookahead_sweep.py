@@ -104,7 +104,8 @@ def sweep(punct: Punctuator, test: Path, looks: list[int | None]) -> list[dict[s
     cache: dict = {}  # windows shared between look-aheads: each is run once over the sweep
     for L in looks:
         ids = decode_lookahead([s.words for s in streams], punct.frontend, punct.window, punct.step, L,
-                               punct.predict, cache, punct.inventory if punct.closes_streams else None)
+                               punct.predict, cache, punct.inventory if punct.closes_streams else None,
+                               overlap=punct.options.overlap)
         labels = [[punct.inventory.labels[i] for i in x] for x in ids]
         res = score(ref, hyp_transcript(streams, labels))
         dw, ds = delays(streams, times, punct.window, L)

@@ -143,27 +143,36 @@ def label_windows(words: Sequence[str], base: int, wanted: Iterable[tuple[int, S
 def decode_lookahead(streams: list[list[str]], frontend: object, window: int, step: int,
                      lookahead: int | None, predict: Predict,
                      cache: dict[tuple[int, Span], tuple[list[int], np.ndarray]] | None = None,
-                     inventory: LabelSet | None = None) -> list[list[int]]:
+                     inventory: LabelSet | None = None, overlap: str = "central") -> list[list[int]]:
     """Label ids of every word of whole streams, each decided as with look-ahead `lookahead`
-    (the same labels as streaming them word by word); the windows not in `cache` in one batch.
-    Windows are shared between look-aheads (word i at look-ahead L and word i+1 at L-1 use
-    the same one), so a sweep over look-aheads of the same streams passes one `cache`.
-    With `inventory`, each stream's first word begins a sentence, and its last word ends one, as a
-    stream's end does when that word is still held then (decode/stream_end.py: a look-ahead of 0
-    commits it as it comes)."""
+    (the same labels as streaming them word by word; `overlap` as the decode option: `word_windows`);
+    the windows not in `cache` in one batch. Windows are shared between look-aheads (word i at
+    look-ahead L and word i+1 at L-1 use the same one), so a sweep over look-aheads of the same streams
+    passes one `cache`. With `inventory`, each stream's first word begins a sentence, and its last word
+    ends one, as a stream's end does when that word is still held then (decode/stream_end.py: a
+    look-ahead of 0 commits it as it comes)."""
     cache = {} if cache is None else cache
-    plan = [(k, i, word_window(i, len(s), window, step, lookahead)) for k, s in enumerate(streams)
+    plan = [(k, i, word_windows(i, len(s), window, step, lookahead, overlap)) for k, s in enumerate(streams)
             for i in range(len(s))]
-    spans = sorted({(k, w) for k, _, w in plan} - cache.keys())
+    spans = sorted({(k, w) for k, _, ws in plan for w in ws} - cache.keys())
     if spans:
         ss = [Stream(f"s{k}", [f"s{k}"], [0], list(s), [IGNORE] * len(s)) for k, s in enumerate(streams)]
         hyps = predict(WindowDataset(ss, frontend, [Window(k, a, b) for k, (a, b) in spans]))
         cache.update((span, (hyps_[0][0], dist)) for span, (hyps_, dist) in zip(spans, hyps))
     out: list[list[int]] = [[] for _ in streams]
-    for k, i, w in plan:
-        out[k].append(cache[(k, w)][0][i - w[0]])
+    last: dict[int, np.ndarray] = {}
+    for k, i, ws in plan:
+        n = len(streams[k])
+        if len(ws) == 1:
+            w = ws[0]
+            label, row = cache[(k, w)][0][i - w[0]], cache[(k, w)][1][i - w[0]]
+        else:  # as label_windows averages them
+            row = average_rows(i, n, ws, [cache[(k, w)][1][i - w[0]] for w in ws])
+            label = int(row.argmax())
+        out[k].append(label)
+        if i == n - 1:
+            last[k] = row
     if inventory is not None:  # the stream's ends (decode/stream_end.py; with no delay every word is out at once)
-        last = {k: cache[(k, w)][1][i - w[0]] for k, i, w in plan if i == len(streams[k]) - 1}
         out = [close_ids(row, [last[k]] if row else [], inventory, closes=True, ends=delay(window, lookahead) > 0)
                for k, row in enumerate(out)]
     return out
