@@ -18,7 +18,7 @@ from punctkit.data.formats import FORMATS, READ_FORMATS, names
 from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import INVENTORIES
 from punctkit.files import PunctkitError, shown
-from punctkit.pretrained import default_model
+from punctkit.pretrained import SHIPPED, default_model
 
 
 def _echo(message: object = "", err: bool = False, **kwargs: Any) -> None:
@@ -596,12 +596,6 @@ def recognize(
 
 # ------------------------------------------------------------------ packed models
 
-def _shipped() -> tuple[str, ...]:
-    from punctkit.pretrained import SHIPPED
-
-    return tuple(SHIPPED)
-
-
 @app.command()
 def pack(
     exp_dirs: List[Path] = typer.Argument(..., help="trained model directory (exp/NAME); several: an ensemble; a "
@@ -645,7 +639,7 @@ def pack(
         if not eq or not key.strip() or not text.strip():
             raise PunctkitError(f"--card-note {note!r}: give KEY=TEXT")
         notes[key.strip()] = text.strip()
-    if exp_dirs[0].is_file() or (not exp_dirs[0].exists() and str(exp_dirs[0]) in _shipped()):  # a package: re-packed with new decoding and figures
+    if exp_dirs[0].is_file() or (not exp_dirs[0].exists() and str(exp_dirs[0]) in SHIPPED):  # a package: re-packed with new decoding and figures
         if checkpoint or train_data or onnx or int8 or onnx_only:
             raise PunctkitError(f"{exp_dirs[0]}: a package is re-packed as it is (its weights, graph and frontend); "
                                 f"--checkpoint, --train-data, --onnx, --int8 and --onnx-only are for an EXP_DIR")

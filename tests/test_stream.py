@@ -27,7 +27,8 @@ from punctkit.decode.lookahead import (
     word_window,
     word_windows,
 )
-from punctkit.decode.windows import OVERLAPS, centrality, decode_windows_rows, owners, plan_windows
+from punctkit.decode.options import OVERLAPS
+from punctkit.decode.windows import centrality, decode_windows_rows, owners, plan_windows
 from punctkit.files import PunctkitError
 from punctkit.infer.stream import PunctStream
 

@@ -16,7 +16,6 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from punctkit.decode.windows import OVERLAPS
 from punctkit.files import PunctkitError, atomic_write, read_yaml_mapping
 
 OPTIONS_FILE = "decode_options.yaml"  # written next to a decoding output (pack's card reads it)
@@ -24,6 +23,7 @@ FIXED_BY_TRAINING = ("window",)
 # what the resolved options of a run record (and what a model's `decode:` section holds)
 SEARCH_KEYS = ("window", "step", "batch_size", "beam", "stream_end", "overlap")
 STREAM_ENDS = ("sentence", "open")  # what the end of a stream is (decode/stream_end.py)
+OVERLAPS = ("central", "average")  # how a word seen by several windows takes its prediction (decode/windows.py)
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class DecodeOptions:
     checkpoint: str | None = None
     stream_end: str = "sentence"
     joint: bool = True  # a case-aware model's marks and case decided together (decode/joint.py)
-    overlap: str = "central"  # central or average (decode/windows.py: OVERLAPS)
+    overlap: str = "central"  # one of OVERLAPS (decode/windows.py)
 
     @property
     def closes_streams(self) -> bool:

@@ -30,9 +30,6 @@ Predicted = tuple[Hyps, np.ndarray]  # n-best, and the 1-best's per-word distrib
 Predict = Callable[[WindowDataset], list[Predicted]]  # of every window of a dataset
 
 
-OVERLAPS = ("central", "average")  # how a word seen by several windows takes its prediction
-
-
 def centrality(i: int, a: int, b: int, n: int) -> int:
     """Word i's distance to the nearest cut edge of window (a, b) of a stream of n words (an edge at
     the stream's own start or end is not cut: it counts as n + 1)."""
@@ -41,11 +38,20 @@ def centrality(i: int, a: int, b: int, n: int) -> int:
     return min(left, right)
 
 
+def overlap_weights(a: int, b: int, n: int, i: np.ndarray) -> np.ndarray:
+    """The weights of words `i` of window (a, b) of a stream of n words under `overlap: average`: 1 +
+    their `centrality`, at most the window's length (a stream's uncut edge counts as a window's worth
+    of context)."""
+    left = np.where(a > 0, i - a, n + 1)
+    right = np.where(b < n, b - 1 - i, n + 1)
+    return 1.0 + np.minimum(np.minimum(left, right), b - a)
+
+
 def average_rows(i: int, n: int, spans: Sequence[tuple[int, int]], rows: Sequence[np.ndarray]) -> np.ndarray:
     """Word i's distribution under `overlap: average`: the rows its windows `spans` (of a stream of n
-    words) give it, weighted by 1 + `centrality` (at most the window: a stream's uncut edge counts as a
-    window's worth of context)."""
-    w = np.array([1 + min(centrality(i, a, b, n), b - a) for a, b in spans], dtype=np.float64)
+    words) give it, weighted by `overlap_weights` (streaming's one word at a time; `_averaged`'s whole
+    stream at once)."""
+    w = np.array([overlap_weights(a, b, n, np.array([i]))[0] for a, b in spans])
     return (w[:, None] * np.asarray(rows, dtype=np.float64)).sum(0) / w.sum()
 
 
@@ -116,10 +122,7 @@ def _averaged(n: int, plan: Sequence[tuple[int, int]], mine: Sequence[Predicted]
     acc, total = np.zeros((n, n_labels)), np.zeros(n)
     seen, own = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)  # windows per word; a lone one's label
     for (a, b), (hyps, rows) in zip(plan, mine):
-        i = np.arange(a, b)
-        left = np.where(a > 0, i - a, n + 1)
-        right = np.where(b < n, b - 1 - i, n + 1)
-        w = 1.0 + np.minimum(np.minimum(left, right), b - a)
+        w = overlap_weights(a, b, n, np.arange(a, b))
         acc[a:b] += w[:, None] * np.asarray(rows, dtype=np.float64)
         total[a:b] += w
         seen[a:b] += 1

@@ -44,6 +44,9 @@ def card_result(path: Path) -> dict[str, Any]:
 
 
 CARD_DECODE = ("window", "step", "beam", "overlap")
+# the entries `punctkit pack` writes itself (`make_card`, `model_files`), which no note may replace (`pack --card-note`, a re-pack's too)
+CARD_OWN = ("name", "model", "frontend", "inventory", "checkpoint", "training_data", "decode", "epochs",
+            "best_dev_f1", "distilled_from", "results", "onnx")
 
 
 def decoding_of(score_json: Path) -> dict[str, Any] | None:

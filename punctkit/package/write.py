@@ -15,7 +15,7 @@ import yaml
 
 from punctkit import __version__
 from punctkit.files import PunctkitError, atomic_write, require_file
-from punctkit.package.card import CARD_DECODE, card_paths, card_result, make_card, quoted_decoding
+from punctkit.package.card import CARD_DECODE, CARD_OWN, card_paths, card_result, make_card, quoted_decoding
 from punctkit.package.format import (
     ENSEMBLE,
     FORMAT_NAME,
@@ -141,18 +141,13 @@ def model_package(exp_dir: str | Path, *, checkpoint: str | None = None,
     return Packed(manifest, files, ("onnx",) if onnx_only else ("torch", "onnx") if onnx else ("torch",))
 
 
-# a card's own entries, which a re-pack's notes cannot replace (its decoding and figures come from the scores)
-CARD_OWN = ("name", "model", "frontend", "inventory", "checkpoint", "training_data", "decode", "epochs",
-            "best_dev_f1", "distilled_from", "results", "onnx")
-
-
 def repackage(pkg_path: str | Path, *, card_results: Iterable[str | Path],
               notes: dict[str, str] | None = None) -> Packed:
     """A package re-packed (`punctkit pack PACKAGE --card-results ...`): its model's members as they are
     (weights, graph, frontend), its decoding settings those of the quoted scores (`quoted_decoding`:
     a decoding chosen on valid after packing, e.g. `punctkit decode PACKAGE ... --step 50`) and its
     card's figures theirs; `notes` replace or add card entries other than its own (`rebuild`, ...)."""
-    from punctkit.files import parse_json, parse_yaml
+    from punctkit.files import parse_yaml
     from punctkit.package.read import EnsemblePackage, read_package
 
     pkg = read_package(pkg_path)  # validated before any member is taken over
@@ -166,10 +161,11 @@ def repackage(pkg_path: str | Path, *, card_results: Iterable[str | Path],
     with zipfile.ZipFile(pkg_path) as z:
         members = [(i.filename, z.read(i), i.compress_type) for i in z.infolist() if not i.is_dir()]
     raw = dict((name, data) for name, data, _ in members)
+    # config.yaml as packed (read_package rebuilt its encoder section for loading); the manifest as read
     conf = parse_yaml(raw["config.yaml"].decode("utf-8"), f"{pkg_path} (config.yaml)")
     conf["decode"] = {**(conf.get("decode") or {}), **quoted}
-    manifest = parse_json(raw[MANIFEST].decode("utf-8"))
-    card = dict(manifest["card"])
+    manifest = pkg.manifest
+    card = dict(manifest.get("card", {}))
     card["decode"] = {k: conf["decode"][k] for k in CARD_DECODE if k in conf["decode"]}
     card["results"] = {p.parent.name: card_result(p) for p in results}
     for key, text in (notes or {}).items():
