@@ -285,6 +285,13 @@ def decode(
     overlap: Optional[str] = typer.Option(None, "--overlap", help="a word in several windows: central (its most "
                                           "central window's prediction) or average (all of them, weighted by "
                                           "centrality; one-best); default: the model's decode section, central"),
+    capital_threshold: Optional[float] = typer.Option(
+        None, "--capital-threshold", help="a true-case model's capital inside a sentence: refused where the training "
+        "text capitalises the word inside sentences less often than this share (0: never; default: the model's "
+        "decode section, 0.1)"),
+    capital_weight: Optional[float] = typer.Option(
+        None, "--capital-weight", help="above 0: that capital weighed as WEIGHT x log(share) instead of refused "
+        "below --capital-threshold (default: the model's decode section, 0)"),
     ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
     config: Optional[Path] = typer.Option(None, "--config", help="conf/decode.yaml: defaults for these options "
                                                                  "(over the model's decode: section)"),
@@ -306,7 +313,8 @@ def decode(
     decode_dir(model_dirs if len(model_dirs) > 1 else model_dirs[0], data_dir, out, fmt=fmt, beam=beam, nbest=nbest,
                batch_size=batch_size, checkpoint=checkpoint, ngpu=ngpu, window=window, step=step,
                log=lambda m: _echo(m, err=True), overwrite=overwrite, config=config, probs=probs,
-               weights=weights, stream_end=stream_end, threads=threads, overlap=overlap)  # logs its summary
+               weights=weights, stream_end=stream_end, threads=threads, overlap=overlap,
+               capital_threshold=capital_threshold, capital_weight=capital_weight)  # logs its summary
 
 
 @app.command("average-checkpoints")

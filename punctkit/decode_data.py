@@ -38,7 +38,8 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
                window: int | None = None, step: int | None = None, log: Callable[[str], None] | None = None,
                overwrite: bool = False, config: str | Path | None = None, probs: bool = False,
                weights: str | None = None, stream_end: str | None = None,
-               threads: int | None = None, overlap: str | None = None) -> dict[str, Any]:
+               threads: int | None = None, overlap: str | None = None, capital_threshold: float | None = None,
+               capital_weight: float | None = None) -> dict[str, Any]:
     """Label every word of `data_dir` and write `out` in the resolved format (+ an `nbest` file
     when nbest > 1, + a `probs` file with `probs`: each word's label distribution, data/probs.py)
     and the resolved options (`decode_options.yaml` in a data-directory `out`,
@@ -60,7 +61,8 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     """
     dirs = list(model_dir) if isinstance(model_dir, (list, tuple)) else [model_dir]
     given = {"format": fmt, "beam": beam, "nbest": nbest, "batch_size": batch_size, "checkpoint": checkpoint,
-             "window": window, "step": step, "stream_end": stream_end, "overlap": overlap}
+             "window": window, "step": step, "stream_end": stream_end, "overlap": overlap,
+             "capital_threshold": capital_threshold, "capital_weight": capital_weight}
     pkgs = [_package(d, checkpoint, nbest) if Path(d).is_file() or str(d) in SHIPPED else None for d in dirs]
     confs = [p.conf if p is not None else read_model_config(d) for d, p in zip(dirs, pkgs)]
     all_opts = [resolve(given, c["decode"], read_decode_config(config), str(config), log=log or _stderr)

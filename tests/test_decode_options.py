@@ -70,7 +70,7 @@ def exp(tmp_path_factory) -> Path:
 def test_training_writes_the_decoding_it_validated_with(exp):
     conf = yaml.safe_load((exp / "config.yaml").read_text())
     assert conf["decode"] == {"window": 30, "step": 15, "batch_size": 32, "beam": 1, "stream_end": "sentence",
-                              "overlap": "central"}
+                              "overlap": "central", "capital_threshold": 0.1, "capital_weight": 0.0}
     hist = json.loads((exp / "history.json").read_text())
     assert hist[0]["valid_f1"] is not None  # validated (fit.py passes decode's validation)
 
@@ -82,7 +82,9 @@ def test_validation_scores_what_decode_gives_with_the_same_options(exp, tmp_path
     cli("decode", exp, d / "valid", tmp_path / "hyp")
     assert read_options(tmp_path / "hyp" / "decode_options.yaml").search() == {**SEQ2SEQ["decode"],
                                                                               "stream_end": "sentence",
-                                                                              "overlap": "central"}
+                                                                              "overlap": "central",
+                                                                              "capital_threshold": 0.1,
+                                                                              "capital_weight": 0.0}
     cli("score", d / "valid", tmp_path / "hyp", "--out", tmp_path)
     f1 = json.loads((tmp_path / "score.json").read_text())["overall"]["f1"]
     best = max(h["valid_f1"] for h in json.loads((exp / "history.json").read_text()))
@@ -121,7 +123,8 @@ def test_the_cards_beam_is_the_beam_of_its_score(exp, tmp_path):
         packed = yaml.safe_load(z.read("config.yaml"))
     score = json.loads((dec / "score.json").read_text())["overall"]["f1"]
     res = card["results"]["decode_test_beam3"]
-    assert res["f1"] == score and res["decode"] == {"window": 30, "step": 15, "beam": 3, "overlap": "central"}
+    assert res["f1"] == score and res["decode"] == {"window": 30, "step": 15, "beam": 3, "overlap": "central",
+                                                   "capital_threshold": 0.1, "capital_weight": 0.0}
     assert card["decode"]["beam"] == 3 and packed["decode"]["beam"] == 3  # not the model's beam 1
     from punctkit import Punctuator
 
@@ -159,6 +162,10 @@ def test_a_package_decodes_with_the_overlap_of_its_quoted_scores(exp, tmp_path):
     assert (central / "labels").read_text() != (dec / "hyp" / "labels").read_text()  # the overlap made a difference
     r = cli("decode", exp, d / "test", tmp_path / "bad", "--overlap", "mean", ok=False)
     assert r.returncode != 0 and r.stderr.strip().splitlines()[-1].endswith("expected one of central, average")
+    for opt, value in (("--capital-weight", "-1"), ("--capital-threshold", "1.5"), ("--capital-weight", "nan")):
+        r = cli("decode", exp, d / "test", tmp_path / "bad", opt, value, ok=False)
+        assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert f"{opt} {float(value)!r}: expected a number from 0 to" in r.stderr, r.stderr
 
 
 def test_a_package_is_repacked_with_the_decoding_chosen_after_packing(exp, tmp_path):
@@ -168,7 +175,8 @@ def test_a_package_is_repacked_with_the_decoding_chosen_after_packing(exp, tmp_p
     d = exp.parent
     cli("pack", exp, "-o", tmp_path / "m.pkt")
     dec = tmp_path / "decode_test_avg10"
-    cli("decode", tmp_path / "m.pkt", d / "test", dec / "hyp", "--overlap", "average", "--step", "10")
+    cli("decode", tmp_path / "m.pkt", d / "test", dec / "hyp", "--overlap", "average", "--step", "10",
+        "--capital-weight", "0.5")
     cli("score", d / "test", dec / "hyp", "--out", dec)
     r = cli("pack", tmp_path / "m.pkt", "-o", tmp_path / "r.pkt", "--card-results", dec / "score.json",
             "--card-note", "rebuild=punctkit pack m.pkt --card-results ...")
@@ -180,7 +188,7 @@ def test_a_package_is_repacked_with_the_decoding_chosen_after_packing(exp, tmp_p
                 assert a.read(name) == b.read(name), name  # the model as it was
         old_conf, conf = yaml.safe_load(a.read("config.yaml")), yaml.safe_load(b.read("config.yaml"))
         card = json.loads(b.read("punctkit.json"))["card"]
-    assert conf["decode"] == {**old_conf["decode"], "step": 10, "overlap": "average"}
+    assert conf["decode"] == {**old_conf["decode"], "step": 10, "overlap": "average", "capital_weight": 0.5}
     assert {k: v for k, v in conf.items() if k != "decode"} == {k: v for k, v in old_conf.items() if k != "decode"}
     score = json.loads((dec / "score.json").read_text())["overall"]["f1"]
     assert card["results"]["decode_test_avg10"]["f1"] == score and card["decode"]["overlap"] == "average"

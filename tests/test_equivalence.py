@@ -103,6 +103,27 @@ def test_decode_stream_in_segments_equals_whole(fast, offline, tmp_path):
     assert [lab for d in parts for lab in d.labels] == [lab for d in whole for lab in d.labels] == offline[1]
 
 
+def test_segments_start_on_the_grid_of_the_words_the_model_reads(fast):
+    """A model that reads IWSLT's tokens splits `we're` into `we 're`, so its windows lie on a grid of more
+    words than the input has; a long stream cut into segments (bounded memory) still gets each word the
+    windows and labels of the whole stream. Real speech: the first 3,000 words of an Earnings-22 call."""
+    from conftest import ROOT
+    from label_util import words_labels
+    from punctkit.infer.engine import word_streams
+
+    call = ROOT.parent / "shared" / "data" / "earnings22" / "calls" / "4329526.aligned.nlp"
+    if not call.is_file():
+        pytest.skip("the Earnings-22 copy in ../shared is missing")
+    rows = call.read_text(encoding="utf-8").splitlines()[1:3001]
+    words = [r.split("|")[0].lower() for r in rows if r.split("|")[0].strip()]
+    assert fast.frontend.split_contractions and sum("'" in w for w in words) >= 10
+    small = Punctuator.load("fast", threads=1, chunk_words=200)  # segments of 200 words
+    whole_rows = fast.distributions(word_streams([words]))[0][1]
+    labels, rows_seg = small._rows(list(small._segments(zip(words, [None] * len(words)))))
+    assert abs(rows_seg - whole_rows).max() < 1e-9
+    assert labels == words_labels(fast, words)
+
+
 def test_decode_nbest_first_is_the_decision(fast):
     """n-best lists (decode --nbest) come from the same call: the first hypothesis is the decided
     labels, and each hypothesis has one label per word, its stream's last word ending a sentence."""

@@ -57,6 +57,24 @@ def test_capitals_inside_sentences_need_the_training_texts_support():
     assert labels(JointDecision(INV, prior=prior).decide(rows, ["and", "zanzibar"]))[1] == "C_O"
 
 
+def test_a_weighed_capital_rule_keeps_a_confident_capital_and_refuses_a_hesitant_one():
+    """`capital_weight` (rule 2 as a cost, weight x log share): a capital the threshold refuses (share
+    below 0.1) stays where the model is sure of it, and goes where it hesitates."""
+    prior = CasePrior({"mars": (5, 95), "thanks": (1, 99)})  # capitals inside sentences: 5 % and 1 %
+    sure = np.stack([row(L_O=0.9), row(C_O=0.95, L_O=0.04)])
+    hesitant = np.stack([row(L_O=0.9), row(C_O=0.6, L_O=0.35)])
+    weighed, threshold = JointDecision(INV, prior=prior, weight=0.4), JointDecision(INV, prior=prior)
+    assert labels(threshold.decide(sure, ["on", "mars"]))[1] == "L_O"  # 5 % < 0.1: refused outright
+    assert labels(weighed.decide(sure, ["on", "mars"]))[1] == "C_O"    # 0.95 x 0.05^0.4 > 0.04
+    assert labels(weighed.decide(hesitant, ["so", "thanks"]))[1] == "L_O"  # 0.6 x 0.01^0.4 < 0.35
+    # the engine builds its decision from the decode options
+    from punctkit import Punctuator
+
+    accurate = Punctuator.load("accurate", threads=1)
+    assert (accurate.joint.weight, accurate.joint.threshold) == (accurate.options.capital_weight,
+                                                                  accurate.options.capital_threshold)
+
+
 def test_a_word_whose_own_form_starts_lower_case_keeps_it_after_a_period():
     lexicon = CaseLexicon({"iphone": "iPhone"})
     rows = np.stack([row(L_PERIOD=0.9), row(L_O=0.6, M_O=0.3)])

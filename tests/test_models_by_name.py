@@ -110,6 +110,41 @@ def test_the_accurate_model_averages_its_windows_on_every_path(tmp_path):
     assert words_labels(central, words) != labels
 
 
+def test_the_accurate_model_weighs_capitals_inside_sentences(tmp_path):
+    """The shipped accurate package decides a capital inside a sentence by weighing the training text's share
+    of that word's capitals there (decode option capital_weight, chosen on valid: recipes/ted/RESULTS.md):
+    on 2,000 words of test2011 it keeps capitals the threshold refused, a sentence end is still never
+    followed by a lower-case word, and decode with --capital-weight 0 labels as the threshold rule does."""
+    from dataclasses import replace
+
+    from conftest import IWSLT
+    from label_util import words_labels
+    from punctkit import Punctuator
+    from punctkit.data.datadir import read_data_dir, write_data_dir
+    from punctkit.data.formats import Utterance
+    from punctkit.data.labels import SENTENCE_END, case_of, get_inventory, mark_of
+
+    if not (IWSLT / "test2011").is_file():
+        pytest.skip("the IWSLT copy in ../shared is missing")
+    words = [ln.split("\t")[0] for ln in (IWSLT / "test2011").read_text(encoding="utf-8").splitlines()[:2000]]
+    accurate = Punctuator.load("accurate", threads=1)
+    assert accurate.options.capital_weight > 0
+    weighed = words_labels(accurate, words)
+    threshold = words_labels(replace(accurate, options=replace(accurate.options, capital_weight=0.0)), words)
+
+    kept = [w for k, w in enumerate(words[1:], 1) if mark_of(weighed[k - 1]) not in SENTENCE_END
+            and case_of(weighed[k]) == "C" and case_of(threshold[k]) == "L"]
+    assert kept and all(accurate.frontend.case_prior.capital_share(w) < accurate.options.capital_threshold
+                        for w in kept)  # capitals inside sentences the threshold refused
+    for labels in (weighed, threshold):
+        assert not any(mark_of(a) in SENTENCE_END and case_of(b) == "L" and any(ch.isalpha() for ch in w)
+                       for a, b, w in zip(labels, labels[1:], words[1:]))
+    write_data_dir(tmp_path / "data", [Utterance("talk-1", words, ["L_O"] * len(words))], get_inventory("truecase4"),
+                   {"talk-1": "talk"})
+    cli("decode", "accurate", tmp_path / "data", tmp_path / "hyp", "--threads", "1", "--capital-weight", "0")
+    assert read_data_dir(tmp_path / "hyp").utterances[0].labels == threshold
+
+
 def test_initials_are_a_class():
     from punctkit.data.labels import apply_case
 

@@ -26,6 +26,11 @@ class ModelWords:
                 self.words = [x for p in pieces for x in p]
                 self.starts = list(itertools.accumulate((len(p) for p in pieces), initial=0))
 
+    @staticmethod
+    def width(word: str, split: bool) -> int:
+        """How many model words one input word is (2 for `don't` when `split`, else 1)."""
+        return len(split_contraction(word)) if split else 1
+
     @classmethod
     def of_spans(cls, starts: list[int]) -> "ModelWords":
         """Input words already read as model words: input word k is model words starts[k]..starts[k+1]-1

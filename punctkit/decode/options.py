@@ -16,12 +16,13 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
+from punctkit.decode.joint import THRESHOLD
 from punctkit.files import PunctkitError, atomic_write, read_yaml_mapping
 
 OPTIONS_FILE = "decode_options.yaml"  # written next to a decoding output (pack's card reads it)
 FIXED_BY_TRAINING = ("window",)
 # what the resolved options of a run record (and what a model's `decode:` section holds)
-SEARCH_KEYS = ("window", "step", "batch_size", "beam", "stream_end", "overlap")
+SEARCH_KEYS = ("window", "step", "batch_size", "beam", "stream_end", "overlap", "capital_threshold", "capital_weight")
 STREAM_ENDS = ("sentence", "open")  # what the end of a stream is (decode/stream_end.py)
 OVERLAPS = ("central", "average")  # how a word seen by several windows takes its prediction (decode/windows.py)
 
@@ -34,7 +35,11 @@ class DecodeOptions:
     `stream_end`: `sentence` (a stream's last word ends a sentence: a document, a talk, a
     recording) or `open` (streams are chunks cut anywhere, as Faber's rechunked test sets: the
     model's own label stays). `overlap`: a word seen by several windows takes the prediction of
-    the most `central` one, or their `average` (decode/windows.py; one-best)."""
+    the most `central` one, or their `average` (decode/windows.py; one-best). `capital_threshold`
+    and `capital_weight`: the joint decision's rule for a capital inside a sentence (decode/joint.py,
+    rule 2): refused where the training text writes the word with one inside sentences less often
+    than the threshold (0: never refused), or, with a weight above 0, weighed instead as weight x
+    the log of that share."""
 
     window: int = 100
     step: int = 50
@@ -46,6 +51,8 @@ class DecodeOptions:
     stream_end: str = "sentence"
     joint: bool = True  # a case-aware model's marks and case decided together (decode/joint.py)
     overlap: str = "central"  # one of OVERLAPS (decode/windows.py)
+    capital_threshold: float = THRESHOLD  # rule 2 of decode/joint.py as a threshold on the prior's share
+    capital_weight: float = 0.0  # > 0: rule 2 as a cost, weight x log share, instead of the threshold
 
     @property
     def closes_streams(self) -> bool:
@@ -123,6 +130,11 @@ def check(opts: DecodeOptions, given: tuple[str, ...] = ()) -> None:
                             f"windows; decode them with --overlap central")
     if not isinstance(opts.joint, bool):
         raise PunctkitError(f"decode option joint: expected true or false, got {opts.joint!r}")
+    for k, high in (("capital_threshold", 1.0), ("capital_weight", 10.0)):
+        v = getattr(opts, k)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= high:
+            name = f"--{k.replace('_', '-')}" if k in given else f"decode option {k}"
+            raise PunctkitError(f"{name} {v!r}: expected a number from 0 to {high:g}")
     if opts.checkpoint is not None and not isinstance(opts.checkpoint, str):
         raise PunctkitError(f"decode option checkpoint: expected a file name or null, got {opts.checkpoint!r}")
 

@@ -37,7 +37,7 @@ from punctkit.data.formats.base import AsrUtterance
 from punctkit.data.labels import LabelSet, O, default_substitution, get_inventory
 from punctkit.data.streams import IGNORE, Extra, Stream
 from punctkit.data.tokenize import Written
-from punctkit.decode.joint import JointDecision
+from punctkit.decode.joint import THRESHOLD, JointDecision
 from punctkit.decode.lookahead import Span, label_windows
 from punctkit.decode.model_words import ModelWords
 from punctkit.decode.options import DecodeOptions
@@ -111,6 +111,16 @@ class Engine(abc.ABC):
         """Whether marks and case are decided together (the decode option `joint`)."""
         return True
 
+    @property
+    def capital_rule(self) -> tuple[float, float]:
+        """Rule 2 of the joint decision: the decode options `capital_threshold` and `capital_weight`."""
+        return THRESHOLD, 0.0
+
+    def model_width(self, word: str) -> int:
+        """How many of the words the model reads one input word is (`don't`: 2 where the model reads
+        IWSLT's `do n't`): its windows are planned over those (`_segments` cuts on their grid)."""
+        return 1
+
     @abc.abstractmethod
     def distributions(self, streams: list[Stream], extra: Extra | None = None) -> list[Predicted]:
         """Per stream: the search's n-best label ids (one per input word) and the 1-best's distributions
@@ -127,8 +137,9 @@ class Engine(abc.ABC):
         got = self.__dict__.get("_joint")
         if got is None:
             fe = self.frontend
+            threshold, weight = self.capital_rule
             got = JointDecision(self.inventory, fe.case_lexicon, getattr(fe, "case_prior", None),
-                                enabled=self.decides_jointly)
+                                threshold=threshold, weight=weight, enabled=self.decides_jointly)
             self.__dict__["_joint"] = got
         return got
 
@@ -199,15 +210,24 @@ class Engine(abc.ABC):
 
     def _segments(self, items: Iterable[tuple[str, str | None]]) -> Iterator[tuple[str, np.ndarray]]:
         """(label, distribution) of every word of one stream of (word, forced mark or None), in order,
-        in bounded memory. Segments start on the window grid (multiples of `step`) and overlap by at
-        least the longest window on each side of the words they keep, so every kept word has the same
-        windows, and owner, as in a whole-stream decode."""
+        in bounded memory. Segments start on the window grid (a multiple of `step` of the words the
+        model reads: `model_width`) and overlap by at least the longest window on each side of the
+        words they keep, so every kept word has the same windows, and owner, as in a whole-stream decode."""
         L, S = self.window, self.step
         ctx = math.ceil(L / S) * S
         chunk = S * max(math.ceil(self.chunk_words / S), math.ceil(L / S))
         buf: list[tuple[str, str | None]] = []
+        at: list[int] = []  # per word of buf: the model words before it in the stream
         buf_start = keep = 0
         prev: list[int] = []  # the label id of the last word labelled (the decision runs on)
+
+        def cut(last: int) -> int:
+            """The next segment's first word: the last one at or before `last` whose model words start on
+            the grid (a split contraction may straddle a grid point; none found: `last` itself)."""
+            for j in range(last, max(buf_start, last - 2 * ctx) - 1, -1):
+                if at[j - buf_start] % S == 0:
+                    return j
+            return last
 
         def run(seg: list[tuple[str, str | None]], a: int, b: int,
                 last: bool = False) -> Iterator[tuple[str, np.ndarray]]:
@@ -221,13 +241,15 @@ class Engine(abc.ABC):
             return zip([self.inventory.labels[i] for i in ids], rows[a:b])
 
         for it in items:
+            at.append(at[-1] + self.model_width(buf[-1][0]) if buf else 0)
             buf.append(it)
             if buf_start + len(buf) >= keep + chunk + L:
                 seg = buf[: keep + chunk + L - buf_start]
                 yield from run(seg, keep - buf_start, keep + chunk - buf_start)
                 keep += chunk
-                del buf[: keep - ctx - buf_start]
-                buf_start = keep - ctx
+                start = cut(keep - ctx)
+                del buf[: start - buf_start], at[: start - buf_start]
+                buf_start = start
         if buf_start + len(buf) > keep:
             yield from run(buf, keep - buf_start, len(buf), last=True)
 
@@ -487,6 +509,13 @@ class Punctuator(Engine):
     @property
     def decides_jointly(self) -> bool:
         return self.options.joint
+
+    @property
+    def capital_rule(self) -> tuple[float, float]:
+        return float(self.options.capital_threshold), float(self.options.capital_weight)
+
+    def model_width(self, word: str) -> int:
+        return ModelWords.width(word, self.frontend.split_contractions)
 
     def distributions(self, streams: list[Stream], extra: Extra | None = None) -> list[Predicted]:
         """Per stream: n-best label ids and the 1-best's distributions, one per input word. A model

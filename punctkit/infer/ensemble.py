@@ -142,6 +142,17 @@ class Ensemble(Engine):
     def decides_jointly(self) -> bool:
         return all(m.decides_jointly for m in self.members)
 
+    def model_width(self, word: str) -> int:
+        """The members' width of `word` where they all read it alike; else 1 (segments then start on the
+        grid of the input's words)."""
+        widths = {m.model_width(word) for m in self.members}
+        return widths.pop() if len(widths) == 1 else 1
+
+    @property
+    def capital_rule(self) -> tuple[float, float]:
+        """The first member's (its frontend's case prior is the one the decision reads)."""
+        return self.members[0].capital_rule
+
     @property
     def backend(self) -> str:
         return "+".join(m.backend for m in self.members)

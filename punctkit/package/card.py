@@ -43,14 +43,14 @@ def card_result(path: Path) -> dict[str, Any]:
     return out
 
 
-CARD_DECODE = ("window", "step", "beam", "overlap")
+CARD_DECODE = ("window", "step", "beam", "overlap", "capital_threshold", "capital_weight")
 # the entries `punctkit pack` writes itself (`make_card`, `model_files`), which no note may replace (`pack --card-note`, a re-pack's too)
 CARD_OWN = ("name", "model", "frontend", "inventory", "checkpoint", "training_data", "decode", "epochs",
             "best_dev_f1", "distilled_from", "results", "onnx")
 
 
 def decoding_of(score_json: Path) -> dict[str, Any] | None:
-    """The window, step, beam and overlap a scored hypothesis was decoded with: the decode_options.yaml
+    """The window, step, beam, overlap and capital rule a scored hypothesis was decoded with: the decode_options.yaml
     beside `score_json` (the recipe copies it there) or in its `hyp/`; None when neither exists."""
     for p in (score_json.parent / OPTIONS_FILE, score_json.parent / "hyp" / OPTIONS_FILE):
         if p.is_file():
