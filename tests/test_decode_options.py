@@ -200,7 +200,11 @@ def test_a_package_is_repacked_with_the_decoding_chosen_after_packing(exp, tmp_p
                       ([tmp_path / "m.pkt", "-o", tmp_path / "x.pkt"], "give --card-results"),
                       ([tmp_path / "m.pkt", "-o", tmp_path / "x.pkt", "--card-results", dec / "score.json",
                         "--card-note", "results=mine"], "the card's own entry"),
-                      ([tmp_path / "m.pkt", "-o", tmp_path / "x.pkt", "--onnx"], "are for an EXP_DIR")):
+                      ([tmp_path / "m.pkt", "-o", tmp_path / "x.pkt", "--onnx"], "are for an EXP_DIR"),
+                      # the shell's list after the option: the second score file reads as a model to pack
+                      ([tmp_path / "m.pkt", "-o", tmp_path / "x.pkt", "--card-results", dec / "score.json",
+                        dec / "score.json"], "give --card-results before each one"),
+                      ([tmp_path / "m.pkt", exp, "-o", tmp_path / "x.pkt"], "a package cannot be an ensemble member")):
         r = cli("pack", *args, ok=False)
         assert r.returncode != 0 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "x.pkt").exists()
