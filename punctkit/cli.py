@@ -635,10 +635,6 @@ def pack(
             if p.suffix == ".json":  # `--card-results a.json b.json`: the shell's list, the option once
                 raise PunctkitError(f"{p}: a score file among the models to pack: give --card-results before "
                                     f"each one (--card-results A/score.json --card-results B/score.json)")
-        for p in exp_dirs:
-            if p.is_file():
-                raise PunctkitError(f"{p}: a package cannot be an ensemble member: pack an ensemble from trained "
-                                    f"model directories (exp/NAME), or ensemble packages at run time (-m A -m B)")
         if train_data or onnx_only or card_note:
             raise PunctkitError("--train-data, --onnx-only and --card-note are for one model: an ensemble's cards "
                                 "take each member's data from its train.log, and its members keep their torch weights")

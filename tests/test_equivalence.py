@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 
 import pytest
 
@@ -109,13 +110,13 @@ def test_segments_start_on_the_grid_of_the_words_the_model_reads(fast):
     windows and labels of the whole stream. Real speech: the first 3,000 words of an Earnings-22 call."""
     from conftest import ROOT
     from label_util import words_labels
+    from punctkit.data.formats.nlp import nlp_rows
     from punctkit.infer.engine import word_streams
 
     call = ROOT.parent / "shared" / "data" / "earnings22" / "calls" / "4329526.aligned.nlp"
     if not call.is_file():
         pytest.skip("the Earnings-22 copy in ../shared is missing")
-    rows = call.read_text(encoding="utf-8").splitlines()[1:3001]
-    words = [r.split("|")[0].lower() for r in rows if r.split("|")[0].strip()]
+    words = [row.token.lower() for _, row in itertools.islice(nlp_rows(call), 3000)]
     assert fast.frontend.split_contractions and sum("'" in w for w in words) >= 10
     small = Punctuator.load("fast", threads=1, chunk_words=200)  # segments of 200 words
     whole_rows = fast.distributions(word_streams([words]))[0][1]

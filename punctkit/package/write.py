@@ -196,6 +196,10 @@ def ensemble_package(exp_dirs: list[str | Path], weights: list[float],
         raise PunctkitError(f"an ensemble package holds 1 to {MAX_MEMBERS} models, not {len(exp_dirs)}")
     if len(weights) != len(exp_dirs):
         raise PunctkitError(f"--weights: {len(weights)} weights for {len(exp_dirs)} models; give one per model")
+    packed = [str(e) for e in exp_dirs if Path(e).is_file()]
+    if packed:
+        raise PunctkitError(f"{packed[0]}: a package cannot be an ensemble member: pack an ensemble from trained "
+                            f"model directories (exp/NAME), or ensemble packages at run time (-m A -m B)")
     files: list[tuple[str, bytes, int]] = []
     members = []
     for k, exp in enumerate(exp_dirs):
