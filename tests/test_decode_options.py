@@ -13,6 +13,7 @@ import yaml
 from punct_util import cli, tiny_conf, train_tiny
 from punctkit.decode.options import DecodeOptions, read_decode_config, read_options, resolve
 from punctkit.files import PunctkitError
+from punctkit.package.write import model_package
 
 TRAINED = {"window": 40, "step": 20, "batch_size": 32, "beam": 1}
 
@@ -208,6 +209,9 @@ def test_a_package_is_repacked_with_the_decoding_chosen_after_packing(exp, tmp_p
         r = cli("pack", *args, ok=False)
         assert r.returncode != 0 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "x.pkt").exists()
+    # the Python API given a package where a trained model directory goes: says so, and how to re-pack it
+    with pytest.raises(PunctkitError, match="a file, not a trained model directory.*--card-results"):
+        model_package(tmp_path / "m.pkt")
 
 
 def test_punctuator_takes_the_packed_options_without_changing_them(exp, tmp_path):
