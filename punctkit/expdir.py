@@ -158,6 +158,9 @@ def training_history(model_dir: str | Path) -> list[dict[str, Any]] | None:
 def read_model_config(model_dir: str | Path) -> dict[str, Any]:
     """The resolved config of a trained model dir (one-line error when missing)."""
     p = Path(model_dir) / "config.yaml"
+    if Path(model_dir).is_file():  # a package given where a trained model directory goes
+        raise PunctkitError(f"{model_dir}: a file, not a trained model directory (exp/NAME); a package is "
+                            f"re-packed with its scores by `punctkit pack {model_dir} --card-results SCORE.json`")
     if not Path(model_dir).is_dir():
         raise PunctkitError(f"model directory not found: {model_dir}")
     if not p.is_file():

@@ -47,9 +47,6 @@ def model_files(exp_dir: str | Path, *, checkpoint: str | None = None, card_resu
 
     from punctkit.expdir import find_checkpoint, load_experiment_model, offline_model_conf
     exp = Path(exp_dir)
-    if exp.is_file():  # `punctkit pack PACKAGE --card-results ...` re-packs one (repackage)
-        raise PunctkitError(f"{exp}: a file, not a trained model directory: pack exp/NAME, or re-pack a package "
-                            f"with its scores (punctkit pack {exp} --card-results SCORE.json)")
     model, frontend, _, conf = load_experiment_model(exp, checkpoint)
     ckpt = find_checkpoint(exp, checkpoint)  # its name goes on the card
     fe_dir = exp / "frontend"
