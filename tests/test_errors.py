@@ -145,6 +145,15 @@ def test_a_directory_where_a_file_is_expected(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["score.txt"]
 
 
+def test_average_checkpoints_of_a_package_or_nothing(tmp_path: Path) -> None:
+    package = ROOT / "punctkit" / "pretrained" / "fast.pkt"  # a packed model: no checkpoints in it
+    line = one_line(run("average-checkpoints", package, "--out", tmp_path / "avg.pt"), 1)
+    assert f"{package}: a file, not a trained model directory" in line and "experiment it was packed from" in line
+    line = one_line(run("average-checkpoints", tmp_path / "exp", "--out", tmp_path / "avg.pt"), 1)
+    assert line == f"punctkit: error: {tmp_path / 'exp'}: no such experiment directory"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_output_under_a_regular_file(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("mine\n")
     line = one_line(run("prepare", TEXT, "-o", tmp_path / "afile" / "d"), 1)
