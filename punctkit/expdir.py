@@ -155,14 +155,22 @@ def training_history(model_dir: str | Path) -> list[dict[str, Any]] | None:
     return history
 
 
+def require_model_dir(model_dir: str | Path, for_a_file: str) -> Path:
+    """`model_dir` as a Path, or a one-line error: a file given where a trained model directory goes
+    (a package: `for_a_file` says what to do instead), or nothing there."""
+    d = Path(model_dir)
+    if d.is_file():
+        raise PunctkitError(f"{d}: a file, not a trained model directory (exp/NAME); {for_a_file}")
+    if not d.is_dir():
+        raise PunctkitError(f"model directory not found: {d}")
+    return d
+
+
 def read_model_config(model_dir: str | Path) -> dict[str, Any]:
     """The resolved config of a trained model dir (one-line error when missing)."""
+    require_model_dir(model_dir, f"a package is re-packed with its scores by `punctkit pack {model_dir} "
+                                 f"--card-results SCORE.json`")
     p = Path(model_dir) / "config.yaml"
-    if Path(model_dir).is_file():  # a package given where a trained model directory goes
-        raise PunctkitError(f"{model_dir}: a file, not a trained model directory (exp/NAME); a package is "
-                            f"re-packed with its scores by `punctkit pack {model_dir} --card-results SCORE.json`")
-    if not Path(model_dir).is_dir():
-        raise PunctkitError(f"model directory not found: {model_dir}")
     if not p.is_file():
         raise PunctkitError(f"{model_dir}: no config.yaml (not a trained model directory?)")
     conf = load_config(p)

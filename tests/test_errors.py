@@ -150,7 +150,7 @@ def test_average_checkpoints_of_a_package_or_nothing(tmp_path: Path) -> None:
     line = one_line(run("average-checkpoints", package, "--out", tmp_path / "avg.pt"), 1)
     assert f"{package}: a file, not a trained model directory" in line and "experiment it was packed from" in line
     line = one_line(run("average-checkpoints", tmp_path / "exp", "--out", tmp_path / "avg.pt"), 1)
-    assert line == f"punctkit: error: {tmp_path / 'exp'}: no such experiment directory"
+    assert line == f"punctkit: error: model directory not found: {tmp_path / 'exp'}"
     assert list(tmp_path.iterdir()) == []
 
 

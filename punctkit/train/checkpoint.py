@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from punctkit.expdir import epoch_checkpoints, load_checkpoint, training_history
+from punctkit.expdir import epoch_checkpoints, load_checkpoint, require_model_dir, training_history
 from punctkit.files import PunctkitError, atomic_write
 
 
@@ -89,11 +89,7 @@ def average_named(exp: str | Path, n: int = 5, out: str | Path | None = None,
     """`punctkit average-checkpoints`: the given files, or the best `n` epochs of `exp` by dev F1."""
     exp = Path(exp)
     if not paths:
-        if exp.is_file():  # a package (punctkit pack) holds no checkpoints
-            raise PunctkitError(f"{exp}: a file, not a trained model directory (exp/NAME); average the "
-                                f"checkpoints of the experiment it was packed from")
-        if not exp.is_dir():
-            raise PunctkitError(f"{exp}: no such experiment directory")
+        require_model_dir(exp, "a package holds no checkpoints: average those of the experiment it was packed from")
         epochs = epoch_checkpoints(exp / "checkpoints")
         if not epochs:
             raise PunctkitError(f"{exp}: no checkpoints/epoch_N.pt to average")
