@@ -387,6 +387,73 @@ def test_plm_cut_to_its_first_layers_keeps_their_weights_and_packs_its_depth(tmp
         assert "\n" not in str(e.value)
 
 
+def test_plm_grown_by_gated_layers_starts_as_the_encoder_and_learns_them(tmp_path):
+    """`plm: {path: DIR, extra_layers: K}`: K copies of the top layers on top, behind gates that start
+    shut, so the grown tagger computes what the un-grown one does (a student warm-started into it keeps
+    its figures); one optimizer step opens the gates and changes the output; the grown layers are in
+    the `new` rate group; packing's offline config keeps the growth; bad values are one-line errors."""
+    from punctkit.expdir import offline_model_conf
+    from punctkit.models.plm_grow import GatedLayer
+    from punctkit.train.checkpoint import save_checkpoint
+    from punctkit.train.warm_start import warm_start
+
+    d = tiny_plm_dir(tmp_path / "bert")
+    plain = build_model({"type": "plm_tagger", "plm": str(d)}, vocab_size=len(VOCAB), n_labels=4).eval()
+    with torch.no_grad():  # a fine-tuned student: weights away from the pre-trained ones
+        for w in plain.parameters():
+            w.add_(0.01 * torch.randn_like(w))
+    conf = {"type": "plm_tagger", "plm": {"path": str(d), "extra_layers": 2}, "new_lr_scale": 5.0}
+    grown = build_model(conf, vocab_size=len(VOCAB), n_labels=4)
+    save_checkpoint(tmp_path / "plain.pt", {"model": plain.state_dict()})
+    log = []
+    warm_start(grown, tmp_path / "plain.pt", log.append)  # train.init: what the grown run starts from
+    assert "freshly initialised: plm.encoder.layer.2, plm.encoder.layer.3" in log[0], log
+    assert "copied" not in log[0]  # the pre-trained top layers' copies stay
+    # `extra_copy: init`: the grown layers copy the warm-started layers (a fine-tuned student's own)
+    again = build_model({**conf, "plm": {**conf["plm"], "extra_copy": "init"}}, vocab_size=len(VOCAB), n_labels=4)
+    warm_start(again, tmp_path / "plain.pt", log.append)
+    assert "grown layers copied from layers 0, 1" in log[1], log
+    for i in (0, 1):
+        src = plain.plm.encoder.layer[i].state_dict()
+        assert all(torch.equal(v, src[k]) for k, v in again.plm.encoder.layer[2 + i].layer.state_dict().items())
+        assert not torch.equal(grown.plm.encoder.layer[2 + i].layer.state_dict()["output.dense.weight"],
+                               src["output.dense.weight"])  # the pre-trained weights, not plain's
+    layers = grown.plm.encoder.layer
+    assert len(layers) == 4 and all(isinstance(m, GatedLayer) for m in layers[2:])
+    assert grown.plm.config.num_hidden_layers == 4
+    batch = {"tokens": torch.tensor([[2, 5, 6, 7, 8, 9, 3], [2, 10, 11, 12, 3, 0, 0]]),
+             "token_mask": torch.tensor([[1] * 7, [1] * 5 + [0] * 2], dtype=torch.bool),
+             "word_pos": torch.tensor([[1, 2, 3, 4, 5], [1, 2, 3, 0, 0]])}
+    grown.eval()
+    with torch.no_grad():
+        assert torch.allclose(grown(batch), plain(batch), atol=1e-6)
+    groups = {g["name"]: g for g in grown.param_groups()}
+    new = {id(p) for p in groups["new"]["params"]}
+    assert all(id(p) in new for m in layers[2:] for p in m.parameters())
+    assert not any(id(p) in new for p in layers[0].parameters())
+    grown.train()
+    opt = torch.optim.Adam(grown.parameters(), lr=1e-3)
+    grown(batch).logsumexp(-1).sum().backward()
+    assert all(m.gate.grad.abs().sum() > 0 for m in layers[2:])
+    opt.step()
+    grown.eval()
+    with torch.no_grad():
+        assert not torch.allclose(grown(batch), plain(batch), atol=1e-4)
+    offline = offline_model_conf(conf, tmp_path / "no_frontend")
+    assert offline["plm"]["extra_layers"] == 2
+    assert offline_model_conf(again_conf := {**conf, "plm": {**conf["plm"], "extra_copy": "init"}},
+                              tmp_path / "no_frontend")["plm"]["extra_copy"] == again_conf["plm"]["extra_copy"]
+    rebuilt = build_model(offline, vocab_size=len(VOCAB), n_labels=4)
+    assert {k: v.shape for k, v in rebuilt.state_dict().items()} == {k: v.shape for k, v in grown.state_dict().items()}
+    for bad, words in ((3, "has 2 layers"), (-1, "whole number"), ("1", "whole number"), (True, "whole number"),
+                       ({"extra_copy": "trained"}, "one of pretrained, init")):
+        spec = {"path": str(d), "extra_layers": 1, **bad} if isinstance(bad, dict) else \
+            {"path": str(d), "extra_layers": bad}
+        with pytest.raises(PunctkitError, match=words) as e:
+            build_model({"type": "plm_tagger", "plm": spec}, vocab_size=len(VOCAB), n_labels=4)
+        assert "\n" not in str(e.value)
+
+
 @pytest.mark.skipif(not HAVE_MINILM, reason=NO_MINILM)
 def test_packaged_minilm_weights_load_offline(monkeypatch):
     from safetensors import safe_open

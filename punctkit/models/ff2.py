@@ -21,7 +21,9 @@ path, or a mapping `{path: DIR}` / `{config: {model_type: bert, ...}}` (a
 randomly initialised encoder of that Hugging Face config: tests, or a
 checkpoint that will overwrite the weights anyway). `layers: N` in the mapping
 keeps the encoder's first N layers (a student cut from a deeper encoder, e.g.
-`{path: mpnet, layers: 3}`; `train.init` then copies a teacher's first N by name). Both models expose
+`{path: mpnet, layers: 3}`; `train.init` then copies a teacher's first N by name); `extra_layers: K`
+grows K gated copies of its top layers on top, computing what the encoder did until training opens
+their gates (`extra_copy: init`: copies of the layers `train.init` gives; punctkit/models/plm_grow.py). Both models expose
 `param_groups()`: the encoder at the trainer's rate, the new layers at
 `new_lr_scale` times it.
 """
@@ -35,6 +37,7 @@ from torch import nn
 
 from punctkit.files import PunctkitError
 from punctkit.models.base import Batch, PunctModel, gather_words
+from punctkit.models.plm_grow import grow, grown_parameters
 from punctkit.models.plm_interaction import MIX, add_interaction
 from punctkit.models.registry import register
 from punctkit.nn.interaction import InteractionEncoder
@@ -74,6 +77,8 @@ def build_plm(plm: PlmSpec, vocab_size: int | None = None, attention_dropout: fl
                             f"encoder has no attention_probs_dropout_prob")
     if vocab_size is not None:
         check_vocab(vocab_size, encoder.config.vocab_size, where)
+    if spec.get("extra_layers") is not None:
+        grow(encoder, spec["extra_layers"], spec.get("extra_copy", "pretrained"), where)
     if getattr(encoder, "pooler", None) is not None:
         encoder.pooler = None  # unused: we tag tokens (and unused parameters upset DDP)
     return encoder
@@ -96,8 +101,9 @@ def _encode(encoder: nn.Module, batch: Batch) -> torch.Tensor:
 
 def _groups(model: nn.Module, encoder: nn.Module, new_lr_scale: float) -> list[dict[str, Any]]:
     """Parameter groups: the encoder's pre-trained weights at scale 1, everything else (the new layers,
-    and the P_λ that `plm_interaction` adds to the encoder) at `new_lr_scale`."""
-    pretrained = [p for n, p in encoder.named_parameters() if not n.endswith(MIX)]
+    the P_λ that `plm_interaction` adds to the encoder, its grown layers) at `new_lr_scale`."""
+    grown = grown_parameters(encoder)
+    pretrained = [p for n, p in encoder.named_parameters() if not n.endswith(MIX) and id(p) not in grown]
     enc = {id(p) for p in pretrained}
     new = [p for p in model.parameters() if id(p) not in enc]
     return [{"params": pretrained, "lr_scale": 1.0, "name": "plm"},

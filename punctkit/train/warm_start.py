@@ -19,6 +19,7 @@ import torch
 
 from punctkit.expdir import find_checkpoint, load_checkpoint
 from punctkit.files import PunctkitError
+from punctkit.models.plm_grow import copy_after_init
 
 
 def init_checkpoint(path: str | Path) -> Path:
@@ -45,6 +46,22 @@ def init_spec(spec: Any) -> tuple[str, list[str] | None]:
 def under(name: str, keys: list[str]) -> bool:
     """Whether tensor `name` belongs to one of the modules `keys` (`lex` holds `lex.weight_ih_l0`)."""
     return any(name == k or name.startswith(k.rstrip(".") + ".") for k in keys)
+
+
+def fresh_modules(names: list[str], copied: set[str]) -> list[str]:
+    """The modules of tensors `names` left out of `copied`, each named at its shallowest level that
+    holds no copied tensor (`ac`, an added encoder; `plm.encoder.layer.6`, a layer grown on a copied one)."""
+    out = set()
+    for name in names:
+        if name in copied:
+            continue
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:i])
+            if not any(c == prefix or c.startswith(prefix + ".") for c in copied):
+                out.add(prefix)
+                break
+    return sorted(out)
 
 
 def warm_start(model: torch.nn.Module, spec: Any, log: Callable[[str], None] = print) -> int:
@@ -77,9 +94,10 @@ def warm_start(model: torch.nn.Module, spec: Any, log: Callable[[str], None] = p
     with torch.no_grad():
         for k in common:
             own[k].copy_(weights[k].to(own[k].device, own[k].dtype))
-    copied = set(common)
-    fresh = sorted({k.split(".")[0] for k in own if k not in copied})
+    fresh = fresh_modules(list(own), set(common))
+    recopied = copy_after_init(model)
     log(f"init: {len(common)} of {len(own)} tensors from {src}"
         + (f"; freshly initialised: {', '.join(fresh)}" if fresh else "")
-        + (f"; {len(weights) - len(common)} of its tensors unused" if len(weights) > len(common) else ""))
+        + (f"; {len(weights) - len(common)} of its tensors unused" if len(weights) > len(common) else "")
+        + (f"; grown layers copied from layers {', '.join(str(i) for i in recopied)}" if recopied else ""))
     return len(common)
