@@ -214,7 +214,7 @@ def offline_model_conf(model_conf: dict[str, Any], frontend_dir: Path) -> dict[s
     conf["plm"] = {"config": plm_conf}
     if isinstance(spec, dict) and spec.get("layers") is not None:
         conf["plm"]["layers"] = spec["layers"]  # the encoder was cut to its first N layers
-    for key in ("extra_layers", "extra_copy"):  # and grown by K gated layers
+    for key in ("extra_layers", "extra_copy", "extra_gate"):  # and grown by K gated layers
         if isinstance(spec, dict) and spec.get(key) is not None:
             conf["plm"][key] = spec[key]
     return conf

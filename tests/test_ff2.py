@@ -439,6 +439,23 @@ def test_plm_grown_by_gated_layers_starts_as_the_encoder_and_learns_them(tmp_pat
     grown.eval()
     with torch.no_grad():
         assert not torch.allclose(grown(batch), plain(batch), atol=1e-4)
+    # `extra_gate: 1`: the gates open from the start, so the copies change the output at once
+    opened = build_model({**conf, "plm": {**conf["plm"], "extra_gate": 1}}, vocab_size=len(VOCAB), n_labels=4)
+    warm_start(opened, tmp_path / "plain.pt", log.append)
+    opened.eval()
+    with torch.no_grad():
+        assert all(torch.allclose(m.gate * 100, torch.ones_like(m.gate)) for m in opened.plm.encoder.layer[2:])
+        assert not torch.allclose(opened(batch), plain(batch), atol=1e-4)
+    # what `punctkit pack --onnx` ships: the grown graph gives torch's logits
+    ort = pytest.importorskip("onnxruntime")
+    from punctkit.onnx import export_onnx
+
+    sess = ort.InferenceSession(export_onnx(opened, len(VOCAB), 0))
+    feed = {**batch, "word_mask": batch["word_pos"] > 0}
+    got = sess.run(None, {i.name: feed[i.name].numpy() for i in sess.get_inputs()})[0]
+    with torch.no_grad():
+        want = opened(batch).numpy()
+    assert abs(got - want)[feed["word_mask"].numpy()].max() < 1e-3
     offline = offline_model_conf(conf, tmp_path / "no_frontend")
     assert offline["plm"]["extra_layers"] == 2
     assert offline_model_conf(again_conf := {**conf, "plm": {**conf["plm"], "extra_copy": "init"}},
@@ -446,7 +463,8 @@ def test_plm_grown_by_gated_layers_starts_as_the_encoder_and_learns_them(tmp_pat
     rebuilt = build_model(offline, vocab_size=len(VOCAB), n_labels=4)
     assert {k: v.shape for k, v in rebuilt.state_dict().items()} == {k: v.shape for k, v in grown.state_dict().items()}
     for bad, words in ((3, "has 2 layers"), (-1, "whole number"), ("1", "whole number"), (True, "whole number"),
-                       ({"extra_copy": "trained"}, "one of pretrained, init")):
+                       ({"extra_copy": "trained"}, "one of pretrained, init"), ({"extra_gate": 2}, "from 0 to 1"),
+                       ({"extra_gate": "open"}, "from 0 to 1")):
         spec = {"path": str(d), "extra_layers": 1, **bad} if isinstance(bad, dict) else \
             {"path": str(d), "extra_layers": bad}
         with pytest.raises(PunctkitError, match=words) as e:

@@ -23,7 +23,8 @@ checkpoint that will overwrite the weights anyway). `layers: N` in the mapping
 keeps the encoder's first N layers (a student cut from a deeper encoder, e.g.
 `{path: mpnet, layers: 3}`; `train.init` then copies a teacher's first N by name); `extra_layers: K`
 grows K gated copies of its top layers on top, computing what the encoder did until training opens
-their gates (`extra_copy: init`: copies of the layers `train.init` gives; punctkit/models/plm_grow.py). Both models expose
+their gates (`extra_copy: init`: copies of the layers `train.init` gives; `extra_gate`: the gates' start;
+punctkit/models/plm_grow.py). Both models expose
 `param_groups()`: the encoder at the trainer's rate, the new layers at
 `new_lr_scale` times it.
 """
@@ -78,7 +79,7 @@ def build_plm(plm: PlmSpec, vocab_size: int | None = None, attention_dropout: fl
     if vocab_size is not None:
         check_vocab(vocab_size, encoder.config.vocab_size, where)
     if spec.get("extra_layers") is not None:
-        grow(encoder, spec["extra_layers"], spec.get("extra_copy", "pretrained"), where)
+        grow(encoder, spec["extra_layers"], spec.get("extra_copy", "pretrained"), spec.get("extra_gate", 0.0), where)
     if getattr(encoder, "pooler", None) is not None:
         encoder.pooler = None  # unused: we tag tokens (and unused parameters upset DDP)
     return encoder

@@ -11,7 +11,8 @@ makes the gate move as fast as its layer under Adam (an Adam step moves g by abo
 rate, so the gate by GATE_SCALE times it): at 1e-5 a gate left at 0 would need 100,000 steps to open.
 The copies start from the pre-trained top layers' weights (`train.init` then overwrites only the
 names the checkpoint has: the encoder's own layers and the classifier); with `extra_copy: init` they
-copy the top layers again once `train.init` has filled them (a fine-tuned student's own layers).
+copy the top layers again once `train.init` has filled them (a fine-tuned student's own layers);
+`extra_gate: G` starts the gates at G instead (1: the copies fully applied from the first step).
 """
 from __future__ import annotations
 
@@ -29,10 +30,10 @@ GATE_SCALE = 100.0
 class GatedLayer(nn.Module):
     """One grown layer: an encoder layer whose change to its input passes through a gate (0 at the start)."""
 
-    def __init__(self, layer: nn.Module, width: int, source: int, copy_init: bool = False) -> None:
+    def __init__(self, layer: nn.Module, width: int, source: int, copy_init: bool = False, opening: float = 0.0) -> None:
         super().__init__()
         self.layer = layer
-        self.gate = nn.Parameter(torch.zeros(width))
+        self.gate = nn.Parameter(torch.full((width,), opening / GATE_SCALE))
         self.source = source        # the index of the encoder layer it copies
         self.copy_init = copy_init  # copy it again after train.init
 
@@ -58,9 +59,10 @@ def extra_layers(value: Any, available: int) -> int:
 COPIES = ("pretrained", "init")
 
 
-def grow(encoder: nn.Module, k: int, copy: str = "pretrained", where: str = "plm") -> None:
+def grow(encoder: nn.Module, k: int, copy: str = "pretrained", opening: Any = 0.0, where: str = "plm") -> None:
     """Append `k` gated copies of `encoder`'s top `k` layers (in their order) to its layer list;
-    `copy`: "init" to copy them again after `train.init` (`copy_after_init`)."""
+    `copy`: "init" to copy them again after `train.init` (`copy_after_init`); `opening`: the gates'
+    starting value, from 0 (shut: the encoder's own function) to 1 (the copies fully applied)."""
     layers = getattr(getattr(encoder, "encoder", None), "layer", None)
     if not isinstance(layers, nn.ModuleList):
         raise PunctkitError(f"{where}: extra_layers needs an encoder with a list of layers "
@@ -69,9 +71,12 @@ def grow(encoder: nn.Module, k: int, copy: str = "pretrained", where: str = "plm
     k = extra_layers(k, n)
     if copy not in COPIES:
         raise PunctkitError(f"model plm extra_copy must be one of {', '.join(COPIES)}, not {copy!r}")
+    if isinstance(opening, bool) or not isinstance(opening, (int, float)) or not 0 <= opening <= 1:
+        raise PunctkitError(f"model plm extra_gate must be a number from 0 to 1, not {opening!r}")
     width = encoder.config.hidden_size
     for i in range(n - k, n):
-        layers.append(GatedLayer(deepcopy(layers[i]), width, source=i, copy_init=copy == "init"))
+        layers.append(GatedLayer(deepcopy(layers[i]), width, source=i, copy_init=copy == "init",
+                                 opening=float(opening)))
     encoder.config.num_hidden_layers = n + k
 
 
