@@ -1,4 +1,4 @@
-"""Layers grown on top of a pre-trained encoder, each behind a gate that starts shut.
+"""Layers grown on top of a pre-trained encoder, each behind a gate.
 
 `plm: {..., extra_layers: K}` appends K layers to a Hugging Face encoder: copies of its top K
 layers, each wrapped so that
@@ -8,11 +8,13 @@ layers, each wrapped so that
 so the grown encoder computes exactly what the encoder did (a fine-tuned student warm-started into
 it starts from its own figures), and training opens each gate channel by channel. `GATE_SCALE`
 makes the gate move as fast as its layer under Adam (an Adam step moves g by about the learning
-rate, so the gate by GATE_SCALE times it): at 1e-5 a gate left at 0 would need 100,000 steps to open.
+rate, so the gate by GATE_SCALE times it; unscaled, a gate at 1e-5 would need 100,000 steps to open).
 The copies start from the pre-trained top layers' weights (`train.init` then overwrites only the
 names the checkpoint has: the encoder's own layers and the classifier); with `extra_copy: init` they
 copy the top layers again once `train.init` has filled them (a fine-tuned student's own layers);
 `extra_gate: G` starts the gates at G instead (1: the copies fully applied from the first step).
+Growing the converged six-layer accurate student so did not raise valid, whichever copies and gates
+(recipes/ted/RESULTS.md, "Grown to nine layers").
 """
 from __future__ import annotations
 

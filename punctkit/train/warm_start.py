@@ -8,7 +8,8 @@ only the tensors under those module names (e.g. a lexical model's text encoder i
 model, whose decoder has other input sizes); each of them must be in the checkpoint.
 A copied tensor of another shape is a one-line error: vocabulary-sized tables differ when the
 runs' inputs differ, so train with the source's inputs (`--inputs SRC_EXP/inputs`). A resumed
-run continues from its own checkpoint and ignores `train.init`.
+run continues from its own checkpoint and ignores `train.init`. Layers grown on the encoder with
+`extra_copy: init` (punctkit/models/plm_grow.py) then copy their source layers as `train.init` left them.
 """
 from __future__ import annotations
 
