@@ -61,12 +61,18 @@ def extra_layers(value: Any, available: int) -> int:
 COPIES = ("pretrained", "init")
 
 
+def layer_list(encoder: nn.Module) -> nn.ModuleList | None:
+    """A Hugging Face encoder's list of layers (`encoder.encoder.layer`), else None."""
+    layers = getattr(getattr(encoder, "encoder", None), "layer", None)
+    return layers if isinstance(layers, nn.ModuleList) else None
+
+
 def grow(encoder: nn.Module, k: int, copy: str = "pretrained", opening: Any = 0.0, where: str = "plm") -> None:
     """Append `k` gated copies of `encoder`'s top `k` layers (in their order) to its layer list;
     `copy`: "init" to copy them again after `train.init` (`copy_after_init`); `opening`: the gates'
     starting value, from 0 (shut: the encoder's own function) to 1 (the copies fully applied)."""
-    layers = getattr(getattr(encoder, "encoder", None), "layer", None)
-    if not isinstance(layers, nn.ModuleList):
+    layers = layer_list(encoder)
+    if layers is None:
         raise PunctkitError(f"{where}: extra_layers needs an encoder with a list of layers "
                             f"(BERT, MiniLM, MPNet), not {type(encoder).__name__}")
     n = len(layers)
@@ -92,10 +98,8 @@ def copy_after_init(model: nn.Module) -> list[int]:
     `train.init`); the source indices copied."""
     done = []
     for m in model.modules():
-        layers = getattr(getattr(m, "encoder", None), "layer", None)
-        if not isinstance(layers, nn.ModuleList):
-            continue
-        for g in layers:
+        layers = layer_list(m)
+        for g in layers or ():
             if isinstance(g, GatedLayer) and g.copy_init:
                 g.layer.load_state_dict(layers[g.source].state_dict())
                 done.append(g.source)
