@@ -1,0 +1,82 @@
+"""local/ted/gpu_transfer.py: a trained experiment out of a lent GPU machine (the best run, its averaged model
+in float16 parts a call can return, every run's logs) and back into a recipe, where it packs and punctuates."""
+import json
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import torch
+
+from engine_util import make_dirs
+from punctkit.config import load_config
+from punctkit.fit import train
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "recipes" / "ted" / "local" / "gpu_transfer.py"
+
+
+def run(*args, cwd):
+    return subprocess.run(["python", str(SCRIPT), *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_export_and_import_round_trip_refusing_to_replace(iwslt, tmp_path):
+    train_dir, valid_dir = make_dirs(iwslt, tmp_path, "1:1500", "1501:1800")
+    conf = load_config(ROOT / "recipes" / "ted" / "conf" / "train_tiny.yaml")
+    conf["train"]["epochs"] = 2
+    there = tmp_path / "there"
+    train(conf, train_dir, valid_dir, there / "exp" / "run_a", quiet=True)
+    # a second run beside it, better on valid (its history says so): `best` must pick it
+    shutil.copytree(there / "exp" / "run_a", there / "exp" / "run_b")
+    hist = json.loads((there / "exp" / "run_b" / "history.json").read_text())
+    hist[-1]["valid_f1"] = max(h["valid_f1"] for h in hist) + 1.0
+    (there / "exp" / "run_b" / "history.json").write_text(json.dumps(hist))
+    r = run("best", "exp", cwd=there)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "run_b"
+    subprocess.run(["punctkit", "average-checkpoints", "exp/run_b", "--n", "2"], cwd=there, check=True,
+                   capture_output=True)
+
+    out = tmp_path / "returned"
+    r = run("export", "exp/run_b", out, "--part-mb", 0.02, cwd=there)
+    assert r.returncode == 0, r.stderr
+    parts = sorted(out.glob("avg16.pt.part*"))
+    assert len(parts) > 1 and all(p.stat().st_size <= 0.02 * 2 ** 20 for p in parts)
+    with tarfile.open(out / "exps.tar") as tar:
+        names = tar.getnames()
+    assert "exp/run_a/train.log" in names and "exp/run_b/config.yaml" in names
+    assert not [n for n in names if n.endswith(".pt") or "/checkpoints" in n]
+
+    here = tmp_path / "here"
+    here.mkdir()
+    r = run("import", out, cwd=here)
+    assert r.returncode == 0, r.stderr
+    orig = torch.load(there / "exp" / "run_b" / "model.avg.pt", weights_only=True)["model"]
+    back = torch.load(here / "exp" / "run_b" / "model.avg.pt", weights_only=True)["model"]
+    assert orig.keys() == back.keys()
+    for k, v in orig.items():
+        assert back[k].dtype == v.dtype
+        assert torch.equal(back[k], v.half().to(v.dtype) if v.is_floating_point() else v)
+    assert (here / "exp" / "run_a" / "history.json").is_file()
+    # the returned experiment packs and punctuates; words pass through
+    subprocess.run(["punctkit", "pack", "exp/run_b", "-o", "m.pkt"], cwd=here, check=True, capture_output=True)
+    words = "so what do you think nasa will do next"
+    p = subprocess.run(["punctkit", "punctuate", "-m", "m.pkt"], cwd=here, input=words + "\n", capture_output=True,
+                       text=True, check=True)
+    assert [w.strip(",.?!").lower() for w in p.stdout.split()] == words.split()
+
+    # a second import would replace what is there: refused in one line, nothing changed
+    before = (here / "exp" / "run_b" / "model.avg.pt").read_bytes()
+    r = run("import", out, cwd=here)
+    assert r.returncode != 0 and "exists: move it aside first" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert (here / "exp" / "run_b" / "model.avg.pt").read_bytes() == before
+    # no model came back (a run failed there): said, and nothing extracted
+    for p in parts:
+        p.unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = run("import", out, cwd=elsewhere)
+    assert r.returncode != 0 and "no avg16.pt.part*" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (elsewhere / "exp").exists()
