@@ -31,3 +31,9 @@ for p in kaldiio kaldi-native-fbank typer; do
     -d "$out/whl" "$p==$(pip show "$p" | awk '/^Version/{print $2}')"
 done
 du -sh "$out"/*
+# what a call sends: the checkout's tracked and unignored files, and the bundle (carried)
+tree=$(cd ../.. && git ls-files -co --exclude-standard -z | xargs -0 -r stat -c %s 2>/dev/null | awk '{s += $1} END {print s}')
+bundle=$(du -sb "$out" | cut -f1)
+echo "a call sends $(( (tree + bundle) / 1048576 )) MiB of at most 64 (checkout $(( tree / 1048576 )), bundle $(( bundle / 1048576 )));" \
+  "without punctkit/pretrained/*.pkt (moved out of the checkout for the call):" \
+  "$(( (tree + bundle - $(cat ../../punctkit/pretrained/*.pkt | wc -c)) / 1048576 )) MiB"
