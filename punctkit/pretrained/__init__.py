@@ -1,9 +1,9 @@
 """The models punctkit ships with (package data), by name: `-m fast` (the default: `punctuate`, `serve`
 and `Punctuator.load()` use it when no model is named) and `-m accurate`. Both are true-case packages of
 recipes/ted trained on TED talks and Earnings-22 calls, ONNX only: `fast` is DRNN-LWMA over
-MiniLM-pooled vectors, `accurate` a fine-tuned MiniLM-L6 encoder grown to nine layers, in int8, about a sixth
-as fast and several points more accurate. Each card names the command that rebuilds it, its figures and its training data's
-licences (unlike punctkit's Apache-2.0); `punctkit models` prints them.
+MiniLM-pooled vectors, `accurate` a fine-tuned MiniLM-L6 encoder grown to nine layers, in int8, about a
+sixth as fast and several points more accurate. Each card names the command that rebuilds it, its figures
+and its training data's licences (unlike punctkit's Apache-2.0); `punctkit models` prints them.
 
 `model_path` is the one place a model argument becomes a file: a path that exists is that file, a
 shipped model's name is its package, and any other name is a one-line error listing the names."""

@@ -47,6 +47,13 @@ def test_export_and_import_round_trip_refusing_to_replace(iwslt, tmp_path):
         names = tar.getnames()
     assert "exp/run_a/train.log" in names and "exp/run_b/config.yaml" in names
     assert not [n for n in names if n.endswith(".pt") or "/checkpoints" in n]
+    # an earlier export is not written over (a stale part would be joined into the model); one line each
+    sizes = [p.stat().st_size for p in parts]
+    r = run("export", "exp/run_a", out, cwd=there)
+    assert r.returncode != 0 and "holds an earlier export" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert [p.stat().st_size for p in sorted(out.glob("avg16.pt.part*"))] == sizes
+    r = run("export", "exp/run_c", tmp_path / "other", cwd=there)  # no such run
+    assert r.returncode != 0 and "model.avg.pt: not found" in r.stderr and not (tmp_path / "other").exists()
 
     here = tmp_path / "here"
     here.mkdir()
@@ -72,6 +79,8 @@ def test_export_and_import_round_trip_refusing_to_replace(iwslt, tmp_path):
     assert r.returncode != 0 and "exists: move it aside first" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert (here / "exp" / "run_b" / "model.avg.pt").read_bytes() == before
+    r = run("import", tmp_path, cwd=here)
+    assert r.returncode != 0 and "no exps.tar" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     # no model came back (a run failed there): said, and nothing extracted
     for p in parts:
         p.unlink()
@@ -80,3 +89,20 @@ def test_export_and_import_round_trip_refusing_to_replace(iwslt, tmp_path):
     r = run("import", out, cwd=elsewhere)
     assert r.returncode != 0 and "no avg16.pt.part*" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not (elsewhere / "exp").exists()
+
+
+def test_cast_halves_and_widens_a_safetensors_file(tmp_path):
+    """MiniLM's weights travel in float16 and train in float32: floating tensors cast, the others kept."""
+    from safetensors.torch import load_file, save_file
+
+    w = {"w": torch.randn(4, 3), "ids": torch.arange(5)}
+    save_file(w, str(tmp_path / "a.safetensors"))
+    r = run("cast", tmp_path / "a.safetensors", tmp_path / "h.safetensors", "--dtype", "float16", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run("cast", tmp_path / "h.safetensors", tmp_path / "f.safetensors", "--dtype", "float32", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    h, f = load_file(str(tmp_path / "h.safetensors")), load_file(str(tmp_path / "f.safetensors"))
+    assert h["w"].dtype == torch.float16 and f["w"].dtype == torch.float32
+    assert torch.equal(f["w"], w["w"].half().float()) and torch.equal(f["ids"], w["ids"])
+    r = run("cast", tmp_path / "nope.safetensors", tmp_path / "x.safetensors", "--dtype", "float16", cwd=tmp_path)
+    assert r.returncode != 0 and "no such safetensors file" in r.stderr and not (tmp_path / "x.safetensors").exists()
