@@ -17,7 +17,7 @@ from typing import Any, Callable
 from punctkit.batch import audio_extra
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
 from punctkit.data.formats import FORMATS, write
-from punctkit.data.labels import cased_words, get_inventory
+from punctkit.data.labels import SENTENCE_END, cased_words, get_inventory, mark_of
 from punctkit.data.probs import PROBS_FILE, format_probs, write_probs
 from punctkit.data.streams import make_streams
 from punctkit.data.utterance import Utterance
@@ -106,9 +106,15 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     extra = audio_extra(data_dir) if any(m.needs_audio for m in members) else None
     utts, nbest_lines, rows = [], [], {}
     lexicon = engine.frontend.case_lexicon if inv.true_case else None
+    stream_of = {} if nbest > 1 else dd.utt2spk  # n-best: each utterance a stream of its own
+    ended: dict[str, bool] = {}  # per stream: whether its words so far end a sentence (a stream opens one)
     for done in engine.label(units, probs=probs, extra=extra, nbest=nbest):  # the one labelling call
         u = done.utt
-        utts.append(Utterance(u.uttid, cased_words(u.words, done.labels, inv, lexicon), done.labels))
+        key = stream_of.get(u.uttid, u.uttid)
+        shown = cased_words(u.words, done.labels, inv, lexicon, start=ended.get(key, True))
+        if done.labels:
+            ended[key] = mark_of(done.labels[-1]) in SENTENCE_END
+        utts.append(Utterance(u.uttid, shown, done.labels))
         if probs:
             rows[u.uttid] = done.rows
         nbest_lines += [f"{u.uttid} {r} {score:.4f} {' '.join(inv.labels[i] for i in ids)}"

@@ -120,6 +120,71 @@ def test_true_case_labels_show_each_class():
         "The NASA team met in New York with an iPhone on Youtube."
 
 
+@pytest.mark.parametrize("word,start", [
+    ("sub-Saharan", "Sub-Saharan"), ("ex-US", "Ex-US"), ("al-Qaeda", "Al-Qaeda"), ("non-GAAP", "Non-GAAP"),
+    ("well", "Well"), ("i'm", "I'm"), ("McDonald", "McDonald"), ("NASA", "NASA"),
+    ("iPhone", "iPhone"), ("eBay", "eBay"), ("fMRI", "fMRI"),  # names written so stay, as the training text has them
+])
+def test_a_sentence_begins_with_a_capital_unless_a_name_is_written_otherwise(word, start):
+    from punctkit.data.labels import sentence_start_case
+
+    assert sentence_start_case(word) == start
+
+
+def test_a_mixed_form_that_starts_lower_case_is_capitalised_at_a_sentence_start():
+    """`ex-US` is Mixed (its lexicon form starts lower case): after a period it was shown `two. ex-US`, a
+    sentence begun in lower case; now `Ex-US`, in punctuate's words, in decode's, and across utterances."""
+    from punctkit.data.labels import cased_words
+
+    lex = CaseLexicon({"ex-us": "ex-US", "sub-saharan": "sub-Saharan", "iphone": "iPhone"})
+    words = ["in", "twenty", "twenty", "two", "ex-us", "sales", "and", "sub-saharan", "africa", "grew", "iphone"]
+    labels = ["C_O", "L_O", "L_O", "L_PERIOD", "M_O", "L_O", "L_O", "M_O", "C_O", "L_PERIOD", "M_O"]
+    want = "In twenty twenty two. Ex-US sales and sub-Saharan Africa grew. iPhone"
+    p = split_text(" ".join(words), INV4, default_substitution(INV4))
+    assert " ".join(show_tokens(p.written, labels, Casing(TC, lex))) == want
+    assert " ".join(cased_words(words, labels, TC, lex)) == want.replace(".", "")
+    # an utterance that goes on a stream after a sentence end, and one that goes on inside a sentence
+    assert cased_words(["ex-us", "grew"], ["M_O", "L_O"], TC, lex, start=True)[0] == "Ex-US"
+    assert cased_words(["ex-us", "grew"], ["M_O", "L_O"], TC, lex, start=False)[0] == "ex-US"
+    # a cased input: its own case inside sentences, a capital where the predicted marks begin one
+    p = split_text("Revenue grew in 2022 ex-US sales were flat", INV4, default_substitution(INV4))
+    got = show_tokens(p.written, ["C_O", "L_O", "L_O", "L_PERIOD", "M_O", "L_O", "L_O", "L_PERIOD"], Casing(TC, lex))
+    assert " ".join(got) == "Revenue grew in 2022. Ex-US sales were flat."
+    # words joined by a slash are words too (`it. plus/minus` was shown so): URLs and numbers stay as written
+    p = split_text("put a number on it plus/minus 100 /seg 24/7", INV4, default_substitution(INV4))
+    got = show_tokens(p.written, ["L_O"] * 4 + ["L_PERIOD", "C_O", "L_PERIOD", "C_PERIOD", "C_PERIOD"], Casing(TC))
+    assert " ".join(got) == "put a number on it. Plus/minus 100. /seg. 24/7."
+
+
+def test_the_shipped_model_begins_no_sentence_in_lower_case(tmp_path):
+    """The shipped accurate model labels `ex-us` Mixed at a stream's start and after a period that ends the
+    utterance before it in its stream: decode and punctuate show `Ex-US` there."""
+    from punctkit.data.datadir import read_data_dir
+    from punctkit.data.labels import SENTENCE_END, mark_of, sentence_start_case
+    from punctkit.decode_data import decode_dir
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "text").write_text("a1 thank you all very much for joining us today\n"
+                              "a2 ex-us revenue was flat in the quarter\nb1 ex-us revenue was flat in the quarter\n")
+    (src / "utt2spk").write_text("a1 a\na2 a\nb1 b\n")
+    decode_dir("accurate", src, tmp_path / "hyp")
+    starts = []
+    for spk, utts in (("a", ["a1", "a2"]), ("b", ["b1"])):
+        start = True
+        for u in read_data_dir(tmp_path / "hyp").utterances:
+            if u.uttid in utts:
+                for w, lab in zip(u.words, u.labels):
+                    if start:
+                        starts.append((w, lab))
+                    start = mark_of(lab) in SENTENCE_END
+    assert all(sentence_start_case(w) == w for w, _ in starts), starts
+    assert any(lab[0] == "M" and w == "Ex-US" for w, lab in starts), starts  # the case the fix is for
+    out = subprocess.run([*PK, "punctuate", "-m", "accurate", "--keep-input-marks", "-"], capture_output=True,
+                         text=True, input="revenue grew eight percent in twenty twenty two. ex-us sales were flat\n")
+    assert out.returncode == 0 and "two. Ex-" in out.stdout, out.stdout + out.stderr
+
+
 @pytest.mark.parametrize("word,style,shown", [
     ("tv's", "upper", "TV's"), ("fbi's", "upper", "FBI's"), ("nasa'll", "upper", "NASA'll"),
     ("mcdonald's", "mixed", "McDonald's"), ("it's", "capital", "It's"), ("i'm", "capital", "I'm"),

@@ -188,9 +188,10 @@ class CaseLexicon:
 INITIALISM = re.compile(r"[^\W\d_](?:\.[^\W\d_])+\.?|[^\W\d_]{1,3}(?:&[^\W\d_])+")
 
 
-def apply_case(word: str, style: str | None, lexicon: CaseLexicon | None = None) -> str:
+def apply_case(word: str, style: str | None, lexicon: CaseLexicon | None = None, start: bool = False) -> str:
     """`word` in the case that a class's style asks for (None: unchanged). The style applies to the
-    word's letters only; `mixed` takes the lexicon's form (Capitalized without one). Initials
+    word's letters only; `mixed` takes the lexicon's form (Capitalized without one), shown at a sentence
+    start (`start`) as `sentence_start_case` shows it (`sub-Saharan` -> `Sub-Saharan`; `iPhone` stays). Initials
     (`INITIALISM`) are a class of their own: shown with a capital, every letter is one (`J.P.`, not
     `J.p.`), and letters joined by `&` are never lower case (`Q&A`, `M&A`); `i.e.` in lower case stays. A word with a
     contraction that the training text splits off (`tv's`, `mcdonald's`) is cased on its stem, the
@@ -199,7 +200,7 @@ def apply_case(word: str, style: str | None, lexicon: CaseLexicon | None = None)
         return word
     stem, *rest = split_contraction(word)
     if rest:
-        return apply_case(stem, style, lexicon) + rest[0].lower()
+        return apply_case(stem, style, lexicon, start) + rest[0].lower()
     if INITIALISM.fullmatch(word) and ("&" in word or style != "lower"):
         return word.upper()  # initials: `J.P.`, `U.S.`, `Q&A` (a class, not a word list; `i.e.` stays lower)
     if style == "lower":
@@ -208,16 +209,37 @@ def apply_case(word: str, style: str | None, lexicon: CaseLexicon | None = None)
         return capitalise(word.lower())
     if style == "upper":
         return word.upper()
-    return (lexicon or CaseLexicon()).form(word)
+    form = (lexicon or CaseLexicon()).form(word)
+    return sentence_start_case(form) if start else form
+
+
+def sentence_start_case(word: str) -> str:
+    """`word` as it begins a sentence: its first letter upper case (`sub-Saharan` -> `Sub-Saharan`,
+    `ex-US` -> `Ex-US`, `well` -> `Well`), except where its lower-case first letters run straight into
+    a capital, a name written so (`iPhone`, `eBay`, `fMRI` stay): as the training text writes both."""
+    for i, c in enumerate(word):
+        if c.isalpha():
+            j = i
+            while j < len(word) and word[j].islower():
+                j += 1
+            if j > i and j < len(word) and word[j].isupper():
+                return word
+            return word[:i] + c.upper() + word[i + 1:]
+    return word
 
 
 def cased_words(words: list[str], labels: list[str], inventory: LabelSet,
-                lexicon: CaseLexicon | None = None) -> list[str]:
+                lexicon: CaseLexicon | None = None, start: bool = True) -> list[str]:
     """Each word in the case its true-case label shows (what `decode` writes, so that exact-form case
-    scoring compares what users see); other inventories leave the words as they are."""
+    scoring compares what users see); other inventories leave the words as they are. `start`: the
+    first word begins a sentence (the next ones do after a sentence-final mark)."""
     if not inventory.true_case:
         return list(words)
-    return [apply_case(w, inventory.case_style(case_of(lab)), lexicon) for w, lab in zip(words, labels)]
+    out = []
+    for w, lab in zip(words, labels):
+        out.append(apply_case(w, inventory.case_style(case_of(lab)), lexicon, start))
+        start = mark_of(lab) in SENTENCE_END
+    return out
 
 
 INVENTORIES: dict[str, LabelSet] = {

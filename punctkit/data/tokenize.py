@@ -287,8 +287,9 @@ CLOSERS = "\"'”’»›)]}"
 TRAILING_MARKS = ",.?!;:…"
 # Letters with inner periods (`ph.d`, `u.s.a`): the period after them is theirs too.
 _DOTTED = re.compile(r"[^\W\d_]{1,3}(?:\.[^\W\d_]{1,3})+")
-# A word whose case punctuate may change: letters, with inner ' . - & (`don't`, `u.s.`, `e-mail`, `'s`, `q&a`).
-_RECASABLE = re.compile(r"['’]?[^\W\d_]+(?:['’.\-&][^\W\d_]+)*\.?")
+# A word whose case punctuate may change: letters, with inner ' . - & / (`don't`, `u.s.`, `e-mail`, `'s`, `q&a`,
+# `and/or`: `And/or` where it begins a sentence).
+_RECASABLE = re.compile(r"['’]?[^\W\d_]+(?:['’.\-&/][^\W\d_]+)*\.?")
 
 
 @dataclass(frozen=True)

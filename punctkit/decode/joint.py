@@ -8,8 +8,9 @@ word's label from its distribution under two rules over neighbouring labels:
 
 1. after a sentence-final mark (and at a stream's start, when the stream begins a sentence) a
    word's first letter is upper case: its case class is C or U, or M where its lexicon form
-   starts upper case; a word whose own form starts lower case (`iPhone`, `eBay`: M with such a
-   form) keeps it, and a word without letters takes any class;
+   starts upper case or lower case (`iPhone`, `eBay`, `ex-US`: shown there as
+   punctkit.data.labels.sentence_start_case shows it, `iPhone`, `eBay`, `Ex-US`), and a word without
+   letters takes any class;
 2. inside a sentence (after a comma, another non-final mark, or none) a word takes a capital (C)
    only when the training text writes it with one inside sentences often enough (`CasePrior`
    share at least `threshold`: names, `I`), or when the training text has too few of it inside

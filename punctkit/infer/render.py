@@ -20,6 +20,7 @@ from punctkit.data.labels import (
     case_class,
     case_of,
     mark_of,
+    sentence_start_case,
 )
 from punctkit.data.tokenize import Written
 
@@ -64,7 +65,7 @@ class Casing:
         if style is None and case is not None and self.inventory is None:
             style = CASE_STYLES[CASES].get(case)  # a label of Faber's case4/case6 without its inventory
         if style is not None:
-            return apply_case(core, style, self.lexicon)
+            return apply_case(core, style, self.lexicon, start)
         low = core.replace("’", "'")
         if start or low == "i" or low[:2] == "i'":
             return capitalise(core)
@@ -121,8 +122,8 @@ class Renderer:
             was = case_class(w.core)
             if keep:
                 return w.core  # the input's marks and case stay
-            if self.start:  # a sentence start by the predicted marks
-                return capitalise(w.core) if was == "L" else w.core
+            if self.start:  # a sentence start by the predicted marks: `well` -> `Well`, `ex-US` -> `Ex-US`
+                return sentence_start_case(w.core)
             if not (was == "C" and self.input_start):
                 return w.core  # inside a sentence: the input's own case
             # capitalised only because it began the input's sentence: the model's case
