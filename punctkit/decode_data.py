@@ -106,14 +106,12 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     extra = audio_extra(data_dir) if any(m.needs_audio for m in members) else None
     utts, nbest_lines, rows = [], [], {}
     lexicon = engine.frontend.case_lexicon if inv.true_case else None
-    stream_of = {} if nbest > 1 else dd.utt2spk  # n-best: each utterance a stream of its own
-    ended: dict[str, bool] = {}  # per stream: whether its words so far end a sentence (a stream opens one)
+    opens = {s.uttids[0] for s in units}  # a stream's first utterance begins a sentence
+    ended = True  # the utterance before (in order, a stream's after one another) ended one
     for done in engine.label(units, probs=probs, extra=extra, nbest=nbest):  # the one labelling call
         u = done.utt
-        key = stream_of.get(u.uttid, u.uttid)
-        shown = cased_words(u.words, done.labels, inv, lexicon, start=ended.get(key, True))
-        if done.labels:
-            ended[key] = mark_of(done.labels[-1]) in SENTENCE_END
+        shown = cased_words(u.words, done.labels, inv, lexicon, start=u.uttid in opens or ended)
+        ended = bool(done.labels) and mark_of(done.labels[-1]) in SENTENCE_END
         utts.append(Utterance(u.uttid, shown, done.labels))
         if probs:
             rows[u.uttid] = done.rows

@@ -169,15 +169,15 @@ def test_the_shipped_model_begins_no_sentence_in_lower_case(tmp_path):
                               "a2 ex-us revenue was flat in the quarter\nb1 ex-us revenue was flat in the quarter\n")
     (src / "utt2spk").write_text("a1 a\na2 a\nb1 b\n")
     decode_dir("accurate", src, tmp_path / "hyp")
+    hyp = {u.uttid: u for u in read_data_dir(tmp_path / "hyp").utterances}
     starts = []
-    for spk, utts in (("a", ["a1", "a2"]), ("b", ["b1"])):
+    for stream in (["a1", "a2"], ["b1"]):
         start = True
-        for u in read_data_dir(tmp_path / "hyp").utterances:
-            if u.uttid in utts:
-                for w, lab in zip(u.words, u.labels):
-                    if start:
-                        starts.append((w, lab))
-                    start = mark_of(lab) in SENTENCE_END
+        for u in (hyp[k] for k in stream):
+            for w, lab in zip(u.words, u.labels):
+                if start:
+                    starts.append((w, lab))
+                start = mark_of(lab) in SENTENCE_END
     assert all(sentence_start_case(w) == w for w, _ in starts), starts
     assert any(lab[0] == "M" and w == "Ex-US" for w, lab in starts), starts  # the case the fix is for
     out = subprocess.run([*PK, "punctuate", "-m", "accurate", "--keep-input-marks", "-"], capture_output=True,

@@ -2,7 +2,7 @@
 """A data directory's words as a recognizer hands them over, and the reference to score them against:
 lines of MIN to MAX words (its segments, cut anywhere), lower case, no marks. Four files in OUT:
 in.txt / ref.txt (plain text: `punctuate` reads the lines as one stream, sentences running on across them)
-and in.kt / ref.kt (Kaldi text: each line an utterance of its own, ids `<uttid>-<n>`). With
+and in.kt / ref.kt (Kaldi text: each line an utterance of its own, ids `<uttid>-<line number>`). With
 `--whole-contractions` IWSLT's split contractions are written whole (`do n't` -> `don't`, `it 's` -> `it's`),
 as recognizers write them.
 
@@ -19,20 +19,23 @@ import random
 from pathlib import Path
 
 from punctkit.data.datadir import read_data_dir
-from punctkit.data.labels import MARK_TEXT, O, mark_of
-from punctkit.files import PunctkitError
+from punctkit.data.formats import write
+from punctkit.data.labels import LabelSet, O, mark_of
+from punctkit.data.utterance import Utterance
+from punctkit.files import PunctkitError, check_output_file
 
 CONTRACTIONS = ("n't", "'s", "'m", "'re", "'ve", "'ll", "'d")
 
 
-def joined(words: list[str], labels: list[str], whole: bool) -> list[tuple[str, str]]:
-    """(word, mark) pairs, a split contraction joined to the word before it (its mark the contraction's)."""
+def joined(words: list[str], labels: list[str], inv: LabelSet, whole: bool) -> list[tuple[str, str]]:
+    """(word, label) pairs, a split contraction joined to the word before it (its case the stem's, its
+    mark the contraction's)."""
     out: list[tuple[str, str]] = []
     for w, lab in zip(words, labels):
-        if whole and out and w.lower() in CONTRACTIONS and out[-1][1] == O:
-            out[-1] = (out[-1][0] + w, mark_of(lab))
+        if whole and out and w.lower() in CONTRACTIONS and mark_of(out[-1][1]) == O:
+            out[-1] = (out[-1][0] + w, inv.relabel(out[-1][1], mark_of(lab)))
         else:
-            out.append((w, mark_of(lab)))
+            out.append((w, lab))
     return out
 
 
@@ -53,27 +56,30 @@ def main() -> None:
         raise SystemExit(f"short_lines.py: {e}") from None
     if not any(u.labels for u in dd.utterances):
         raise SystemExit(f"short_lines.py: {args.data} has no labels: give a reference data directory (data/calls_test)")
-    rng = random.Random(args.seed)
-    args.out.mkdir(parents=True, exist_ok=True)
-    files = {name: open(args.out / name, "w", encoding="utf-8") for name in ("in.txt", "ref.txt", "in.kt", "ref.kt")}
-    try:
-        for u in sorted(dd.utterances, key=lambda u: u.uttid):
-            pairs = joined(u.words, u.labels, args.whole_contractions)
-            i = n = 0
-            while i < len(pairs):
-                seg = pairs[i:i + rng.randint(args.min, args.max)]
-                i += len(seg)
-                n += 1
-                ref = " ".join(w + (MARK_TEXT[m] if m != O else "") for w, m in seg)
-                given = " ".join(w.lower() for w, _ in seg)
-                files["ref.txt"].write(ref + "\n")
-                files["in.txt"].write(given + "\n")
-                files["ref.kt"].write(f"{u.uttid}-{n:03d} {ref}\n")
-                files["in.kt"].write(f"{u.uttid}-{n:03d} {given}\n")
-    finally:
-        for f in files.values():
-            f.close()
-    print(f"short_lines.py: {len(dd.utterances)} utterances of {args.data} -> {args.out}/{{in,ref}}.{{txt,kt}}")
+    inv, rng = dd.inventory, random.Random(args.seed)
+    ref: list[Utterance] = []
+    given: list[Utterance] = []
+    for u in sorted(dd.utterances, key=lambda u: u.uttid):
+        pairs = joined(u.words, u.labels, inv, args.whole_contractions)
+        i = 0
+        while i < len(pairs):
+            seg = pairs[i:i + rng.randint(args.min, args.max)]
+            i += len(seg)
+            uttid = f"{u.uttid}-{len(ref) + 1:06d}"
+            ref.append(Utterance(uttid, [w for w, _ in seg], [lab for _, lab in seg]))
+            given.append(Utterance(uttid, [w.lower() for w, _ in seg], [inv.label_for(w.lower(), O) for w, _ in seg]))
+    outs = [(args.out / f"{name}.{ext}", fmt, utts) for name, utts in (("ref", ref), ("in", given))
+            for ext, fmt in (("txt", "text"), ("kt", "kaldi_text"))]
+    try:  # a file punctkit did not write is never replaced; each file appears only when complete
+        for path, _, _ in outs:
+            check_output_file(path, [args.data])
+        args.out.mkdir(parents=True, exist_ok=True)
+        for path, fmt, utts in outs:
+            write(utts, path, fmt, inv, inputs=[args.data])
+    except PunctkitError as e:
+        raise SystemExit(f"short_lines.py: {e}") from None
+    print(f"short_lines.py: {len(dd.utterances)} utterances of {args.data} -> {len(ref)} lines in "
+          f"{args.out}/{{in,ref}}.{{txt,kt}}")
 
 
 if __name__ == "__main__":

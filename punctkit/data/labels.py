@@ -217,15 +217,11 @@ def sentence_start_case(word: str) -> str:
     """`word` as it begins a sentence: its first letter upper case (`sub-Saharan` -> `Sub-Saharan`,
     `ex-US` -> `Ex-US`, `well` -> `Well`), except where its lower-case first letters run straight into
     a capital, a name written so (`iPhone`, `eBay`, `fMRI` stay): as the training text writes both."""
-    for i, c in enumerate(word):
-        if c.isalpha():
-            j = i
-            while j < len(word) and word[j].islower():
-                j += 1
-            if j > i and j < len(word) and word[j].isupper():
-                return word
-            return word[:i] + c.upper() + word[i + 1:]
-    return word
+    i = next((k for k, c in enumerate(word) if c.isalpha()), len(word))
+    j = i
+    while j < len(word) and word[j].islower():
+        j += 1
+    return word if i < j < len(word) and word[j].isupper() else capitalise(word)
 
 
 def cased_words(words: list[str], labels: list[str], inventory: LabelSet,

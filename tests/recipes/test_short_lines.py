@@ -38,6 +38,15 @@ def test_lines_of_the_asked_length_words_as_the_reference_has_them(iwslt, tmp_pa
     r = subprocess.run(["python", str(SCRIPT), str(data), str(tmp_path / "bad"), "--min", "5", "--max", "2"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
+    # a rerun replaces its own files; a user's file in OUT is kept, and nothing is written
+    r = subprocess.run(["python", str(SCRIPT), str(data), str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "in.kt").write_text("my notes\n")
+    r = subprocess.run(["python", str(SCRIPT), str(data), str(mine)], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and "in.kt" in r.stderr
+    assert (mine / "in.kt").read_text() == "my notes\n" and sorted(p.name for p in mine.iterdir()) == ["in.kt"]
     r = subprocess.run(["python", str(SCRIPT), str(tmp_path / "nowhere"), str(tmp_path / "bad")], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and "nowhere" in r.stderr
