@@ -256,10 +256,13 @@ def train(
 ) -> None:
     """Train a model; writes config.yaml, checkpoints, model.best.pt and model.avg.pt into --exp."""
     from punctkit.fit import train as do_train
+    from punctkit.train.ddp import leave_process, torchrun_member
 
     st = do_train(config, train_dir, valid_dir, exp, ngpu, resume, set_ or [], inputs, nproc=nproc, force=force)
     best = f"{st.best_score:.2f}" if st.best_score is not None else "-"
     _echo(f"train: {st.epoch} epochs, best dev F1 {best} (epoch {st.best_epoch}) -> {exp}")
+    if torchrun_member():
+        leave_process(0)  # a rank of a torchrun group: done, without the teardown that may abort it
 
 
 @app.command()

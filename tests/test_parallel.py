@@ -115,10 +115,30 @@ def test_torchrun_group_trains_the_same_model(ddp_exp, tmp_path):
     # torchrun's own traceback fills the tail of stderr; show what the ranks printed
     assert r.returncode == 0, "\n".join(ln for ln in r.stderr.splitlines()
                                         if "torch/distributed/" not in ln)[-3000:]
+    # each rank ends through leave_process: what it printed and logged is there in full
+    assert r.stdout.count("train: 2 epochs") == 2, r.stdout
+    assert "model.avg.pt = average of epochs" in (tmp_path / "exp" / "train.log").read_text()
     a = load_checkpoint(exp / "checkpoints" / "epoch_2.pt")["model"]
     b = load_checkpoint(tmp_path / "exp" / "checkpoints" / "epoch_2.pt")["model"]
     assert list(a) == list(b) and not any(k.startswith("module.") for k in a)
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_leave_process_flushes_and_exits_with_its_code(tmp_path):
+    """A DDP process ends through leave_process (no interpreter teardown): its log file, its unterminated
+    standard output and error are written whole, and the exit code is the one given."""
+    log = tmp_path / "run.log"
+    code = ("import logging, sys\n"
+            "from punctkit.train.ddp import leave_process\n"
+            f"h = logging.FileHandler({str(log)!r}); logging.getLogger('t').addHandler(h)\n"
+            "logging.getLogger('t').warning('the last line')\n"
+            "sys.stdout.write('out, no newline'); sys.stderr.write('err, no newline')\n"
+            "leave_process(3)\n"
+            "print('never')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert r.stdout == "out, no newline" and r.stderr == "err, no newline"
+    assert log.read_text() == "the last line\n"
 
 
 def test_bad_process_counts_are_refused(tmp_path):

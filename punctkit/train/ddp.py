@@ -16,8 +16,10 @@ leaves torch's own exception to be raised.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
+import sys
 import tempfile
 import time
 import traceback
@@ -47,6 +49,29 @@ class RemoteTraceback(Exception):
 
     def __str__(self) -> str:
         return f'\n"""\n{self.text}"""'
+
+
+def torchrun_member() -> bool:
+    """This process was started by torchrun (RANK and WORLD_SIZE set, more than one process)."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ
+
+
+def leave_process(code: int = 0) -> NoReturn:
+    """End a DDP process whose work is done (its files written and closed) without the interpreter's
+    teardown: its log handlers and standard streams are flushed, then the process exits with `code`.
+
+    DistributedDataParallel keeps its process group alive in C++ after `destroy_process_group` (torch
+    2.13: a gloo group's threads `pt_gloo_runloop` and `gloo_tcp_loop` still run, though no Python object
+    refers to it), and the exit-time destruction of a process with those threads running aborts now and
+    then (SIGABRT, 'terminate called without an active exception', seen on CI in rank 1 under torchrun):
+    a run that had finished and written its model then failed."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def world_size_of(ngpu: int, nproc: int) -> int:
@@ -145,6 +170,7 @@ def _child(local_rank: int, world: int, work: Work, run: RunArgs, master: tuple[
     except Exception as e:
         write_report(Path(reports), local_rank, e)
         raise
+    leave_process(0)  # done: the launcher waits on the exit codes, and the teardown may abort (leave_process)
 
 
 def write_report(folder: Path, rank: int, e: BaseException) -> None:

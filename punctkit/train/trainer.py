@@ -50,7 +50,7 @@ from punctkit.models.registry import model_needs
 from punctkit.progress import progress
 from punctkit.text.frontend import check_frontend_section
 from punctkit.train import checkpoint as ckpt
-from punctkit.train.ddp import ddp_net, ddp_process, spawn, world_size_of
+from punctkit.train.ddp import ddp_net, ddp_process, spawn, torchrun_member, world_size_of
 from punctkit.train.distill import DistillOptions, distill_loss
 from punctkit.train.epochs import epoch_batches, passes_done
 from punctkit.train.experiment import (
@@ -450,7 +450,7 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
     run = RunArgs(config=config, train_dir=train_dir, valid_dir=valid_dir, exp_dir=exp_dir, ngpu=ngpu, resume=resume,
                   overrides=list(overrides), inputs_dir=inputs_dir, extra=extra, quiet=quiet, on_step=on_step,
                   on_epoch_end=on_epoch_end, validation=validation)
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ:  # started by torchrun
+    if torchrun_member():
         check_data_dirs(train_dir, valid_dir)
         return ddp_process(int(os.environ.get("LOCAL_RANK", os.environ["RANK"])), int(os.environ["WORLD_SIZE"]),
                            train_process, run, int(os.environ["RANK"]), lock_force=force)
