@@ -5,7 +5,9 @@ marks are dropped (their mark goes to the word before); every other token comes 
 in order, one per output token. Comparing with `same_words` below, each output token
 equals its input token once (1) the marks `,.?!;:…` are deleted from the token's
 trailing run of marks and closing quotes/brackets, and (2) both are case-folded.
-Tokens with a digit, `@` or `/` keep their case too. Case files: tests/bad_inputs/words/.
+Tokens with a digit, `@` or a `/` that is not between two letters (numbers, addresses, URLs, paths)
+keep their case too; letters joined by `/` (`and/or`, `TCP/IP`) are a word, cased as words are
+(tests/test_truecase.py: `Plus/minus` at a sentence start). Case files: tests/bad_inputs/words/.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ MARKS = ",.?!;:…"
 CLOSING = "\"'”’»›)]}"
 MARK_ONLY = re.compile(r"(?:[,.;:?!…—–]|--+)+|-")  # what punctkit reads as punctuation on its own
 TRAILING = re.compile(f"[{re.escape(MARKS + CLOSING)}]+$")
+KEEPS_CASE = re.compile(r"[\d@]|(?<![^\W\d_])/|/(?![^\W\d_])")  # a number, an address, a URL, a path
 
 
 def punctuated_text(written_words: list[Written], labels: list[str], capitalize: bool = True,
@@ -56,7 +59,7 @@ def same_words(inp: str, out: str) -> list[tuple[str, str]]:
     got = out.split()
     assert [norm(t) for t in got] == [norm(t) for t in words], (inp, out)
     for t, o in zip(words, got):
-        if re.search(r"[\d@/]", t):
+        if KEEPS_CASE.search(t):
             assert norm(o, fold=False) == norm(t, fold=False), (t, o)
     return list(zip(words, got))
 

@@ -154,6 +154,10 @@ def test_a_mixed_form_that_starts_lower_case_is_capitalised_at_a_sentence_start(
     p = split_text("put a number on it plus/minus 100 /seg 24/7", INV4, default_substitution(INV4))
     got = show_tokens(p.written, ["L_O"] * 4 + ["L_PERIOD", "C_O", "L_PERIOD", "C_PERIOD", "C_PERIOD"], Casing(TC))
     assert " ".join(got) == "put a number on it. Plus/minus 100. /seg. 24/7."
+    # a cased input keeps the case it carries in them, a sentence start aside: `AC/DC`, not the label's `Ac/dc`
+    p = split_text("We saw AC/DC and/or Queen", INV4, default_substitution(INV4))
+    got = show_tokens(p.written, ["C_O", "L_O", "C_PERIOD", "C_O", "L_PERIOD"], Casing(TC))
+    assert " ".join(got) == "We saw AC/DC. And/or Queen."
 
 
 def test_the_shipped_model_begins_no_sentence_in_lower_case(tmp_path):
