@@ -738,7 +738,7 @@ def punctuate(
     """Restore punctuation (and casing) in text, Kaldi text, CTM, JSON lines, Whisper, NeMo or Vosk output;
     write text, JSON, CTM, subtitles (srt, vtt) or timed JSON."""
     from punctkit.files import require_stdin, require_stdout
-    from punctkit.punctuator import punctuate_file
+    from punctkit.punctuator import check_punctuate_output, punctuate_file
 
     if src == "-":
         require_stdin()  # before the model is loaded
@@ -749,6 +749,8 @@ def punctuate(
     if stream and (keep_input_marks or fmt != "readable" or out not in (None, "-")):
         raise PunctkitError("--stream writes readable text to standard output: drop --keep-input-marks, "
                             "--format and -o")
+    if not stream:
+        check_punctuate_output(src, out, fmt, overwrite=overwrite, probs=probs)  # before the model is loaded
     opts = dict(ngpu=ngpu, threads=threads, batch_size=batch_size, beam=beam, chunk_words=chunk_words, step=step,
                 quantize=quantize, backend=backend)
     model = model or [default_model()]

@@ -10,7 +10,7 @@ from punctkit.decode.combine import parse_weights
 from punctkit.files import PunctkitError
 from punctkit.infer.engine import Punctuator
 from punctkit.infer.ensemble import load_model
-from punctkit.package import ensemble_package, model_package, writing
+from punctkit.package import check_package_output, ensemble_package, model_package, writing
 from punctkit.package.write import repackage
 
 
@@ -18,6 +18,7 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
          card_results: Iterable[str | Path] = (), train_data: str | None = None, onnx: bool = False,
          int8: bool = False, onnx_only: bool = False, notes: dict[str, str] | None = None) -> dict[str, Any]:
     """`punctkit pack` (options as punctkit.package.model_package's); returns the manifest."""
+    check_package_output(out)  # before the model is loaded and exported
     packed = model_package(exp_dir, checkpoint=checkpoint, card_results=card_results, train_data=train_data,
                            onnx=onnx, int8=int8, onnx_only=onnx_only, notes=notes)
     with writing(out, packed) as tmp:
@@ -32,6 +33,7 @@ def repack(pkg_path: str | Path, out: str | Path, card_results: Iterable[str | P
     (punctkit.package.write.repackage), loaded back with each backend it holds; returns the manifest."""
     if Path(out).resolve() == Path(pkg_path).resolve():
         raise PunctkitError(f"{out}: is the package being re-packed; write the new one under another name")
+    check_package_output(out)
     packed = repackage(pkg_path, card_results=card_results, notes=notes)
     with writing(out, packed) as tmp:
         for backend in packed.backends:
@@ -43,6 +45,7 @@ def pack_ensemble(exp_dirs: list[str | Path], out: str | Path, weights: str | No
                   **kwargs: Any) -> dict[str, Any]:
     """`punctkit pack --ensemble` (punctkit.package.ensemble_package's options; `weights` as `0.6,0.4`,
     default equal); returns the top manifest."""
+    check_package_output(out)
     packed = ensemble_package(list(exp_dirs), parse_weights(weights, len(exp_dirs)), **kwargs)
     with writing(out, packed) as tmp:
         for backend in packed.backends:  # the packed file rebuilds every member on its own

@@ -94,6 +94,30 @@ def write_units(fmt: Format, units: Iterable[Labelled], opts: OutputOptions, out
         write(utts, out, fmt.name, opts.inventory, overwrite, inputs)
 
 
+def check_punctuate_output(src: str | Path, out: str | Path | None, fmt: str = "readable", *,
+                           overwrite: bool = False, probs: bool = False) -> Format:
+    """The writer of `fmt` for `punctuate_file(src, out)`, once the checks that need no model have
+    passed (one-line errors): a corpus format needs `-o`, `probs` a format that shows them, and `out`
+    is not `src` and replaces no file (or directory contents) punctkit did not write unless
+    `overwrite`. `punctkit punctuate` runs them before it loads the model."""
+    writer = get_format(fmt, "emit", "output format", OUTPUT_FORMATS)
+    streamed = writer.emit is not None or writer.stream is not None
+    to_stdout = out is None or str(out) == "-"
+    if not streamed and to_stdout:
+        raise PunctkitError(f"--format {fmt} writes through punctkit's format writers: give -o FILE")
+    if probs and not writer.probs:
+        shows = ", ".join(n for n in OUTPUT_FORMATS if get_format(n, "emit", known=OUTPUT_FORMATS).probs)
+        raise PunctkitError(f"--probs: --format {fmt} cannot show probabilities (formats that do: {shows})")
+    inputs = [] if str(src) == "-" else [src]
+    if not to_stdout:
+        if writer.directory:
+            check_not_input(out, inputs)  # type: ignore[arg-type]
+            check_data_dir_output(out, overwrite, inputs)  # type: ignore[arg-type]
+        else:  # a file punctkit did not write is not replaced without --overwrite
+            check_output_file(out, inputs, overwrite=overwrite)  # type: ignore[arg-type]
+    return writer
+
+
 def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = None, *,
                    input_format: str | None = None, fmt: str = "readable", keep_input_marks: bool = False,
                    capitalize: bool = True, casing: Casing | None = None, overwrite: bool = False,
@@ -116,21 +140,9 @@ def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = Non
     t0 = time.time()
     reader = (get_format(input_format, "units", "input format") if input_format
               else detect_for(src, "units", encoding, "punctuate", "--input-format"))
-    writer = get_format(fmt, "emit", "output format", OUTPUT_FORMATS)
+    writer = check_punctuate_output(src, out, fmt, overwrite=overwrite, probs=probs)  # fail before punctuating
     streamed = writer.emit is not None or writer.stream is not None
-    to_stdout = out is None or str(out) == "-"
-    if not streamed and to_stdout:
-        raise PunctkitError(f"--format {fmt} writes through punctkit's format writers: give -o FILE")
-    if probs and not writer.probs:
-        shows = ", ".join(n for n in OUTPUT_FORMATS if get_format(n, "emit", known=OUTPUT_FORMATS).probs)
-        raise PunctkitError(f"--probs: --format {fmt} cannot show probabilities (formats that do: {shows})")
     inputs = [] if str(src) == "-" else [src]
-    if not to_stdout:
-        if writer.directory:  # fail before punctuating, not after
-            check_not_input(out, inputs)  # type: ignore[arg-type]
-            check_data_dir_output(out, overwrite, inputs)  # type: ignore[arg-type]
-        else:  # a file punctkit did not write is not replaced without --overwrite
-            check_output_file(out, inputs, overwrite=overwrite)  # type: ignore[arg-type]
     if writer.needs_times and not reader.times:
         timed = " or ".join(n for n in INPUT_FORMATS if get_format(n, "units").times)
         raise PunctkitError(f"--format {fmt} needs word times: input format {timed}, not {reader.name}")

@@ -237,29 +237,64 @@ def test_pack_replaces_a_package_but_no_other_file(tiny, user_dir):
 
 @pytest.mark.parametrize("fmt", ["readable", "twocol", "kaldi_text", "jsonl"])
 def test_a_file_output_never_replaces_a_users_file(tiny, user_dir, tmp_path, fmt):
-    """punctuate -o, convert and decode --format F write over an existing file only when punctkit
-    wrote it (the mark atomic_write leaves) or with --overwrite; a copy of punctkit's output is the user's."""
-    model, exp, data = tiny / "tiny.pkt", tiny / "exp", tiny / "test"
+    """punctuate -o --format F writes over an existing file only when punctkit wrote it (the mark
+    atomic_write leaves) or with --overwrite; a copy of punctkit's output is the user's."""
+    model = tiny / "tiny.pkt"
     src = tmp_path / "in.txt"
     src.write_text("thank you so much chris and it is truly a great honor\n")
     notes = user_dir / "notes.txt"
     before = snapshot(user_dir)
     one_line_error(cli("punctuate", src, "-m", model, "--format", fmt, "-o", notes, ok=False), str(notes),
                    "--overwrite")
-    one_line_error(cli("convert", src, notes, ok=False), str(notes), "--overwrite")
-    one_line_error(cli("decode", exp, data, notes, "--format", "kaldi_text", ok=False), str(notes), "--overwrite")
     assert snapshot(user_dir) == before
     out = tmp_path / "out"
     cli("punctuate", src, "-m", model, "--format", fmt, "-o", out)
     if marks_files(tmp_path):  # else every existing file counts as the user's
         cli("punctuate", src, "-m", model, "--format", fmt, "-o", out)  # its own output: replaced on a rerun
-        cli("decode", exp, data, tmp_path / "hyp", "--format", "kaldi_text")
-        cli("decode", exp, data, tmp_path / "hyp", "--format", "kaldi_text")  # and its options file beside it
     copy = tmp_path / "copy"
     shutil.copy(out, copy)  # a copy the user made is the user's
     one_line_error(cli("punctuate", src, "-m", model, "--format", fmt, "-o", copy, ok=False), str(copy), "--overwrite")
     cli("punctuate", src, "-m", model, "--format", fmt, "-o", notes, "--overwrite")  # asked for: replaced
     assert notes.read_text() == out.read_text()
+
+
+def test_convert_and_decode_to_a_file_never_replace_a_users_file(tiny, user_dir, tmp_path):
+    """convert and decode --format kaldi_text, as punctuate -o above: a file punctkit wrote is
+    replaced on a rerun (decode's options file beside it too), the user's is refused."""
+    exp, data = tiny / "exp", tiny / "test"
+    src = tmp_path / "in.txt"
+    src.write_text("thank you so much chris and it is truly a great honor\n")
+    notes = user_dir / "notes.txt"
+    before = snapshot(user_dir)
+    one_line_error(cli("convert", src, notes, ok=False), str(notes), "--overwrite")
+    one_line_error(cli("decode", exp, data, notes, "--format", "kaldi_text", ok=False), str(notes), "--overwrite")
+    assert snapshot(user_dir) == before
+    cli("convert", src, tmp_path / "words.txt")
+    hyp = tmp_path / "hyp"
+    cli("decode", exp, data, hyp, "--format", "kaldi_text")
+    if marks_files(tmp_path):  # else every existing file counts as the user's
+        cli("convert", src, tmp_path / "words.txt")
+        cli("decode", exp, data, hyp, "--format", "kaldi_text")  # and its options file beside it
+    shutil.copy(hyp, user_dir / "hyp.copy")  # a copy the user made is the user's
+    one_line_error(cli("decode", exp, data, user_dir / "hyp.copy", "--format", "kaldi_text", ok=False),
+                   str(user_dir / "hyp.copy"), "--overwrite")
+
+
+def test_outputs_are_checked_before_the_model_is_read(tiny, user_dir, tmp_path):
+    """punctuate and pack refuse an output they may not write before they read a model: the error
+    names the output, not the model that is missing (a large model is not loaded, or exported, in vain)."""
+    src = tmp_path / "in.txt"
+    src.write_text("thank you so much\n")
+    notes, missing = user_dir / "notes.txt", tmp_path / "no_such_model.pkt"
+    before = snapshot(user_dir)
+    one_line_error(cli("punctuate", src, "-m", missing, "-o", notes, ok=False), str(notes), "--overwrite")
+    one_line_error(cli("punctuate", src, "-m", missing, "--probs", ok=False), "--probs", "readable")
+    one_line_error(cli("pack", tmp_path / "no_such_exp", "-o", notes, ok=False), str(notes), "not a punctkit package")
+    one_line_error(cli("pack", missing, "-o", notes, ok=False), str(notes), "not a punctkit package")
+    one_line_error(cli("pack", tiny / "exp", tiny / "exp", "-o", notes, ok=False), str(notes), "not a punctkit package")
+    assert snapshot(user_dir) == before
+    r = cli("punctuate", src, "-m", missing, "-o", tmp_path / "new.txt", ok=False)  # a free output: the model
+    one_line_error(r, str(missing))
 
 
 def test_what_punctkit_wrote_carries_its_mark(tmp_path):

@@ -46,10 +46,10 @@ from punctkit.package.format import (
     split_member,
 )
 from punctkit.package.read import EnsemblePackage, Package, check_entries, local_files_only, read_package
-from punctkit.package.write import Packed, ensemble_package, model_files, model_package, writing
+from punctkit.package.write import Packed, check_package_output, ensemble_package, model_files, model_package, writing
 
 __all__ = [
     "FRONTEND_FILES", "KNOWN", "MANIFEST", "MAX_MEMBERS", "EnsemblePackage", "Package", "Packed", "allowed_members",
-    "card_paths", "check_entries", "ensemble_package", "is_dir_entry", "local_files_only", "make_card",
+    "card_paths", "check_entries", "check_package_output", "ensemble_package", "is_dir_entry", "local_files_only", "make_card",
     "model_files", "model_package", "read_package", "split_member", "unsafe_name", "writing",
 ]

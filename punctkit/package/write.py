@@ -104,16 +104,22 @@ class Packed:
     backends: tuple[str, ...]
 
 
-@contextlib.contextmanager
-def writing(out: str | Path, packed: Packed) -> Iterator[Path]:
-    """Write `packed` into `out` atomically: the zip is complete under a temporary name when this
-    yields it (load it back there), and replaces `out` only when the block ends without an error;
-    an existing `out` is replaced only if it is a package (punctkit never overwrites a file it did not write)."""
+def check_package_output(out: str | Path) -> None:
+    """A one-line error unless `out` may take a package: a new file, or a package that it replaces
+    (punctkit never overwrites a file it did not write); `pack` checks it before it builds anything."""
     p = Path(out)
     if p.is_dir():
         raise PunctkitError(f"{p}: is a directory; give the package's file name (e.g. {p / 'model.pkt'})")
     if p.is_file() and not is_package_file(p):
         raise PunctkitError(f"{p}: exists and is not a punctkit package; choose another name or move it away")
+
+
+@contextlib.contextmanager
+def writing(out: str | Path, packed: Packed) -> Iterator[Path]:
+    """Write `packed` into `out` atomically: the zip is complete under a temporary name when this
+    yields it (load it back there), and replaces `out` only when the block ends without an error;
+    an existing `out` is replaced only if it is a package (`check_package_output`)."""
+    check_package_output(out)
     with atomic_write(out, "wb") as f:
         with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
             for name, data, compress in packed.files:
