@@ -181,6 +181,46 @@ def test_the_meta_check_passes_every_model_as_built_and_finds_each_change():
             assert "larger than the weights'" in misfit(dict(conf, n_layers=200000), e, shapes)
 
 
+def test_the_meta_check_of_every_recipe_model_leaves_torchs_compiler_unloaded():
+    """Each model type the recipes train (their conf/train_*.yaml, pre-trained encoders aside), and
+    both kinds of positions, pass `misfit` and are still found too large, in a fresh process that has
+    not imported torch._dynamo afterwards: a meta build that draws values or computes a table imports
+    it (1.9 s of every start of punctuate, decode or pack with torch weights on an AVX2 EPYC)."""
+    import json
+
+    confs = {}
+    for f in sorted(ROOT.glob("recipes/*/conf/train_*.yaml")):
+        model = yaml.safe_load(f.read_text()).get("model") or {}
+        if model.get("type") and "plm" not in model and model["type"] not in confs:
+            confs[model["type"]] = model
+    assert {"drnn_lwma", "transformer_tagger", "transformer_seq2seq", "hier_seq2seq", "concat_transformer"} <= set(confs)
+    confs["sinusoidal"] = {"type": "transformer_tagger", "n_layers": 1, "d_model": 16, "n_heads": 2, "d_ff": 32,
+                           "positions": "sinusoidal"}
+    confs["learned"] = dict(confs["sinusoidal"], positions="learned")
+    code = f"""
+import json, sys
+import torch
+from punctkit.models.registry import build_model, misfit
+from punctkit.nn.transformer import PositionalEncoding
+env = {{"vocab_size": 60, "n_labels": 4, "pad_id": 0, "embeddings": None, "feat_dim": 40}}
+said = {{}}
+for name, conf in json.loads({json.dumps(json.dumps(confs))}).items():
+    shapes = {{k: tuple(v.shape) for k, v in build_model(conf, **env).state_dict().items()}}
+    size = next(k for k in ("d_model", "hidden") if k in conf)
+    said[name] = [misfit(conf, env, shapes), misfit(dict(conf, **{{size: 50000}}), env, shapes)]
+pe = PositionalEncoding(8, max_len=5)  # built on the CPU: the sinusoids themselves
+said["table"] = torch.equal(pe.table_, pe._sinusoid(5))
+said["compiler"] = "torch._dynamo" in sys.modules
+print(json.dumps(said))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120)
+    assert r.returncode == 0, r.stderr
+    said = json.loads(r.stdout)
+    assert said.pop("compiler") is False and said.pop("table") is True
+    for name, (fits, huge) in said.items():
+        assert fits is None and "larger than the weights'" in huge, name
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> tuple[Path, Path]:
     """The generated train/valid data dirs the legacy model was trained on."""

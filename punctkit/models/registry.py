@@ -119,7 +119,8 @@ class _TooLarge(Exception):
 def _counting(max_values: int, max_tensors: int) -> Iterator[None]:
     """Count the tensors a model build makes (parameters and buffers as they are registered, and
     the clones that copy.deepcopy makes of whole layers, as nn.TransformerEncoder stacks them) and
-    raise `_TooLarge` as soon as they pass either bound."""
+    raise `_TooLarge` as soon as they pass either bound. Nothing is drawn into a meta tensor: normal_
+    there runs a Python reference that imports torch's compiler (1.9 s of a command's start)."""
     import torch
     from torch.nn.modules import module as tm
     from torch.overrides import TorchFunctionMode
@@ -138,8 +139,14 @@ def _counting(max_values: int, max_tensors: int) -> Iterator[None]:
     def on_tensor(module: Any, name: str, t: Any) -> None:
         add(t)
 
+    draws = (torch.nn.init.normal_, torch.Tensor.normal_)
+
     class Clones(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+            if func in draws:  # a meta tensor has no values to draw
+                t = args[0] if args else (kwargs or {}).get("tensor")
+                if getattr(t, "is_meta", False):
+                    return t
             out = func(*args, **(kwargs or {}))
             if func is torch.Tensor.clone:
                 add(out)

@@ -30,7 +30,10 @@ class PositionalEncoding(nn.Module):
             self.table = nn.Embedding(max_len, d_model)
             nn.init.normal_(self.table.weight, std=0.02)
         else:
-            self.register_buffer("table_", self._sinusoid(max_len), persistent=False)
+            # a build on the meta device (registry.misfit's check) has shapes, no values to compute
+            meta = torch.empty(0).is_meta
+            self.register_buffer("table_", torch.zeros(max_len, d_model) if meta else self._sinusoid(max_len),
+                                 persistent=False)
 
     def _sinusoid(self, n: int) -> torch.Tensor:
         pos = torch.arange(n, dtype=torch.float32)[:, None]
