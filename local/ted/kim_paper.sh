@@ -50,7 +50,8 @@ if [ "$anneal" = true ]; then
   [ "$stage" -ge 4 ] || stage=4
 fi
 if [ "$stage" -le 1 ]; then
-  ./run.sh --data "$data" --stage 1 --stop-stage 1 --local-data-opts "--inventory 4class --ted-sets train_2m $data_opts"
+  # the paper's data: TED's train_2m, valid and test2011 (no calls: --calls-sets= empties their list)
+  ./run.sh --data "$data" --stage 1 --stop-stage 1 --local-data-opts "--inventory 4class --ted-sets train_2m --calls-sets= $data_opts"
 fi
 [ "$stop_stage" -ge 3 ] || exit 0
 ./run.sh --data "$data" --expdir "$expdir" --stage $((stage > 3 ? stage : 3)) --stop-stage "$stop_stage" --train-set train_2m --tag "$tag" \

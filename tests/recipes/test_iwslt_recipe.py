@@ -139,11 +139,11 @@ def test_tiny_run_all_stages_writes_scores(iwslt, tmp_path):
 
 def test_quick_config_trains_a_fixed_number_of_epochs(iwslt, tmp_path):
     """The main job's config trains exactly its epochs with a fixed seed on one thread (no wall-clock stop,
-    no early stopping), so its figure does not depend on the machine's load: here on 3000 words."""
+    no early stopping), so its figure does not depend on the machine's load: here on 1000 words."""
     conf = yaml.safe_load((RECIPE / "conf" / "train_drnn_lwma_quick.yaml").read_text())["train"]
     assert conf["max_minutes"] is None and conf["patience"] is None
     assert conf["threads"] == 1 and isinstance(conf["seed"], int) and conf["epochs"] >= 10
-    r = run_recipe(tmp_path, "--local-data-opts", "--max-words 3000", "--stop-stage", "4")
+    r = run_recipe(tmp_path, "--local-data-opts", "--max-words 1000", "--stop-stage", "4")
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
     exp = tmp_path / "exp" / "train_drnn_lwma_quick"
     history = json.loads((exp / "history.json").read_text())

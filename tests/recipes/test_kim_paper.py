@@ -33,6 +33,8 @@ def test_kim_paper_both_phases(iwslt, tmp_path):
     r = kim_paper(tmp_path, "--stage", "1", "--suffix", "_t", "--data-opts", "--max-talks 2 --max-words 1500",
                   "--train-args", ONE_STEP)
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
+    assert sorted(p.name for p in (tmp_path / "data").iterdir() if p.is_dir()) == [
+        "local", "test_ref", "train_2m", "train_iwslt", "valid"]  # the paper's sets: TED alone, no calls
     train = read_data_dir(tmp_path / "data" / "train_2m")
     assert train.inventory.name == "4class"  # the paper's labels: no case
     assert {lab for u in train.utterances for lab in u.labels} <= {"O", "COMMA", "PERIOD", "QUESTION"}

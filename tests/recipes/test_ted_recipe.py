@@ -31,7 +31,7 @@ def test_tiny_recipe_stages_1_to_3(iwslt, tmp_path):
         pytest.skip(f"TED talks not found at {TED}")
     cmd = ["./run.sh", "--stage", "1", "--stop-stage", "3", "--data", str(tmp_path / "data"),
            "--expdir", str(tmp_path / "exp"), "--train-config", "conf/train_tiny.yaml", "--tag", "tiny",
-           "--local-data-opts", "--max-talks 2 --max-words 1500"]
+           "--local-data-opts", "--max-talks 2 --max-words 1500 --max-calls 1"]
     r = subprocess.run(cmd, cwd=RECIPE, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
     data = tmp_path / "data"
@@ -62,6 +62,12 @@ def test_tiny_recipe_stages_1_to_3(iwslt, tmp_path):
     assert [[w.lower() for w in u.words] for u in cased.utterances] == [u.words for u in ref.utterances]
     assert cased.utterances[0].words[:2] == ["I", "'m"]
     assert "without a case reference" in r.stdout and (data / "test_cased" / "case_unknown").is_file()
+    # the calls: the first call of each list (--max-calls 1), and train_all_calls = train_all + calls_train
+    calls = {x: read_data_dir(data / x) for x in ("calls_train", "calls_valid", "calls_test", "train_all_calls")}
+    assert all(len(set(calls[x].utt2spk.values())) == 1 for x in ("calls_train", "calls_valid", "calls_test"))
+    assert calls["calls_train"].inventory.name == "truecase4"
+    both = read_data_dir(data / "train_all").words() + calls["calls_train"].words()
+    assert calls["train_all_calls"].words() == both
     # stage 3: the training words' inputs
     vocab = (tmp_path / "exp" / "tiny" / "inputs" / "frontend" / "vocab.txt").read_text().split()
     assert "n't" in vocab or "'s" in vocab
