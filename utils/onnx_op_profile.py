@@ -37,7 +37,7 @@ def cpu_flags() -> str:
 
 
 def feed_for(session, tokens: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """One window's inputs: `tokens` word pieces, a word on every other one (150 words of 200
+    """One window's inputs: `tokens` word pieces, three words in every four pieces (150 words in 200
     pieces is about what a TED window holds)."""
     words = max(1, tokens * 3 // 4)
     values = {"tokens": rng.integers(1000, 30000, (1, tokens)), "token_mask": np.ones((1, tokens), bool),

@@ -50,6 +50,6 @@ from punctkit.package.write import Packed, check_package_output, ensemble_packag
 
 __all__ = [
     "FRONTEND_FILES", "KNOWN", "MANIFEST", "MAX_MEMBERS", "EnsemblePackage", "Package", "Packed", "allowed_members",
-    "card_paths", "check_entries", "check_package_output", "ensemble_package", "is_dir_entry", "local_files_only", "make_card",
-    "model_files", "model_package", "read_package", "split_member", "unsafe_name", "writing",
+    "card_paths", "check_entries", "check_package_output", "ensemble_package", "is_dir_entry", "local_files_only",
+    "make_card", "model_files", "model_package", "read_package", "split_member", "unsafe_name", "writing",
 ]
