@@ -144,8 +144,9 @@ def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = Non
     streamed = writer.emit is not None or writer.stream is not None
     inputs = [] if str(src) == "-" else [src]
     if writer.needs_times and not reader.times:
-        timed = " or ".join(n for n in INPUT_FORMATS if get_format(n, "units").times)
-        raise PunctkitError(f"--format {fmt} needs word times: input format {timed}, not {reader.name}")
+        timed = ", ".join(n for n in INPUT_FORMATS if get_format(n, "units").times)
+        raise PunctkitError(f"--format {fmt} needs word times, which input format {reader.name} does not carry: "
+                            f"give an input with them ({timed})")
     inv = engine.inventory
     opts = output_options(engine, reader.one_stream, max_cue_seconds, max_line_chars, max_cue_lines)
     stats = PunctuateStats(unit="lines" if reader.one_stream else "utterances")

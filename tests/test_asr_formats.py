@@ -228,7 +228,7 @@ def test_malformed_whisper(tmp_path):
         f"{p}:1: expected a Whisper JSON object with a 'segments' list"
     p = write(tmp_path, json.dumps(WHISPER) + "\n" + json.dumps(WHISPER))
     assert err(lambda: list(whisper_units(p, INV, RULES))) == \
-        f"{p}:2: more than one JSON value (a Whisper file is one object)"
+        f"{p}:2: more than one JSON value (the file is a Whisper JSON object)"
 
 
 def test_malformed_nemo_and_vosk(tmp_path):

@@ -380,14 +380,14 @@ def test_error_type_escapes_centrally() -> None:
 
 def test_a_json_document_without_end_is_one_line_in_bounded_memory(tmp_path, monkeypatch):
     """A Whisper/Vosk document is read whole only up to MAX_DOCUMENT_CHARS (here lowered)."""
-    from punctkit.data.formats import recognizers
+    from punctkit.data.formats import json_docs, recognizers
 
-    monkeypatch.setattr(recognizers, "MAX_DOCUMENT_CHARS", 10_000)
+    monkeypatch.setattr(json_docs, "MAX_DOCUMENT_CHARS", 10_000)
     big = tmp_path / "w.json"
     big.write_text('{"segments": [\n' + '{"text": " so", "words": []},\n' * 2000 + '{"text": ""}]}\n')
     from punctkit.files import PunctkitError
 
-    with pytest.raises(PunctkitError, match=r"w.json:\d+: a JSON document \(Whisper, Vosk\) longer than"):
+    with pytest.raises(PunctkitError, match=r"w.json:\d+: a JSON document \(Whisper, Vosk, .*\) longer than"):
         recognizers.read_json_text(big, None)
 
 

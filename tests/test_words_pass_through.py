@@ -121,10 +121,50 @@ def make_input(fmt: str, path: Path) -> Path:
     elif fmt == "nlp":  # Rev's NLP format: a header, then a token a line
         head = "token|speaker|ts|endTs|punctuation|prepunctuation|case|tags|oldTs|oldEndTs|ali_comment\n"
         body = head + "".join(f"{w}|0|{s:.4f}|{e:.4f}|||LC|[]|||\n" for _, timed in _times(LINES) for w, s, e in timed)
+    elif fmt in SERVICE_DOCS:
+        body = json.dumps(SERVICE_DOCS[fmt](list(_times(LINES))), ensure_ascii=False, indent=1)
     else:
         raise KeyError(fmt)
     path.write_text(body, encoding="utf-8")
     return path
+
+
+def _mark(tok: str) -> bool:
+    return is_mark_token(tok)
+
+
+# the ASR services' documents (punctkit.data.formats.services), a line of LINES a speaker turn or result
+SERVICE_DOCS = {
+    "rev": lambda lines: {"monologues": [
+        {"speaker": k, "elements": [e for w, s, t in timed for e in (
+            [{"type": "punct", "value": w}] if _mark(w) else
+            [{"type": "punct", "value": " "}, {"type": "text", "value": w, "ts": s, "end_ts": t, "confidence": 1}])]}
+        for k, timed in lines]},
+    "aws": lambda lines: {"jobName": "j", "results": {"transcripts": [{"transcript": ""}], "items": [
+        {"type": "punctuation", "alternatives": [{"confidence": "0.0", "content": w}]} if _mark(w) else
+        {"type": "pronunciation", "start_time": str(s), "end_time": str(t), "speaker_label": f"spk_{k}",
+         "alternatives": [{"confidence": "0.99", "content": w}]}
+        for k, timed in lines for w, s, t in timed]}},
+    "speechmatics": lambda lines: {"format": "2.9", "job": {}, "results": [
+        {"type": "punctuation" if _mark(w) else "word", "start_time": s, "end_time": t,
+         "alternatives": [{"content": w, "confidence": 1.0, "speaker": f"S{k}"}]}
+        for k, timed in lines for w, s, t in timed]},
+    "google": lambda lines: {"results": [{"alternatives": [{"transcript": "", "confidence": 0.9, "words": [
+        {"startTime": f"{s:.3f}s", "endTime": f"{t:.3f}s", "word": w} for w, s, t in timed]}],
+        "resultEndTime": f"{timed[-1][2]}s", "languageCode": "en-us"} for _, timed in lines]},
+    "watson": lambda lines: {"result_index": 0, "results": [{"final": True, "alternatives": [
+        {"transcript": "", "confidence": 0.9, "timestamps": [[w, s, t] for w, s, t in timed]}]} for _, timed in lines]},
+    "deepgram": lambda lines: {"metadata": {"channels": 1}, "results": {"channels": [{"alternatives": [
+        {"transcript": "", "words": [{"word": w, "start": s, "end": t, "confidence": 0.9, "speaker": k,
+                                      "punctuated_word": w.upper()} for k, timed in lines for w, s, t in timed]}]}]}},
+    "assemblyai": lambda lines: {"id": "x", "status": "completed", "audio_url": "https://example.org/a.mp3", "text": "",
+                                 "words": [{"text": w, "start": round(s * 1000), "end": round(t * 1000),
+                                            "speaker": chr(64 + k)} for k, timed in lines for w, s, t in timed]},
+    "azure": lambda lines: {"source": "a.wav", "recognizedPhrases": [
+        {"channel": 0, "offsetInTicks": round(timed[0][1] * 1e7), "nBest": [{"lexical": "", "words": [
+            {"word": w, "offsetInTicks": round(s * 1e7), "durationInTicks": round((t - s) * 1e7)}
+            for w, s, t in timed]}]} for _, timed in lines]},
+}
 
 
 def given_words(src_fmt: str = "text") -> list[str]:
@@ -189,7 +229,8 @@ def holds_in_order(text: str, words: list[str]) -> None:
 
 KNOWN = ("readable", "text", "kaldi_text", "punctuator2", "twocol", "ctm", "jsonl", "nemo", "timed-json", "srt",
          "vtt", "datadir")
-INPUTS = [f for f in ("text", "kaldi_text", "ctm", "jsonl", "whisper", "vosk", "nemo", "nlp") if f in names("units")]
+INPUTS = [f for f in ("text", "kaldi_text", "ctm", "jsonl", "whisper", "vosk", "nemo", "nlp", *SERVICE_DOCS)
+          if f in names("units")]
 
 
 @pytest.mark.parametrize("fmt", punctuate_outputs())

@@ -1,5 +1,6 @@
 """Recognizer outputs read by punctuate: Whisper JSON (`whisper`), NeMo manifests (`nemo`) and Vosk
-results (`vosk`), and how a JSON input is told apart from the others (`json_kind`).
+results (`vosk`), and how a JSON input is told apart from the others (`json_kind`: these by their keys,
+the ASR services' transcripts of services.py by their shapes).
 
 - whisper: ONE JSON object, as openai-whisper (`--output_format json`), faster-whisper
   (segments dumped) and WhisperX write it, with word timestamps:
@@ -27,11 +28,20 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
+from punctkit.data.formats import services
 from punctkit.data.formats.asr import ID_KEYS, add_token, first_key, json_objects, word_times
-from punctkit.data.formats.base import AsrUtterance, Source, given_words, input_lines, source_name
+from punctkit.data.formats.base import AsrUtterance, Source, given_words, source_name
+from punctkit.data.formats.json_docs import (  # noqa: F401 (MAX_DOCUMENT_CHARS, read_json_text: re-exported)
+    MAX_DOCUMENT_CHARS,
+    json_error,
+    json_values,
+    line_of,
+    one_document,
+    read_json_text,
+)
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import split_words
-from punctkit.files import PunctkitError, json_value, parse_json, where
+from punctkit.files import PunctkitError, parse_json, where
 
 # the keys that tell a JSON object's kind (top-level keys only); an object with none is `jsonl`
 KIND_KEYS = {"whisper": ("segments",), "vosk": ("result", "partial", "alternatives"),
@@ -42,10 +52,16 @@ ASK = "give --input-format"
 # ---------------------------------------------------------------- detection
 
 def object_kinds(obj: Any) -> set[str]:
-    """The formats whose keys a JSON value has (several: ambiguous; none: generic `jsonl`)."""
+    """The formats whose keys a JSON value has (several: ambiguous; none: generic `jsonl`): the
+    recognizers' by KIND_KEYS, the services' by their shapes (services.SERVICES)."""
     if not isinstance(obj, dict):
         return set()
-    return {kind for kind, keys in KIND_KEYS.items() if any(k in obj for k in keys)}
+    return {kind for kind, keys in KIND_KEYS.items() if any(k in obj for k in keys)} | services.service_kinds(obj)
+
+
+def kind_keys(kind: str) -> tuple[str, ...]:
+    """The keys that tell format `kind` (for messages)."""
+    return KIND_KEYS[kind] if kind in KIND_KEYS else services.SERVICES[kind].keys
 
 
 def json_line_kind(line: str) -> str:
@@ -62,25 +78,6 @@ def json_line_kind(line: str) -> str:
         return ""
     kinds = object_kinds(obj)
     return kinds.pop() if len(kinds) == 1 else "jsonl"
-
-
-def json_values(text: str, limit: int | None = None) -> tuple[list[tuple[int, int, Any]], json.JSONDecodeError | None]:
-    """The JSON values one after another in `text` (whitespace between them), each with its start and
-    end offsets, up to `limit` values; and the error that stopped the decoding, if any (`json_value`'s)."""
-    out: list[tuple[int, int, Any]] = []
-    pos = 0
-    while limit is None or len(out) < limit:
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        if pos >= len(text):
-            return out, None
-        try:
-            value, end = json_value(text, pos)
-        except json.JSONDecodeError as e:
-            return out, e
-        out.append((pos, end, value))
-        pos = end
-    return out, None
 
 
 def json_kind(head: str, complete: bool, source: str) -> str | None:
@@ -107,51 +104,27 @@ def json_kind(head: str, complete: bool, source: str) -> str | None:
         kinds |= object_kinds(obj)
     if len(kinds) > 1:
         raise PunctkitError(f"{source}: cannot tell its format: its JSON has keys of {' and '.join(sorted(kinds))} "
-                            f"({', '.join(k for kind in sorted(kinds) for k in KIND_KEYS[kind])}); {ASK}")
+                            f"({', '.join(k for kind in sorted(kinds) for k in kind_keys(kind))}); {ASK}")
     if kinds:
         return kinds.pop()
     if all(isinstance(v, dict) and "\n" not in head[a:b] for a, b, v in values):
         return "jsonl"
     raise PunctkitError(f"{source}: JSON of no known shape (Whisper has 'segments', Vosk 'result', "
-                        f"NeMo 'pred_text'; JSON lines one object a line); {ASK}")
+                        f"NeMo 'pred_text', Rev.ai 'monologues', AWS and Deepgram 'results', "
+                        f"AssemblyAI 'audio_url', Azure 'recognizedPhrases'; JSON lines one object a line); {ASK}")
 
 
 def head_key_kind(head: str) -> str | None:
-    """The kind of a JSON document too long to decode from its head: the first KIND_KEYS key found."""
+    """The kind of a JSON document too long to decode from its head: a service's by its first marker
+    (services.head_service), else the first KIND_KEYS key found."""
+    if kind := services.head_service(head):
+        return kind
     found = sorted(((pos, kind) for kind, keys in KIND_KEYS.items() for k in keys
                     if (pos := head.find(f'"{k}"')) >= 0))
     return found[0][1] if found else None
 
 
 # ---------------------------------------------------------------- shared
-
-MAX_DOCUMENT_CHARS = 1 << 28  # 256 Mi characters: the largest JSON document (Whisper, Vosk) read whole
-
-
-def read_json_text(src: Source, encoding: str | None) -> str:
-    """The whole text of a JSON input (`-`: stdin), lines joined with newlines (line numbers kept); one
-    longer than MAX_DOCUMENT_CHARS (an input without end) is a one-line error once that much is read."""
-    lines: list[str] = []
-    size = 0
-    for i, line in input_lines(src, encoding):
-        size += len(line) + 1
-        if size > MAX_DOCUMENT_CHARS:
-            raise PunctkitError(f"{where(src, i)}: a JSON document (Whisper, Vosk) longer than "
-                                f"{MAX_DOCUMENT_CHARS >> 20} Mi characters, read whole: split the recording's "
-                                f"output, or give it as JSON lines (--input-format jsonl)")
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def json_error(src: Source, e: json.JSONDecodeError) -> PunctkitError:
-    """A JSON syntax error as `file:LINE: not valid JSON (what, column C)`."""
-    return PunctkitError(f"{where(src, e.lineno)}: not valid JSON ({e.msg}, column {e.colno})")
-
-
-def line_of(text: str, pos: int) -> int:
-    """The 1-based line of offset `pos` in `text`."""
-    return text.count("\n", 0, pos) + 1
-
 
 def timed_words(utt: AsrUtterance, items: Any, loc: str, inventory: LabelSet, rules: Substitution,
                 dropped: list[int] | None, key: str = "word") -> None:
@@ -181,17 +154,7 @@ def text_words(utt: AsrUtterance, text: str, inventory: LabelSet, rules: Substit
 def whisper_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
                   dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """The segments of a Whisper JSON file, in order, as units of one stream (module docstring)."""
-    text = read_json_text(src, encoding)
-    values, err = json_values(text, 2)
-    if err is not None:
-        raise json_error(src, err)
-    if not values:
-        raise PunctkitError(f"{where(src, 1)}: empty file, expected a Whisper JSON object")
-    if len(values) > 1:
-        raise PunctkitError(f"{where(src, line_of(text, values[1][0]))}: more than one JSON value "
-                            f"(a Whisper file is one object)")
-    pos, _, doc = values[0]
-    lineno = line_of(text, pos)
+    lineno, doc = one_document(src, encoding, "a Whisper JSON object")
     if not isinstance(doc, dict) or not isinstance(doc.get("segments"), list):
         raise PunctkitError(f"{where(src, lineno)}: expected a Whisper JSON object with a 'segments' list")
     name = source_name(src)

@@ -13,7 +13,8 @@ with a name, such as serve's request body) where they take a file, through the s
 `write` writes a format written line by line (`lines`) to a text stream as to a file.
 
 A new format is one module (or a few functions in one) and one entry in `REGISTRY`:
-- recognizer outputs in (Whisper JSON, NeMo manifests, Vosk results: recognizers.py): a
+- recognizer outputs in (Whisper JSON, NeMo manifests, Vosk results: recognizers.py; the ASR
+  services' transcripts: services.py, a `Service` entry there and a line of SERVICE_FORMATS): a
   `units` reader yielding `AsrUtterance`s with word records and times, a `line_kind`
   classifier, `ids`/`times`/`one_stream` set to what they carry; a JSON input is told
   apart by its keys (`recognizers.json_kind`, before the line classifiers);
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, TextIO
 
 from punctkit.data.datadir import read_data_dir, write_data_dir
-from punctkit.data.formats import asr, labelled, nlp, recognizers, subtitles, text
+from punctkit.data.formats import asr, labelled, nlp, recognizers, services, subtitles, text
 from punctkit.data.formats.base import (
     AsrUtterance,
     OutputOptions,
@@ -172,6 +173,18 @@ def twocol_emit(utt: AsrUtterance, labels: list[str], shown: list[str], src: str
 
 # ---------------------------------------------------------------- the registry
 
+# the ASR services' JSON transcripts (services.py): name, what it is, what a unit is
+SERVICE_FORMATS = (
+    ("rev", "Rev.ai JSON (`monologues[].elements[]`)", "monologue"),
+    ("aws", "Amazon Transcribe JSON (`results.items[]`)", "speaker turn"),
+    ("speechmatics", "Speechmatics JSON v2 (`results[]` of type word)", "speaker turn"),
+    ("google", "Google Cloud Speech-to-Text JSON (`results[].alternatives[].words[]`)", "result"),
+    ("watson", "IBM Watson JSON (`results[].alternatives[].timestamps`)", "result"),
+    ("deepgram", "Deepgram JSON (`results.channels[].alternatives[].words[]`)", "utterance or speaker turn"),
+    ("assemblyai", "AssemblyAI JSON (`words[]`, milliseconds)", "utterance or speaker turn"),
+    ("azure", "Azure batch transcription JSON (`recognizedPhrases[]`)", "phrase"),
+)
+
 REGISTRY: dict[str, Format] = {f.name: f for f in [
     Format("readable", "punctuate's default output: the input words as written, marks and case set "
            "(`uttid text` for inputs with ids)", emit=readable_out),
@@ -199,6 +212,9 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
            line_kind=recognizers.json_line_kind),
     Format("vosk", "Vosk results (`result[]` of word, start, end, conf), one or several objects",
            units=recognizers.vosk_units, line_kind=recognizers.json_line_kind, times=True, one_stream=True),
+    *[Format(name, f"{what}: one recording, a unit a {unit}", units=services.service_units(name),
+             line_kind=recognizers.json_line_kind, times=True, one_stream=True)
+      for name, what, unit in SERVICE_FORMATS],
     Format("nlp", "Rev's NLP format: a header, then `token|speaker|ts|endTs|punctuation|...|case|...` a token; "
            "written back with the tokens re-cased and `punctuation` and `case` filled, other columns kept",
            reader=_read_nlp, units=nlp.nlp_units, stream=nlp.nlp_lines, line_kind=nlp.nlp_kind, times=True,
@@ -252,8 +268,9 @@ def detect_format(path: Source, encoding: str | None = None) -> str:
     classified, blank lines and CTM `;;` comments left out; but an input that starts with `{`
     or `[` is first decoded as JSON values (its first 4 MiB; recognizers.json_kind): the
     top-level keys say whisper (`segments`), vosk (`result`, `partial`), nemo (`pred_text`,
-    `audio_filepath`) or, with none and one object a line, jsonl; keys of two of them are an
-    error naming both, and a first value that is not JSON (in an input that is not mostly
+    `audio_filepath`), a service's shape says its transcript (services.py: rev, aws, google, ...;
+    a document longer than the head by its markers) or, with none and one object a line, jsonl;
+    keys of two of them are an error naming both, and a first value that is not JSON (in an input that is not mostly
     JSON lines) is an error with json's line and column. Per line, the entries' classifiers
     in DETECT_ORDER:
     - JSON: an object (whisper, vosk or nemo by its keys, else jsonl); ctm: 5+ fields with
