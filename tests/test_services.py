@@ -53,6 +53,8 @@ DOCS = {
                    "text": "Hello, my name is Jane. How are you?", "audio_duration": 3,
                    "words": [{"text": w, "start": round(s * 1000), "end": round(t * 1000), "confidence": 0.97,
                               "speaker": "AB"[k]} for k, turn in enumerate((SAID, ASKED)) for w, s, t in turn]},
+    "huggingface": {"text": " Hello my name is Jane.", "chunks": [
+        {"text": f" {w}", "timestamp": [s, t]} for w, s, t in SAID + ASKED]},  # no turns: one unit
     "azure": {"source": "call.wav", "timestamp": "2026-01-01T00:00:00Z", "durationInTicks": 31000000,
               "recognizedPhrases": [
                   {"recognitionStatus": "Success", "channel": 0, "speaker": k + 1,
@@ -87,7 +89,8 @@ def test_a_service_s_document_is_told_by_its_shape(name, indent, tmp_path):
 @pytest.mark.parametrize("name", sorted(DOCS))
 def test_a_service_s_words_times_and_turns_are_read(name, tmp_path):
     got = units(name, write(tmp_path, name, DOCS[name]))
-    assert [u.words for u in got] == [[w for w, _, _ in SAID], [w for w, _, _ in ASKED]]
+    turns = [SAID + ASKED] if name == "huggingface" else [SAID, ASKED]
+    assert [u.words for u in got] == [[w for w, _, _ in turn] for turn in turns]
     times = [t for u in got for r in u.records for t in (r["start_s"], r["end_s"])]
     assert times == pytest.approx([t for _, s, e in SAID + ASKED for t in (s, e)], abs=1e-6)
     assert all(not u.has_id and u.uttid == f"{name}.json-{k:06d}" for k, u in enumerate(got, 1))
@@ -152,6 +155,14 @@ def test_deepgram_utterances_are_the_units_and_its_own_punctuation_is_not_read(t
     got = units("deepgram", write(tmp_path, "dg", doc))
     assert [u.words for u in got] == [[w for w, _, _ in SAID], [w for w, _, _ in ASKED]]  # once, not twice
     assert all(m == "O" for u in got for m in u.marks)  # `punctuated_word` ("Hello.") is Deepgram's guess
+
+
+def test_a_hugging_face_pipeline_s_segment_chunks_give_words_without_times(tmp_path):
+    doc = {"text": " so what now", "chunks": [{"text": " so what", "timestamp": [0.0, 1.0]},
+                                              {"text": " now", "timestamp": [1.0, None]}]}
+    (u,) = units("huggingface", write(tmp_path, "hf", doc))
+    assert u.words == ["so", "what", "now"]
+    assert [(r["start_s"], r["end_s"]) for r in u.records] == [(None, None), (None, None), (1.0, None)]
 
 
 def test_documents_without_word_times_are_read_from_their_text(tmp_path):

@@ -160,6 +160,8 @@ SERVICE_DOCS = {
     "assemblyai": lambda lines: {"id": "x", "status": "completed", "audio_url": "https://example.org/a.mp3", "text": "",
                                  "words": [{"text": w, "start": round(s * 1000), "end": round(t * 1000),
                                             "speaker": chr(64 + k)} for k, timed in lines for w, s, t in timed]},
+    "huggingface": lambda lines: {"text": "", "chunks": [{"text": " " + w, "timestamp": [s, t]}
+                                                          for _, timed in lines for w, s, t in timed]},
     "azure": lambda lines: {"source": "a.wav", "recognizedPhrases": [
         {"channel": 0, "offsetInTicks": round(timed[0][1] * 1e7), "nBest": [{"lexical": "", "words": [
             {"word": w, "offsetInTicks": round(s * 1e7), "durationInTicks": round((t - s) * 1e7)}

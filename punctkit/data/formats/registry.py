@@ -182,6 +182,7 @@ SERVICE_FORMATS = (
     ("watson", "IBM Watson JSON (`results[].alternatives[].timestamps`)", "result"),
     ("deepgram", "Deepgram JSON (`results.channels[].alternatives[].words[]`)", "utterance or speaker turn"),
     ("assemblyai", "AssemblyAI JSON (`words[]`, milliseconds)", "utterance or speaker turn"),
+    ("huggingface", "a Hugging Face ASR pipeline's JSON (`chunks[]` of text and timestamp)", "recording"),
     ("azure", "Azure batch transcription JSON (`recognizedPhrases[]`)", "phrase"),
 )
 

@@ -20,6 +20,9 @@ as one stream (sentences run across its units), a unit a speaker turn or a resul
   a speaker turn of each channel; the raw `word`, not Deepgram's `punctuated_word`.
 - assemblyai: AssemblyAI (`{"audio_url", "text", "words": [{"text", "start", "end", "speaker"}],
   "utterances"}`, times in milliseconds): a unit an utterance, else a speaker turn, else the whole text.
+- huggingface: a Hugging Face `transformers` ASR pipeline's output with `return_timestamps` (`{"text",
+  "chunks": [{"text", "timestamp": [start, end]}]}`; Whisper, wav2vec 2.0): one unit, a one-word chunk's word
+  with its times (`"word"` timestamps), a longer chunk's words without.
 - azure: Azure batch transcription (`{"recognizedPhrases": [{"speaker", "nBest": [{"lexical", "words":
   [{"word", "offsetInTicks", "durationInTicks"}]}]}]}`, 10^7 ticks a second; `offset`/`duration` as
   `PT1.5S` too): a unit a phrase (the first of `nBest`).
@@ -347,6 +350,29 @@ def azure_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
         yield turn
 
 
+def huggingface_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
+    """A Hugging Face ASR pipeline's output with timestamps: one Turn of its chunks' words, a chunk of one word
+    with the chunk's times, a longer chunk's words (segment timestamps) without; no chunks: its text."""
+    turn = Turn(loc)
+    for c, chunk in enumerate(items_of(doc, "chunks", loc), 1):
+        cloc = f"{loc} (chunk {c})"
+        chunk = need(chunk, dict, cloc, "a chunk must be an object")
+        text = need(chunk.get("text"), str, cloc, "a chunk needs a 'text' string")
+        stamp = chunk.get("timestamp")
+        if stamp is None:
+            stamp = [None, None]
+        if not (isinstance(stamp, (list, tuple)) and len(stamp) == 2):
+            raise Shape(f"{cloc}: 'timestamp' must be [start, end]")
+        words = split_words(text)
+        if len(words) == 1:
+            turn.words.append(Word(words[0], seconds(stamp[0], cloc), seconds(stamp[1], cloc)))
+        else:
+            turn.words.extend(Word(w) for w in words)
+    if not turn.words:
+        turn.text = need(doc.get("text", ""), str, loc, "'text' must be a string")
+    yield turn
+
+
 @dataclass(frozen=True)
 class Service:
     """One service's document: how it is told apart (`claims`: by its top-level object), the keys an
@@ -394,6 +420,8 @@ SERVICES = {s.name: s for s in [
     Service("assemblyai", "AssemblyAI", ("audio_url", "audio_duration"),
             lambda o: ("audio_url" in o or "audio_duration" in o) and ("words" in o or "text" in o),
             assemblyai_turns, ('"audio_url"', '"audio_duration"')),
+    Service("huggingface", "a Hugging Face ASR pipeline", ("chunks",),
+            lambda o: isinstance(o.get("chunks"), list) and "text" in o, huggingface_turns, ('"chunks"',)),
     Service("azure", "Azure", ("recognizedPhrases",),
             lambda o: "recognizedPhrases" in o or "combinedRecognizedPhrases" in o, azure_turns, ('"recognizedPhrases"', '"combinedRecognizedPhrases"')),
 ]}
