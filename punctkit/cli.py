@@ -308,10 +308,10 @@ def decode(
 ) -> None:
     """Predict one label per word of a data directory; the options it ran with go to
     OUT/decode_options.yaml (OUT.decode_options.yaml for a file)."""
-    from punctkit.infer.backends import import_torch
+    from punctkit.infer.backends import passive_waits
 
-    import_torch()  # first: torch's OpenMP threads then sleep while they wait (RESULTS.md, "Load")
-    from punctkit.decode_data import decode_dir
+    passive_waits()  # first: torch's OpenMP threads sleep while they wait (RESULTS.md, "Load"), if it loads
+    from punctkit.decode_data import decode_dir  # torch only for an experiment or a torch package
 
     decode_dir(model_dirs if len(model_dirs) > 1 else model_dirs[0], data_dir, out, fmt=fmt, beam=beam, nbest=nbest,
                batch_size=batch_size, checkpoint=checkpoint, ngpu=ngpu, window=window, step=step,

@@ -14,17 +14,21 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from punctkit.batch import audio_extra
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
 from punctkit.data.formats import FORMATS, write
 from punctkit.data.labels import SENTENCE_END, cased_words, get_inventory, mark_of
 from punctkit.data.probs import PROBS_FILE, format_probs, write_probs
-from punctkit.data.streams import make_streams
+from punctkit.data.streams import make_streams, split_utterances
 from punctkit.data.utterance import Utterance
 from punctkit.decode.combine import check_inventories, parse_weights
-from punctkit.decode.decoder import split_utterances
-from punctkit.decode.options import OPTIONS_FILE, options_lines, read_decode_config, resolve, write_options
-from punctkit.expdir import read_model_config
+from punctkit.decode.options import (
+    OPTIONS_FILE,
+    check_given,
+    options_lines,
+    read_decode_config,
+    resolve,
+    write_options,
+)
 from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file
 from punctkit.infer.engine import Engine, Punctuator
 from punctkit.infer.ensemble import Ensemble
@@ -63,8 +67,9 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     given = {"format": fmt, "beam": beam, "nbest": nbest, "batch_size": batch_size, "checkpoint": checkpoint,
              "window": window, "step": step, "stream_end": stream_end, "overlap": overlap,
              "capital_threshold": capital_threshold, "capital_weight": capital_weight}
+    check_given(given)  # a bad value is an error before any model (or torch) loads
     pkgs = [_package(d, checkpoint, nbest) if Path(d).is_file() or str(d) in SHIPPED else None for d in dirs]
-    confs = [p.conf if p is not None else read_model_config(d) for d, p in zip(dirs, pkgs)]
+    confs = [p.conf if p is not None else experiment_config(d) for d, p in zip(dirs, pkgs)]
     all_opts = [resolve(given, c["decode"], read_decode_config(config), str(config), log=log or _stderr)
                 for c in confs]
     opts = all_opts[0]
@@ -103,7 +108,7 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
             raise PunctkitError(f"{data_dir}: none of its {len(words)} words is in the vocabulary of {d}")
     engine: Engine = members[0] if len(members) == 1 else Ensemble(members=members, weights=shares,
                                                                         names=[str(d) for d in dirs])
-    extra = audio_extra(data_dir) if any(m.needs_audio for m in members) else None
+    extra = audio_inputs(data_dir) if any(m.needs_audio for m in members) else None
     utts, nbest_lines, rows = [], [], {}
     lexicon = engine.frontend.case_lexicon if inv.true_case else None
     opens = {s.uttids[0] for s in units}  # a stream's first utterance begins a sentence
@@ -148,6 +153,20 @@ def _package(path: str | Path, checkpoint: str | None, nbest: int | None) -> Pac
     if nbest is not None and nbest > 1:
         raise PunctkitError(f"--nbest {nbest}: n-best lists come from an experiment dir's search; {path} is a package")
     return pkg
+
+
+def experiment_config(exp: str | Path) -> dict[str, Any]:
+    """An experiment dir's config (punctkit.expdir, which loads torch: only an experiment needs it)."""
+    from punctkit.expdir import read_model_config
+
+    return read_model_config(exp)
+
+
+def audio_inputs(data_dir: str | Path) -> Any:
+    """The acoustic inputs of a data dir for the audio models (punctkit.batch, which loads torch)."""
+    from punctkit.batch import audio_extra
+
+    return audio_extra(data_dir)
 
 
 def _stderr(msg: str) -> None:

@@ -15,8 +15,12 @@ PK = [sys.executable, "-m", "punctkit.cli"]
 
 
 def cli(*args: Any, ok: bool = True) -> subprocess.CompletedProcess:
-    """Run `punctkit ARGS...`; with ok, assert it succeeded."""
-    r = subprocess.run(PK + [str(a) for a in args], capture_output=True, text=True)
+    """Run `punctkit ARGS...` in a process of its own; with ok, assert it succeeded. The process is forked
+    from one that has torch and punctkit's CLI loaded already (commands.run), which saves each command the
+    2 s of loading torch; it is started as `python -m punctkit.cli` where that cannot be."""
+    from commands import run
+
+    r = run([str(a) for a in args])
     if ok:
         assert r.returncode == 0, r.stderr
     return r

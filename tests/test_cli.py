@@ -1,17 +1,18 @@
-"""The CLI as a user meets it: subprocess calls of the installed `punctkit` script."""
+"""The CLI as a user meets it: `punctkit ARGS`, each a process of its own (tests/commands.py)."""
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import typer
 
+import commands
+
 PK = [sys.executable, "-m", "punctkit.cli"]
 
 
 def run(*args, ok=True):
-    r = subprocess.run(PK + [str(a) for a in args], capture_output=True, text=True)
+    r = commands.run([str(a) for a in args])  # a process of its own, as `python -m punctkit.cli ARGS`
     if ok:
         assert r.returncode == 0, r.stderr
     return r
@@ -109,3 +110,19 @@ def test_bad_option_values(tmp_path, opt):
     r = run("prepare", src, "-o", tmp_path / "d", opt, "abc", ok=False)
     # both are checked while the command line is parsed: usage errors (status 2)
     assert r.returncode == 2 and "punctkit: error:" in r.stderr and opt in r.stderr
+
+
+def test_a_command_run_by_the_tests_is_the_command_run_as_a_process(tmp_path, monkeypatch):
+    """tests/commands.py forks the commands of the tests from a process with torch loaded: each gives the exit
+    status, standard output and standard error that `python -m punctkit.cli ARGS` gives (a listing, a usage
+    error, a one-line user error, a command that writes a file in the caller's directory)."""
+    import subprocess
+
+    (tmp_path / "in.txt").write_text("so what do you think\n")
+    monkeypatch.chdir(tmp_path)
+    for args in (["models"], ["punctuate", "--format", "xml", "in.txt"], ["punctuate", "missing.txt"],
+                 ["convert", "in.txt", "out.txt"]):
+        forked = commands.run(args)
+        (tmp_path / "out.txt").unlink(missing_ok=True)
+        alone = subprocess.run(PK + args, capture_output=True, text=True, cwd=tmp_path)
+        assert (forked.returncode, forked.stdout, forked.stderr) == (alone.returncode, alone.stdout, alone.stderr)

@@ -128,7 +128,7 @@ def test_segments_start_on_the_grid_of_the_words_the_model_reads(fast):
 def test_decode_nbest_first_is_the_decision(fast):
     """n-best lists (decode --nbest) come from the same call: the first hypothesis is the decided
     labels, and each hypothesis has one label per word, its stream's last word ending a sentence."""
-    from punctkit.decode.decoder import split_utterances
+    from punctkit.data.streams import split_utterances
     from punctkit.infer.engine import word_streams
 
     streams = split_utterances(word_streams([line.split() for line in LINES[:3]]))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from punct_util import cli, tiny_conf, train_tiny
+from punct_util import cli, json_without, tiny_conf, train_tiny
 from punctkit.data.formats import read
 from punctkit.files import PunctkitError
 from punctkit.models.registry import build_model
@@ -213,7 +213,10 @@ def test_decode_runs_a_package_as_punctuate_does(packed, tmp_path):
     from punctkit.data.probs import DIGITS, read_probs
     from punctkit.score import score_files
 
-    cli("decode", packed / "m.pkt", packed / "test", tmp_path / "pkg", "--probs", "--threads", 1, "--step", 40)
+    # the command, where torch cannot be imported: a package's graph needs none (only an experiment does)
+    argv = ["decode", str(packed / "m.pkt"), str(packed / "test"), str(tmp_path / "pkg"), "--probs", "--threads", "1",
+            "--step", "40"]
+    assert json_without(f"from punctkit.cli import main\nmain({argv!r})\nprint(json.dumps('decoded'))") == "decoded"
     cli("decode", packed / "exp", packed / "test", tmp_path / "exp", "--probs", "--step", 40)
     assert (tmp_path / "pkg" / "labels").read_text() == (tmp_path / "exp" / "labels").read_text()
     got, want = read_probs(tmp_path / "pkg" / "probs", 4), read_probs(tmp_path / "exp" / "probs", 4)

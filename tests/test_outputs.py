@@ -184,9 +184,10 @@ def test_combine_into_dir_with_user_files(tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    """A one-epoch model dir, its packed model and a test data dir."""
+    """A one-epoch model dir, its packed model (ONNX alone: each `punctuate` here starts without torch) and a
+    test data dir."""
     d = tmp_path_factory.mktemp("outputs")
-    cli("pack", train_tiny(d, TINY, train_lines=2000), "-o", d / "tiny.pkt")
+    cli("pack", train_tiny(d, TINY, train_lines=2000), "-o", d / "tiny.pkt", "--onnx", "--onnx-only")
     return d
 
 

@@ -87,6 +87,15 @@ def make_streams(dd: DataDir, inventory: LabelSet | None = None) -> list[Stream]
     return list(streams.values())
 
 
+def split_utterances(streams: list[Stream]) -> list[Stream]:
+    """One stream per utterance (for n-best lists, which are per utterance)."""
+    out = []
+    for s in streams:
+        for uttid, a, b in s.utt_spans():
+            out.append(Stream(uttid, [uttid], [0], s.words[a:b], s.labels[a:b], dict(s.meta)))
+    return out
+
+
 @dataclass(frozen=True)
 class TimeDelay:
     """Time-delay training (`train.lookahead: {max: M, p: P}`): with probability p a training window

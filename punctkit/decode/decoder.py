@@ -72,15 +72,6 @@ def decode_streams_rows(model: PunctModel, frontend: Frontend, streams: list[Str
                                extra, overlap)
 
 
-def split_utterances(streams: list[Stream]) -> list[Stream]:
-    """One stream per utterance (for n-best lists, which are per utterance)."""
-    out = []
-    for s in streams:
-        for uttid, a, b in s.utt_spans():
-            out.append(Stream(uttid, [uttid], [0], s.words[a:b], s.labels[a:b], dict(s.meta)))
-    return out
-
-
 def validation(trained: dict[str, Any], frontend: Frontend, streams: list[Stream], device: torch.device,
                extra: Callable | None = None, log: Callable[[str], None] | None = None,
                inventory: LabelSet | None = None) -> tuple[Callable[[PunctModel], list[list[int]]], dict]:

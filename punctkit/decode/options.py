@@ -108,6 +108,17 @@ def resolve(command_line: Mapping[str, Any] | None = None, trained: Mapping[str,
     return opts
 
 
+# options whose values are checked alone (no other option or model makes them right or wrong)
+VALUE_KEYS = ("stream_end", "overlap", "capital_threshold", "capital_weight")
+
+
+def check_given(command_line: Mapping[str, Any] | None) -> None:
+    """The command line's values of VALUE_KEYS checked before any model is read: a bad one is the same
+    one-line error `resolve` gives, without the wait for a model to load."""
+    given = {k: v for k in VALUE_KEYS if (v := (command_line or {}).get(k)) is not None}
+    check(DecodeOptions(**given), given=tuple(given))
+
+
 def check(opts: DecodeOptions, given: tuple[str, ...] = ()) -> None:
     """One-line errors for values no decoding can use (named as options when in `given`)."""
     for k in ("window", "step", "batch_size", "beam", "nbest"):

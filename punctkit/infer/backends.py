@@ -18,14 +18,19 @@ BACKENDS = ("auto", "torch", "onnx")
 TEXT_KEYS = {"tokens", "token_mask", "word_pos", "word_mask", "labels"}  # what a words-only input feeds
 
 
-def import_torch() -> Any:
-    """torch; when this process imports it first, its OpenMP threads sleep while they wait
-    (OMP_WAIT_POLICY=PASSIVE, unless the environment sets a policy). OpenMP's default spins a
-    waiting thread on its core between parallel regions: on cores that other processes hold,
-    `punctuate` with the default threads ran up to 18 times slower than it does with the policy
-    (RESULTS.md, "Load"). OpenMP reads the policy once, when torch loads."""
+def passive_waits() -> None:
+    """Before torch loads: its OpenMP threads will sleep while they wait (OMP_WAIT_POLICY=PASSIVE,
+    unless the environment sets a policy). OpenMP's default spins a waiting thread on its core
+    between parallel regions: on cores that other processes hold, `punctuate` with the default
+    threads ran up to 18 times slower than it does with the policy (RESULTS.md, "Load"). OpenMP
+    reads the policy once, when torch loads; a command that may load torch calls this first."""
     if "torch" not in sys.modules:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def import_torch() -> Any:
+    """torch, its OpenMP threads sleeping while they wait when this process loads it first (passive_waits)."""
+    passive_waits()
     import torch
 
     return torch
