@@ -130,9 +130,9 @@ def test_names_come_from_the_entries():
     assert FORMATS == ("twocol", "punctuator2", "text", "kaldi_text", "datadir")
     assert names("reader") == ("twocol", "punctuator2", "text", "kaldi_text", "datadir", "nlp")
     assert names("units") == ("text", "kaldi_text", "ctm", "jsonl", "whisper", "nemo", "vosk", "rev", "aws", "speechmatics", "google", "watson", "deepgram", "assemblyai", "huggingface", "azure",
-                              "nlp")
+                              "nlp", "srt", "vtt")
     assert names("emit") == ("readable", "twocol", "ctm", "jsonl", "nemo", "nlp", "srt", "vtt", "timed-json")
-    assert [n for n in REGISTRY if REGISTRY[n].times] == ["ctm", "jsonl", "whisper", "vosk", "rev", "aws", "speechmatics", "google", "watson", "deepgram", "assemblyai", "huggingface", "azure", "nlp"]
+    assert [n for n in REGISTRY if REGISTRY[n].times] == ["ctm", "jsonl", "whisper", "vosk", "rev", "aws", "speechmatics", "google", "watson", "deepgram", "assemblyai", "huggingface", "azure", "nlp", "srt", "vtt"]
     assert [n for n in REGISTRY if REGISTRY[n].needs_times] == ["ctm", "srt", "vtt"]
 
 
@@ -189,7 +189,7 @@ def test_punctuate_names_its_formats_from_the_registry(tmp_path, pkg):
     r = cli("punctuate", "-m", pkg, src, "--format", "ctm", ok=False)
     assert r.stderr.strip() == ("punctkit: error: --format ctm needs word times, which input format text does not "
                                 "carry: give an input with them (ctm, jsonl, whisper, vosk, rev, aws, speechmatics, "
-                                "google, watson, deepgram, assemblyai, huggingface, azure, nlp)")
+                                "google, watson, deepgram, assemblyai, huggingface, azure, nlp, srt, vtt)")
     for fmt in FORMATS:  # every corpus format is a punctuate output through its registry writer
         out = out_path(tmp_path, fmt)
         r = CliRunner().invoke(app, ["punctuate", "-m", str(pkg), str(src), "--format", fmt, "-o", str(out)])

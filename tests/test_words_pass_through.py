@@ -121,6 +121,12 @@ def make_input(fmt: str, path: Path) -> Path:
     elif fmt == "nlp":  # Rev's NLP format: a header, then a token a line
         head = "token|speaker|ts|endTs|punctuation|prepunctuation|case|tags|oldTs|oldEndTs|ali_comment\n"
         body = head + "".join(f"{w}|0|{s:.4f}|{e:.4f}|||LC|[]|||\n" for _, timed in _times(LINES) for w, s, e in timed)
+    elif fmt in ("srt", "vtt"):  # a cue a line of LINES, its words as its text
+        sep = "," if fmt == "srt" else "."
+        stamp = (lambda t: f"00:00:{int(t):02d}{sep}{round((t % 1) * 1000):03d}")
+        cues = [f"{k}\n{stamp(timed[0][1])} --> {stamp(timed[-1][2])}\n" + " ".join(html.escape(w, quote=False)
+                for w, _, _ in timed) + "\n" for k, timed in _times(LINES)]
+        body = ("WEBVTT\n\n" if fmt == "vtt" else "") + "\n".join(cues)
     elif fmt in SERVICE_DOCS:
         body = json.dumps(SERVICE_DOCS[fmt](list(_times(LINES))), ensure_ascii=False, indent=1)
     else:
@@ -231,7 +237,7 @@ def holds_in_order(text: str, words: list[str]) -> None:
 
 KNOWN = ("readable", "text", "kaldi_text", "punctuator2", "twocol", "ctm", "jsonl", "nemo", "timed-json", "srt",
          "vtt", "datadir")
-INPUTS = [f for f in ("text", "kaldi_text", "ctm", "jsonl", "whisper", "vosk", "nemo", "nlp", *SERVICE_DOCS)
+INPUTS = [f for f in ("text", "kaldi_text", "ctm", "jsonl", "whisper", "vosk", "nemo", "nlp", "srt", "vtt", *SERVICE_DOCS)
           if f in names("units")]
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, TextIO
 
 from punctkit.data.datadir import read_data_dir, write_data_dir
-from punctkit.data.formats import asr, labelled, nlp, recognizers, services, subtitles, text
+from punctkit.data.formats import asr, cues, labelled, nlp, recognizers, services, subtitles, text
 from punctkit.data.formats.base import (
     AsrUtterance,
     OutputOptions,
@@ -220,15 +220,18 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
            "written back with the tokens re-cased and `punctuation` and `case` filled, other columns kept",
            reader=_read_nlp, units=nlp.nlp_units, stream=nlp.nlp_lines, line_kind=nlp.nlp_kind, times=True,
            one_stream=True),
-    Format("srt", "SubRip subtitles: cues end at sentence ends, within --max-cue-seconds, --max-line-chars "
-           "and --max-cue-lines", stream=subtitles.srt_lines, needs_times=True),
-    Format("vtt", "WebVTT subtitles (cues as srt)", stream=subtitles.vtt_lines, needs_times=True),
+    Format("srt", "SubRip subtitles: read a cue a unit (its words share its time); written with cues that end at "
+           "sentence ends, within --max-cue-seconds, --max-line-chars and --max-cue-lines",
+           units=cues.cue_units("srt"), stream=subtitles.srt_lines, line_kind=cues.timing_kind, times=True,
+           one_stream=True, needs_times=True),
+    Format("vtt", "WebVTT subtitles (read and written as srt)", units=cues.cue_units("vtt"), stream=subtitles.vtt_lines,
+           line_kind=cues.timing_kind, times=True, one_stream=True, needs_times=True),
     Format("timed-json", "JSON lines, a sentence a line (text, start, end) with its words (word, start, end, "
            "mark, case; --probs: p and probs)", stream=subtitles.timed_json_lines, probs=True),
 ]}
 # classifiers from the most structured lines to the least (a JSON line may hold `,COMMA`, a CTM word too);
 # the JSON line classifier names the JSON format by the object's keys (recognizers.json_line_kind)
-DETECT_ORDER = ("jsonl", "nlp", "ctm", "twocol", "punctuator2")
+DETECT_ORDER = ("jsonl", "nlp", "srt", "ctm", "twocol", "punctuator2")
 ROLES = {"reader": "read", "writer": "write", "units": "read by punctuate", "emit": "written by punctuate"}
 
 
@@ -302,6 +305,8 @@ def detect_format(path: Source, encoding: str | None = None) -> str:
         kind = recognizers.json_kind(head, complete, str(path))
         if kind:
             return kind
+    if kind := cues.cues_kind(head):  # subtitles: a WEBVTT header, or a cue number and its timing line
+        return kind
     sample = path.sample() if isinstance(path, TextInput) else sample_lines(path, encoding)
     lines = [ln for ln in sample if ln.strip() and not ln.startswith(";;")]
     return classify_lines(lines, source_name(path), str(path))
