@@ -61,9 +61,8 @@ class Word:
 
 @dataclass
 class Turn:
-    """One unit: its words (or, from a document without words, its text), its speaker and where it is."""
+    """One unit: its words (or, from a document without words, its text) and its speaker."""
 
-    loc: str
     speaker: str | None = None
     words: list[Word] = field(default_factory=list)
     text: str = ""
@@ -128,14 +127,14 @@ def seconds(value: Any, loc: str, scale: float = 1.0) -> float | None:
     return t
 
 
-def turns_by_speaker(words: list[tuple[Word, str | None]], loc: str) -> Iterator[Turn]:
+def turns_by_speaker(words: list[tuple[Word, str | None]]) -> Iterator[Turn]:
     """Runs of words with one speaker, each a Turn (no speakers: one Turn of them all)."""
     turn: Turn | None = None
     for w, spk in words:
         if turn is None or spk != turn.speaker:
             if turn is not None:
                 yield turn
-            turn = Turn(f"{loc} (speaker {spk})" if spk is not None else loc, speaker=spk)
+            turn = Turn(speaker=spk)
         turn.words.append(w)
     if turn is not None:
         yield turn
@@ -154,7 +153,7 @@ def rev_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
     for m, mono in enumerate(items_of(doc, "monologues", loc), 1):
         mloc = f"{loc} (monologue {m})"
         mono = need(mono, dict, mloc, "a monologue must be an object")
-        turn = Turn(mloc, speaker=speaker(mono.get("speaker_name", mono.get("speaker"))))
+        turn = Turn(speaker=speaker(mono.get("speaker_name", mono.get("speaker"))))
         for e, el in enumerate(items_of(mono, "elements", mloc), 1):
             eloc = f"{loc} (monologue {m}, element {e})"
             el = need(el, dict, eloc, "an element must be an object")
@@ -186,7 +185,7 @@ def item_turns(items: list[Any], loc: str, word_type: str, speakers: dict[str, s
             spk = speakers.get(str(item.get("start_time")))
         words.append((Word(content, seconds(item.get("start_time"), iloc), seconds(item.get("end_time"), iloc)),
                       speaker(spk)))
-    yield from turns_by_speaker(words, loc)
+    yield from turns_by_speaker(words)
 
 
 def aws_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
@@ -197,7 +196,7 @@ def aws_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
         for t in items_of(results, "transcripts", f"{loc} (results)")[:1]:
             text = need(need(t, dict, loc, "a transcript must be an object").get("transcript", ""), str, loc,
                         "'transcript' must be a string")
-            yield Turn(f"{loc} (transcript 1)", text=text)
+            yield Turn(text=text)
         return
     speakers: dict[str, str] = {}
     labels = results.get("speaker_labels")
@@ -244,13 +243,13 @@ def google_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
         last = results[-1][2]
         earlier = sum(len(ws) for _, _, ws in results[:-1])
         if last and all(spk is not None for _, spk in last) and len(last) >= earlier > 0:
-            yield from turns_by_speaker(last, results[-1][0])
+            yield from turns_by_speaker(last)
             return
     for rloc, alt, words in results:
         if words:
-            yield from turns_by_speaker(words, rloc)
+            yield from turns_by_speaker(words)
         else:
-            yield Turn(rloc, text=need(alt.get("transcript", ""), str, rloc, "'transcript' must be a string"))
+            yield Turn(text=need(alt.get("transcript", ""), str, rloc, "'transcript' must be a string"))
 
 
 def watson_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
@@ -261,7 +260,7 @@ def watson_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
         if alt is None:
             continue
         stamps = items_of(alt, "timestamps", rloc)
-        turn = Turn(rloc, text="" if stamps else need(alt.get("transcript", ""), str, rloc,
+        turn = Turn(text="" if stamps else need(alt.get("transcript", ""), str, rloc,
                                                       "'transcript' must be a string"))
         for k, st in enumerate(stamps, 1):
             sloc = f"{loc} (result {r}, timestamp {k})"
@@ -291,7 +290,7 @@ def deepgram_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
         uloc = f"{loc} (utterance {u})"
         utt = need(utt, dict, uloc, "an utterance must be an object")
         words = timed_list(items_of(utt, "words", uloc), uloc, "word")
-        yield Turn(uloc, speaker=speaker(utt.get("speaker")), words=[w for w, _ in words],
+        yield Turn(speaker=speaker(utt.get("speaker")), words=[w for w, _ in words],
                    text="" if words else need(utt.get("transcript", ""), str, uloc, "'transcript' must be a string"))
     if utterances:
         return
@@ -302,9 +301,9 @@ def deepgram_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
             continue
         words = timed_list(items_of(alt, "words", cloc), cloc, "word")
         if words:
-            yield from turns_by_speaker(words, cloc)
+            yield from turns_by_speaker(words)
         else:
-            yield Turn(cloc, text=need(alt.get("transcript", ""), str, cloc, "'transcript' must be a string"))
+            yield Turn(text=need(alt.get("transcript", ""), str, cloc, "'transcript' must be a string"))
 
 
 def assemblyai_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
@@ -314,15 +313,15 @@ def assemblyai_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
         uloc = f"{loc} (utterance {u})"
         utt = need(utt, dict, uloc, "an utterance must be an object")
         words = timed_list(items_of(utt, "words", uloc), uloc, "text", 0.001)
-        yield Turn(uloc, speaker=speaker(utt.get("speaker")), words=[w for w, _ in words],
+        yield Turn(speaker=speaker(utt.get("speaker")), words=[w for w, _ in words],
                    text="" if words else need(utt.get("text", ""), str, uloc, "'text' must be a string"))
     if utterances:
         return
     words = timed_list(items_of(doc, "words", loc), loc, "text", 0.001)
     if words:
-        yield from turns_by_speaker(words, loc)
+        yield from turns_by_speaker(words)
     elif isinstance(doc.get("text"), str):
-        yield Turn(loc, text=doc["text"])
+        yield Turn(text=doc["text"])
 
 
 def azure_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
@@ -334,7 +333,7 @@ def azure_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
         best = first(phrase.get("nBest"), ploc, "'nBest'")
         if best is None:
             continue
-        turn = Turn(ploc, speaker=speaker(phrase.get("speaker")))
+        turn = Turn(speaker=speaker(phrase.get("speaker")))
         for k, w in enumerate(items_of(best, "words", ploc), 1):
             wloc = f"{loc} (phrase {p}, word {k})"
             w = need(w, dict, wloc, "a word must be an object")
@@ -353,7 +352,7 @@ def azure_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
 def huggingface_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
     """A Hugging Face ASR pipeline's output with timestamps: one Turn of its chunks' words, a chunk of one word
     with the chunk's times, a longer chunk's words (segment timestamps) without; no chunks: its text."""
-    turn = Turn(loc)
+    turn = Turn()
     for c, chunk in enumerate(items_of(doc, "chunks", loc), 1):
         cloc = f"{loc} (chunk {c})"
         chunk = need(chunk, dict, cloc, "a chunk must be an object")
