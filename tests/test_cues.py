@@ -61,3 +61,16 @@ def test_punctuate_re_cuts_a_recognizer_s_subtitles_at_sentence_ends(tmp_path):
     assert blocks[0][1].startswith("00:00:00,500 --> ") and blocks[-1][1].endswith(" --> 00:00:03,000")
     assert [w.strip(".,?!").lower() for b in blocks for ln in b[2:] for w in ln.split()] == readable.lower().replace(
         ".", "").replace(",", "").replace("?", "").split()
+
+
+def test_stream_refuses_subtitles_in_one_line(tmp_path):
+    """--stream reads plain words or JSON lines: a subtitle file is refused at its WEBVTT header or first timing
+    line (an SRT's first line, the cue's number, is a word until then, and comes out as the protocol gives the
+    words held before an error); no time is ever written as words."""
+    for name, body in (("talk.srt", SRT), ("talk.vtt", VTT)):
+        p = tmp_path / name
+        p.write_text(body, encoding="utf-8")
+        r = cli("punctuate", "--stream", p, ok=False)
+        assert r.returncode == 1 and "-->" not in r.stdout and "00:" not in r.stdout, r.stdout
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "subtitles" in r.stderr and "without --stream" in r.stderr

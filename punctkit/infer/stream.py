@@ -24,7 +24,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from punctkit.data.formats import split_text
+from punctkit.data.formats import cues, split_text
 from punctkit.data.labels import default_substitution
 from punctkit.data.tokenize import Written, split_words
 from punctkit.decode.lookahead import Span, delay, parse_lookahead, word_windows
@@ -197,6 +197,9 @@ class LineProtocol:
         self.lineno += 1
         if self.fmt is None and line.strip():
             self.fmt = "jsonl" if line.lstrip().startswith("{") else "text"
+        if self.fmt != "jsonl" and self.lineno <= 2 and (cues.timing_kind(line) or line.startswith("WEBVTT")):
+            raise PunctkitError(f"{self.source} line {self.lineno}: subtitles (a cue's timing line or a WEBVTT "
+                                f"header), which --stream does not read: punctuate the file without --stream")
         if self.fmt != "jsonl":
             return " ".join(s for _, _, s in self.stream.feed(line))
         if not line.strip():
