@@ -131,6 +131,20 @@ def test_ctm_body_is_detected_and_answered_as_punctuate_does(server, packed, pun
     assert [ln.split()[:4] for ln in out.splitlines()] == [ln.split()[:4] for ln in body.splitlines()]
 
 
+def test_stm_body_is_answered_as_punctuate_does_and_a_batch_keeps_requests_apart(server, packed, punct, tmp_path):
+    """An stm's segments are one stream a recording; two requests of the same recording in one batch are
+    two streams, labelled as each is alone."""
+    words = [w for u in packed["utts"][:6] for w in u][:80]
+    body = "".join(f"talk 1 spk {2.5 * k:.2f} {2.5 * (k + 1):.2f} <o> {' '.join(words[20 * k:20 * (k + 1)])}\n"
+                   for k in range(4))
+    status, _, out = post(server.url + "/punctuate?format=stm", body.encode())
+    assert status == 200 and out == expected(punct, tmp_path, "a.stm", body, "stm")
+    assert [ln.split()[:6] for ln in out.splitlines()] == [ln.split()[:6] for ln in body.splitlines()]
+    alone = label_batch(punct, [Request(serve_module.parse_body(punct, body.encode()))])[0]
+    both = label_batch(punct, [Request(serve_module.parse_body(punct, body.encode())) for _ in range(2)])
+    assert [d.labels for d in both[0]] == [d.labels for d in both[1]] == [d.labels for d in alone]
+
+
 def test_timed_jsonl_answers_timed_json_keeping_every_word_and_time(server, packed, punct, tmp_path):
     body = timed_jsonl("utt1", packed["utts"][5]) + timed_jsonl("utt2", packed["utts"][6], 40.0)
     status, ctype, out = post(server.url + "/punctuate", body.encode(), "application/json")

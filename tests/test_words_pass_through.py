@@ -121,6 +121,12 @@ def make_input(fmt: str, path: Path) -> Path:
     elif fmt == "nlp":  # Rev's NLP format: a header, then a token a line
         head = "token|speaker|ts|endTs|punctuation|prepunctuation|case|tags|oldTs|oldEndTs|ali_comment\n"
         body = head + "".join(f"{w}|0|{s:.4f}|{e:.4f}|||LC|[]|||\n" for _, timed in _times(LINES) for w, s, e in timed)
+    elif fmt == "trn":
+        body = "".join(" ".join(toks) + f"\t(spk1-utt{k})\n" for k, toks in enumerate(LINES, 1))
+    elif fmt == "stm":  # a segment a line of LINES, one recording
+        body = ';; CATEGORY "0" "" ""\n' + "".join(
+            f"talk 1 spk {timed[0][1]:.2f} {timed[-1][2]:.2f} <o,f0,male> " + " ".join(w for w, _, _ in timed) + "\n"
+            for _, timed in _times(LINES))
     elif fmt in ("srt", "vtt"):  # a cue a line of LINES, its words as its text
         sep = "," if fmt == "srt" else "."
         stamp = (lambda t: f"00:00:{int(t):02d}{sep}{round((t % 1) * 1000):03d}")
@@ -193,8 +199,15 @@ def _jsonl(text: str) -> list[dict]:
     return [json.loads(ln) for ln in text.splitlines() if ln.strip()]
 
 
-def words_out(fmt: str, out: Path, ids: bool) -> list[str] | None:
-    """The words of punctuate's output `out` in `fmt` (each as shown), None for a format not known here."""
+def words_out(fmt: str, out: Path, src_fmt: str) -> list[str] | None:
+    """The words of punctuate's output `out` in `fmt` (each as shown) from an input in `src_fmt`, None for a
+    format not known here."""
+    ids = src_fmt in ("kaldi_text", "ctm", "jsonl")
+    if fmt == "trn" or (fmt == "readable" and src_fmt == "trn"):  # the id after the words
+        return [w for ln in out.read_text(encoding="utf-8").splitlines() for w in split_words(ln)[:-1]]
+    if fmt == "stm" or (fmt == "readable" and src_fmt == "stm"):  # five fields before them (and a label); comments
+        return [w for ln in out.read_text(encoding="utf-8").splitlines() if not ln.startswith(";;")
+                for w in split_words(ln)[6 if src_fmt == "stm" else 5:]]
     if fmt == "datadir":
         return [w for ln in (out / "text").read_text(encoding="utf-8").splitlines() for w in split_words(ln)[1:]]
     text = out.read_text(encoding="utf-8")
@@ -235,9 +248,10 @@ def holds_in_order(text: str, words: list[str]) -> None:
 
 # ---------------------------------------------------------------- the test
 
-KNOWN = ("readable", "text", "kaldi_text", "punctuator2", "twocol", "ctm", "jsonl", "nemo", "timed-json", "srt",
-         "vtt", "datadir")
-INPUTS = [f for f in ("text", "kaldi_text", "ctm", "jsonl", "whisper", "vosk", "nemo", "nlp", "srt", "vtt", *SERVICE_DOCS)
+KNOWN = ("readable", "text", "kaldi_text", "trn", "punctuator2", "twocol", "ctm", "jsonl", "nemo", "timed-json",
+         "stm", "srt", "vtt", "datadir")
+INPUTS = [f for f in ("text", "kaldi_text", "trn", "ctm", "jsonl", "whisper", "vosk", "nemo", "nlp", "stm", "srt", "vtt",
+                      *SERVICE_DOCS)
           if f in names("units")]
 
 
@@ -259,7 +273,7 @@ def test_every_output_format_writes_the_words_as_given(fmt, inventory, tmp_path)
             continue
         written += 1
         given = given_words(src_fmt)
-        got = words_out(fmt, out, ids=src_fmt in ("kaldi_text", "ctm", "jsonl"))
+        got = words_out(fmt, out, src_fmt)
         if got is None:  # a format this test does not know: the words as given, in order, in its text
             holds_in_order(out.read_text(encoding="utf-8") if out.is_file() else
                            "\n".join(p.read_text(encoding="utf-8") for p in sorted(out.iterdir()) if p.is_file()),

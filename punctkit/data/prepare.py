@@ -10,7 +10,8 @@ from sys import intern
 from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.formats import Report, Utterance, detect_format, flatten, get_format, read
 from punctkit.data.formats.nlp import read_nlp
-from punctkit.data.formats.text import PLAIN, TextOptions, read_text
+from punctkit.data.formats.sclite import trn_lines
+from punctkit.data.formats.text import PLAIN, TextOptions, kaldi_text_lines, read_text
 from punctkit.data.labels import (
     SENTENCE_END,
     LabelSet,
@@ -130,6 +131,10 @@ def read_file_list(path: Path) -> list[tuple[str, Path]]:
     return out
 
 
+# the text formats prepare's repairs apply to, and how each gives its lines' ids (None: made up)
+ID_LINES = {"text": None, "kaldi_text": kaldi_text_lines, "trn": trn_lines}
+
+
 def read_input(path: Path, fmt: str | None, inv: LabelSet, subst: Substitution, lowercase: bool, report: Report,
                lines: tuple[int, int] | None, encoding: str | None, opts: TextOptions) -> list[Utterance]:
     """One input's utterances in inventory `inv`. Repairs and one stream a file (`opts`) need plain
@@ -139,10 +144,10 @@ def read_input(path: Path, fmt: str | None, inv: LabelSet, subst: Substitution, 
     if name == "nlp" and opts in (PLAIN, NLP_OPTS):  # a call is one stream; its tokens may be split as IWSLT's
         return read_nlp(path, inv, subst, report, lowercase, lines, encoding, opts.split_contractions)
     if opts != PLAIN:
-        if name not in ("text", "kaldi_text"):
+        if name not in ID_LINES:
             raise PunctkitError(f"{path}: read as {name}, but {' '.join(options_used(opts))} apply to plain "
-                                f"text (and Kaldi text) only; give --from text if it is one")
-        return read_text(path, inv, subst, report, lowercase, name == "kaldi_text", lines, encoding, opts)
+                                f"text (and Kaldi text and trn) only; give --from text if it is one")
+        return read_text(path, inv, subst, report, lowercase, ID_LINES[name], lines, encoding, opts)
     if inv.case_aware and get_format(name, "reader").labels:
         utts, found = read(path, name, None, subst, lowercase, report, lines, encoding)
         if not found.case_aware:

@@ -77,6 +77,27 @@ def forced_marks(utt: AsrUtterance, forced: bool) -> Forced | None:
     return [None if m == O else m for m in utt.marks] if forced else None
 
 
+MAX_RUN_WORDS = 200_000  # words of one `stream` held as one unit (about 20 hours of speech); a longer one is cut
+
+
+def stream_runs(units: Iterable[Unit]) -> Iterator[Unit]:
+    """`units` with each run of consecutive utterances of one `stream` (AsrUtterance.stream, an stm's recording)
+    as one unit, a list of lines of one stream; a run is cut after MAX_RUN_WORDS words (memory stays bounded)."""
+    run: list[AsrUtterance] = []
+    words = 0
+    for u in units:
+        if run and not (isinstance(u, AsrUtterance) and u.stream == run[0].stream and words < MAX_RUN_WORDS):
+            yield run
+            run, words = [], 0
+        if isinstance(u, AsrUtterance) and u.stream is not None:
+            run.append(u)
+            words += len(u.words)
+        else:
+            yield u
+    if run:
+        yield run
+
+
 def word_streams(word_lists: list[list[str]]) -> list[Stream]:
     """Unlabelled streams of words (keys s0, s1, ...)."""
     return [Stream(f"s{k}", [f"s{k}"], [0], words, [IGNORE] * len(words)) for k, words in enumerate(word_lists)]
@@ -167,7 +188,8 @@ class Engine(abc.ABC):
         """Each unit labelled, in order, in bounded memory: the one labelling call.
 
         `units`: utterances (`AsrUtterance`, or a list of words), each its own stream, starting and
-        ending sentences; a list of utterances is lines of one stream (sentences and the input's case
+        ending sentences, except that consecutive utterances of one `stream` (an stm's recording) are
+        lines of one stream (`stream_runs`); a list of utterances is lines of one stream (sentences and the input's case
         run on across them); a data directory's `Stream` is the lines of its utterances (`punctkit
         decode`). `one_stream`: all of `units` are lines of one stream (plain text, read as it comes).
         `forced`: each utterance's own marks are kept (--keep-input-marks), the model predicting the
@@ -180,7 +202,7 @@ class Engine(abc.ABC):
         if one_stream:
             yield from self._one_stream(iter(units), forced, casing, probs)
         else:
-            yield from self._batched(units, forced, casing, probs, extra, nbest)
+            yield from self._batched(stream_runs(units), forced, casing, probs, extra, nbest)
 
     def label_window_spans(self, words: Sequence[str], base: int, wanted: Iterable[tuple[int, Sequence[Span]]],
                            cache: dict[Span, tuple[list[int], np.ndarray]]

@@ -24,7 +24,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from punctkit.data.formats import cues, split_text
+from punctkit.data.formats import REGISTRY, cues, split_text
 from punctkit.data.labels import default_substitution
 from punctkit.data.tokenize import Written, split_words
 from punctkit.decode.lookahead import Span, delay, parse_lookahead, word_windows
@@ -175,6 +175,21 @@ def _final_text(line: str, where: str) -> tuple[str, bool]:
     return obj["text"], obj.get("final", True) is not False
 
 
+# formats of lines with fields around the words, which --stream would take for words: their classifiers' names
+FILE_KINDS = {"ctm": "a CTM (`uttid channel start duration word`)", "stm": "an stm (`file channel speaker begin end "
+              "words`)", "nlp": "Rev's NLP format (its header)"}
+
+
+def _file_kind(line: str) -> str:
+    """What a line is when it is a line of a format with fields (FILE_KINDS; an stm's `;;` comment), else ''."""
+    if line.startswith(";;"):
+        return "an stm's or a CTM's comments (`;;`)"
+    for name in ("nlp", "stm", "ctm"):
+        if REGISTRY[name].line_kind(line):  # type: ignore[misc]
+            return FILE_KINDS[name]
+    return ""
+
+
 class LineProtocol:
     """The line protocol of `punctuate --stream` and of the server's `/stream` websocket, one line at
     a time: a plain line, or a JSON final, gives one output line (committed words, single spaces;
@@ -200,6 +215,9 @@ class LineProtocol:
         if self.fmt != "jsonl" and self.lineno <= 2 and (cues.timing_kind(line) or line.startswith("WEBVTT")):
             raise PunctkitError(f"{self.source} line {self.lineno}: subtitles (a cue's timing line or a WEBVTT "
                                 f"header), which --stream does not read: punctuate the file without --stream")
+        if self.fmt != "jsonl" and self.lineno <= 2 and (kind := _file_kind(line)):
+            raise PunctkitError(f"{self.source} line {self.lineno}: a line of {kind}, which --stream does not read "
+                                f"(it reads words): punctuate the file without --stream")
         if self.fmt != "jsonl":
             return " ".join(s for _, _, s in self.stream.feed(line))
         if not line.strip():

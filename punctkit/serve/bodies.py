@@ -13,7 +13,7 @@ from typing import Any
 from punctkit.data.formats import AsrUtterance, Format, TextInput, detect_for, get_format, names
 from punctkit.data.labels import default_substitution
 from punctkit.files import PunctkitError, decode_lines, parse_json
-from punctkit.infer.engine import Engine, Labelled
+from punctkit.infer.engine import Engine, Labelled, stream_runs
 from punctkit.infer.render import Casing
 from punctkit.punctuator import OUTPUT_FORMATS, output_options, write_units
 
@@ -41,9 +41,11 @@ class Request:
 
     @property
     def streams(self) -> list[Any]:
-        """What `Engine.label` takes for it: each utterance, or (plain-text lines) all lines as one stream."""
+        """What `Engine.label` takes for it: each utterance, or (plain-text lines) all lines as one stream, or
+        (an stm's recording) each run of one stream's utterances, grouped here so that a batch of requests
+        never runs one request's stream into the next's."""
         units = self.parsed.units
-        return [units] if self.parsed.reader.one_stream and units else list(units)
+        return [units] if self.parsed.reader.one_stream and units else list(stream_runs(units))
 
 
 def body_text(body: bytes, charset: str | None) -> str:

@@ -6,6 +6,7 @@ saying what it supports; how a new format plugs in is in its docstring).
 - labelled.py: `twocol` and `punctuator2` (labels or mark tokens);
 - text.py: `text` and `kaldi_text` (the one Kaldi-text reader);
 - asr.py: `ctm` (the one CTM reader) and `jsonl`, punctuate's ASR inputs and outputs;
+- sclite.py: `trn` (sclite's and ESPnet's, the id after the words) and `stm` (segments, a recording one stream);
 - recognizers.py: `whisper`, `nemo`, `vosk` (recognizer outputs in; JSON told apart by its keys);
 - subtitles.py: `srt`, `vtt`, `timed-json` (punctuate's timed outputs; the cue and sentence builders);
 - `datadir`: data directories, read and written by punctkit.data.datadir.

@@ -36,6 +36,12 @@ class AsrUtterance:
     source: Any = None     # the JSON object of a jsonl line
     lineno: int = 0        # the input line it starts on
     has_id: bool = True    # False for plain-text lines (the id is FILE-LINENO, made up)
+    # the input's line around the words, which the readable output keeps (sclite.py: a trn's id after them,
+    # an stm's fields and comment lines before them); None: the readable output's own `uttid text`
+    frame: tuple[str, str] | None = None
+    # the stream it belongs to: consecutive units with the same stream are lines of one stream (an stm's
+    # recording and channel: sentences run on across them); None: its own stream (or the format's one)
+    stream: str | None = None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, TextIO
 
 from punctkit.data.datadir import read_data_dir, write_data_dir
-from punctkit.data.formats import asr, cues, labelled, nlp, recognizers, services, subtitles, text
+from punctkit.data.formats import asr, cues, labelled, nlp, recognizers, sclite, services, subtitles, text
 from punctkit.data.formats.base import (
     AsrUtterance,
     OutputOptions,
@@ -118,10 +118,10 @@ def _read_p2(p: Path | TextInput, inv: LabelSet, rules: Substitution, report: Re
     return labelled.read_punctuator2(p, inv, rules, report, lowercase, lines, encoding), inv
 
 
-def _read_text(with_ids: bool) -> Reader:
+def _read_text(id_lines: text.IdLines | None) -> Reader:
     def read_text(p: Path | TextInput, inv: LabelSet, rules: Substitution, report: Report, lowercase: bool,
                   lines: tuple[int, int] | None, encoding: str | None) -> tuple[list[Utterance], LabelSet | None]:
-        return text.read_text(p, inv, rules, report, lowercase, with_ids, lines, encoding), inv
+        return text.read_text(p, inv, rules, report, lowercase, id_lines, lines, encoding), inv
     return read_text
 
 
@@ -143,8 +143,12 @@ def _write_datadir(utts: list[Utterance], path: str | Path, inventory: LabelSet 
 
 def readable_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path,
                  *_: object) -> Iterator[str]:
-    """The input words as written, marks and case set; `uttid text` for inputs with ids."""
+    """The input words as written, marks and case set, on the input's line (`AsrUtterance.frame`: trn, stm);
+    `uttid text` for other inputs with ids."""
     line = " ".join(shown)
+    if utt.frame is not None:
+        yield (utt.frame[0] + line + utt.frame[1]).strip(" ")
+        return
     if utt.has_id:
         asr.check_one_word_id(utt, src, "an `uttid text`")
     yield f"{utt.uttid} {line}".rstrip() if utt.has_id else line
@@ -195,10 +199,13 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
            line_kind=labelled.twocol_kind, labels=True, probs=True),
     Format("punctuator2", "inline mark tokens, `so ,COMMA if we .PERIOD`, one utterance a line",
            reader=_read_p2, lines=labelled.punctuator2_out, line_kind=labelled.punctuator2_kind),
-    Format("text", "punctuated text, one utterance (or document) a line", reader=_read_text(False),
+    Format("text", "punctuated text, one utterance (or document) a line", reader=_read_text(None),
            lines=text.text_out, units=text.text_units, one_stream=True),
-    Format("kaldi_text", "Kaldi `text`: the utterance id, then its punctuated text", reader=_read_text(True),
+    Format("kaldi_text", "Kaldi `text`: the utterance id, then its punctuated text", reader=_read_text(text.kaldi_text_lines),
            lines=text.kaldi_text_out, units=text.kaldi_text_units, ids=True),
+    Format("trn", "sclite's and ESPnet's trn: the punctuated text, then the utterance id in parentheses, "
+           "`So, what? (spk1-utt1)`", reader=_read_text(sclite.trn_lines), lines=sclite.trn_out,
+           units=sclite.trn_units, line_kind=sclite.trn_kind, ids=True),
     Format("datadir", "a data directory with `text` and `labels` (punctkit.data.datadir)",
            reader=_read_datadir, writer=_write_datadir, labels=True, ids=True, directory=True),
     Format("ctm", "`uttid channel start duration word [conf]` a line (ASR word times)",
@@ -220,6 +227,10 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
            "written back with the tokens re-cased and `punctuation` and `case` filled, other columns kept",
            reader=_read_nlp, units=nlp.nlp_units, stream=nlp.nlp_lines, line_kind=nlp.nlp_kind, times=True,
            one_stream=True),
+    Format("stm", "NIST stm: `file channel speaker begin end [<label>] words` a segment (TED-LIUM's "
+           "references), a recording's segments one stream; written back with the words punctuated",
+           units=sclite.stm_units, emit=sclite.stm_emit, line_kind=sclite.stm_kind, times=True,
+           needs_times=True),
     Format("srt", "SubRip subtitles: read a cue a unit (its words share its time); written with cues that end at "
            "sentence ends, within --max-cue-seconds, --max-line-chars and --max-cue-lines",
            units=cues.cue_units("srt"), stream=subtitles.srt_lines, line_kind=cues.timing_kind, times=True,
@@ -231,7 +242,7 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
 ]}
 # classifiers from the most structured lines to the least (a JSON line may hold `,COMMA`, a CTM word too);
 # the JSON line classifier names the JSON format by the object's keys (recognizers.json_line_kind)
-DETECT_ORDER = ("jsonl", "nlp", "srt", "ctm", "twocol", "punctuator2")
+DETECT_ORDER = ("jsonl", "nlp", "srt", "stm", "ctm", "twocol", "punctuator2", "trn")
 ROLES = {"reader": "read", "writer": "write", "units": "read by punctuate", "emit": "written by punctuate"}
 
 

@@ -135,14 +135,27 @@ def word_time(utt: Any, k: int, src: Source, fmt: str) -> tuple[float, float]:
     return start, start if end is None else end
 
 
+def with_stream_ends(units: Iterable[Punctuated], opts: OutputOptions) -> Iterator[tuple[Punctuated, bool]]:
+    """Each unit and whether its stream ends with it: never in one stream (`opts.one_stream`); else unless
+    the next unit goes on its stream (AsrUtterance.stream: an stm's recording)."""
+    prev: Punctuated | None = None
+    for unit in units:
+        if prev is not None:
+            yield prev, not opts.one_stream and (prev[0].stream is None or prev[0].stream != unit[0].stream)
+        prev = unit
+    if prev is not None:
+        yield prev, not opts.one_stream
+
+
 def cue_words(units: Iterable[Punctuated], src: Source, opts: OutputOptions, fmt: str) -> Iterator[TimedWord]:
-    """The words of punctuated units as TimedWords (an independent utterance's last word is a hard end)."""
-    for utt, labels, shown, _ in units:
+    """The words of punctuated units as TimedWords (the last word of an independent utterance, or of a
+    stream's last unit, is a hard end)."""
+    for (utt, labels, shown, _), ends in with_stream_ends(units, opts):
         for k, (lab, text) in enumerate(zip(labels, shown)):
             start, end = word_time(utt, k, src, fmt)
             mk = mark_of(lab)
             yield TimedWord(text, start, end, mk in SENTENCE_END, mk != O and mk not in SENTENCE_END,
-                            not opts.one_stream and k == len(labels) - 1)
+                            ends and k == len(labels) - 1)
 
 
 def stamp(t: float, sep: str) -> str:
@@ -184,8 +197,9 @@ def word_case(shown: str) -> str | None:
 
 
 def json_words(units: Iterable[Punctuated], opts: OutputOptions) -> Iterator[tuple[dict[str, Any], bool]]:
-    """Each word as a timed-JSON object, with whether a sentence (or an independent utterance) ends there."""
-    for utt, labels, shown, rows in units:
+    """Each word as a timed-JSON object, with whether a sentence (or an independent utterance, or a stream)
+    ends there."""
+    for (utt, labels, shown, rows), ends in with_stream_ends(units, opts):
         given = given_words(utt)
         for k, (lab, text) in enumerate(zip(labels, shown)):
             rec = utt.records[k] if k < len(utt.records) and isinstance(utt.records[k], dict) else {}
@@ -198,7 +212,7 @@ def json_words(units: Iterable[Punctuated], opts: OutputOptions) -> Iterator[tup
             if rows is not None and opts.inventory is not None:
                 word["p"] = chosen_prob(rows[k], opts.inventory, lab)
                 word["probs"] = label_probs(rows[k], opts.inventory)
-            yield word, mk in SENTENCE_END or (not opts.one_stream and k == len(labels) - 1)
+            yield word, mk in SENTENCE_END or (ends and k == len(labels) - 1)
 
 
 def sentence_json(words: list[dict[str, Any]]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from punctkit.data.formats.base import (
     AsrUtterance,
@@ -65,6 +65,10 @@ def kaldi_text_lines(src: Source, encoding: str | None = None,
             raise PunctkitError(f"{where(src, i)}: duplicate utterance id '{uttid}'")
         seen.add(uttid)
         yield i, uttid, rest[0] if rest else ""
+
+
+# the lines of a format of text with utterance ids: (src, encoding, lines) -> (line number, id, the words' text)
+IdLines = Callable[..., Iterator[tuple[int, str, str]]]
 
 
 # HTML entities (`&#39;`, `&#x27;`, `&quot;`, `&amp;`); one that names nothing (`&foo;`) stays as written.
@@ -157,16 +161,18 @@ def line_tokens(line: str, opts: TextOptions, report: Report, loc: str) -> list[
 
 
 def read_text(path: Source, inventory: LabelSet, rules: Substitution, report: Report,
-              lowercase: bool = False, with_ids: bool = False,
+              lowercase: bool = False, id_lines: IdLines | None = None,
               lines: tuple[int, int] | None = None, encoding: str | None = None,
               opts: TextOptions = PLAIN) -> list[Utterance]:
-    """Read punctuated text as a corpus, one utterance a line (`with_ids`: Kaldi `text`, id first;
+    """Read punctuated text as a corpus, one utterance a line (`id_lines`: each line's id and words, as
+    `kaldi_text_lines` gives Kaldi `text`'s, id first, and sclite.trn_lines a trn's, id last;
     `opts.one_stream`: one utterance a file, named after it), repaired as `opts` asks."""
     p = as_source(path)
-    if with_ids:
+    if id_lines is not None:
         if opts.one_stream:
-            raise PunctkitError(f"{p}: Kaldi text has an utterance a line; one stream a file is for plain text")
-        rows: Iterator[tuple[int, str, str]] = kaldi_text_lines(p, encoding, lines)
+            raise PunctkitError(f"{p}: a text with utterance ids has an utterance a line; one stream a file is "
+                                "for plain text")
+        rows: Iterator[tuple[int, str, str]] = id_lines(p, encoding, lines)
     else:
         rows = ((i, f"{p.name}-{i:06d}", line) for i, line in input_lines(p, encoding, lines))
     units: Iterable[tuple[int, str, str, list[tuple[str, str]]]] = _repaired(rows, p, opts, report)

@@ -1,0 +1,176 @@
+"""NIST sclite's transcripts: `trn` (ESPnet's and sclite's `ref.trn`/`hyp.trn`) and `stm` (segment time
+marked references: TED-LIUM's, and what Kaldi's sclite scoring reads).
+
+- trn: an utterance a line, its words, then its id in parentheses: `so what do you think (spk1-utt1)`
+  (ESPnet writes a tab before the id). Read as a corpus (score, prepare, convert: the words and marks
+  of the text before the id) and by punctuate (an utterance a line, its own stream, as Kaldi text is,
+  its readable output a trn again); written as a corpus format, `So, what do you think? (spk1-utt1)`. A line without a final `(id)` is a one-line
+  error, as is a repeated id.
+- stm: `file channel speaker begin end [<label,...>] transcript` a line, `;;` comment lines between;
+  read by punctuate, a segment a unit, and the segments of one recording's channel, in order, are lines
+  of one stream (`AsrUtterance.stream`: sentences run on across segments, as a talk's do; each
+  recording ends a sentence). A segment's words share its time in proportion to their length
+  (cues.shares), so the timed outputs (srt, vtt, timed-json) cut at sentence ends within the segments'
+  times. The readable output is the stm again: each line's fields as they came, its transcript
+  punctuated, comment lines kept; `ignore_time_segment_in_scoring` and an empty transcript have no words
+  and come back as they were. `--format stm` writes other timed inputs as stm lines (the id as file and
+  speaker, channel 1, the words' times).
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Iterator
+
+from punctkit.data.formats.asr import add_token, check_one_word_id
+from punctkit.data.formats.base import AsrUtterance, Source, input_lines
+from punctkit.data.formats.cues import shares
+from punctkit.data.labels import LabelSet, Substitution
+from punctkit.data.tokenize import join_marked, read_passage, split_words
+from punctkit.data.utterance import Utterance
+from punctkit.files import PunctkitError, where
+
+# ---------------------------------------------------------------- trn
+
+# the id at the end of a trn line: no white space and no parentheses inside
+TRN_ID = re.compile(r"\(([^\s()]+)\)\s*$")
+# an id as recognizers write them: letters, digits and `_-.:/`, with a digit (`spk1-utt1`, `1272-128104-0000`)
+_LIKELY_ID = re.compile(r"[\w.:/-]*\d[\w.:/-]*")
+
+
+def trn_kind(line: str) -> str:
+    """The line classifier (detection): `trn?` for a line whose last token is an id in parentheses with a
+    digit in it (`(utt1)`; TED's `(Laughter)` is not one), else ''. Never sure of itself: a trn needs half
+    the lines, so text with a few such lines is never asked about."""
+    m = TRN_ID.search(line)
+    return "trn?" if m and _LIKELY_ID.fullmatch(m.group(1)) and (m.start() == 0 or line[m.start() - 1].isspace()) \
+        else ""
+
+
+def trn_lines(src: Source, encoding: str | None = None,
+              lines: tuple[int, int] | None = None) -> Iterator[tuple[int, str, str]]:
+    """(line number, utterance id, the words before it) of each non-blank line; a line without a final
+    `(id)`, or a repeated id, is a one-line error."""
+    seen: set[str] = set()
+    for i, line in input_lines(src, encoding, lines):
+        if not line.strip():
+            continue
+        m = TRN_ID.search(line)
+        if m is None or (m.start() > 0 and not line[m.start() - 1].isspace()):
+            raise PunctkitError(f"{where(src, i)}: expected a trn line, the words and then the utterance id in "
+                                f"parentheses (`so what (utt1)`), got {line.strip()[-40:]!r}; give the format "
+                                f"(--input-format, --from) to read it as another")
+        uttid = m.group(1)
+        if uttid in seen:
+            raise PunctkitError(f"{where(src, i)}: duplicate utterance id '{uttid}'")
+        seen.add(uttid)
+        yield i, uttid, line[:m.start()]
+
+
+def trn_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+              dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """A trn for punctuate: an utterance a line, its id after its words (the readable output keeps it there)."""
+    for i, uttid, text in trn_lines(src, encoding):
+        p = read_passage(split_words(text), inventory, rules)
+        yield AsrUtterance(uttid, p.words, p.marks, p.written, [None] * len(p.words), lineno=i,
+                           frame=("", f" ({uttid})"))
+
+
+def _trn_id(uttid: str) -> str:
+    if not uttid or any(c.isspace() or c in "()" for c in uttid):
+        raise PunctkitError(f"utterance id {uttid!r} holds white space or a parenthesis, which a trn line cannot "
+                            "hold: use --format jsonl (or ids of one word)")
+    return uttid
+
+
+def trn_out(utts: list[Utterance]) -> Iterator[str]:
+    """`punctuated text (uttid)`, an utterance a line (the corpus writer)."""
+    for u in utts:
+        yield f"{join_marked(u.words, u.labels)} ({_trn_id(u.uttid)})".lstrip()
+
+
+# ---------------------------------------------------------------- stm
+
+_NUM = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+SKIPPED = "ignore_time_segment_in_scoring"  # a segment sclite leaves out: no words
+# the fields before the transcript: file, channel, speaker, begin, end and an optional <label>, as written
+_STM_HEAD = re.compile(r"\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)(\s+<[^<>\s]*>)?(\s+|$)")
+
+
+def stm_kind(line: str) -> str:
+    """The line classifier (detection): `stm` for 5+ fields with numbers as the 4th and 5th where the 3rd (the
+    speaker) is not a number or a `<label>` follows them (a CTM line has numbers as its 3rd and 4th), else ''."""
+    if line.startswith(";;"):
+        return ""
+    f = line.split()
+    if len(f) < 5 or not (_NUM.fullmatch(f[3]) and _NUM.fullmatch(f[4])):
+        return ""
+    label = len(f) > 5 and f[5].startswith("<") and f[5].endswith(">")
+    return "stm" if label or not _NUM.fullmatch(f[2]) else ""
+
+
+def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+              dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """An stm for punctuate: a segment a unit, one stream a recording's channel (module docstring)."""
+    comments: list[str] = []
+    seen: set[str] = set()
+    for i, line in input_lines(src, encoding):
+        if line.startswith(";;") or not line.strip():
+            comments.append(line)
+            continue
+        m = _STM_HEAD.match(line)
+        if m is None:
+            raise PunctkitError(f"{where(src, i)}: expected an stm line, `file channel speaker begin end "
+                                f"[<label>] words`, got {line.strip()[:40]!r}")
+        file, chan, _spk, begin, end = m.groups()[:5]
+        start_s, end_s = _time(src, i, begin, "begin"), _time(src, i, end, "end")
+        if end_s < start_s:
+            raise PunctkitError(f"{where(src, i)}: the segment ends ({end}) before it begins ({begin})")
+        uttid = f"{file}-{round(start_s * 100):07d}-{round(end_s * 100):07d}"
+        if uttid in seen:
+            uttid = f"{file}-{chan}-{round(start_s * 100):07d}-{round(end_s * 100):07d}"
+        seen.add(uttid)
+        head, text = line[:m.end()], line[m.end():]
+        utt = AsrUtterance(uttid, lineno=i, stream=f"{file} {chan}",
+                           source={"file": file, "channel": chan, "speaker": _spk, "start": start_s, "end": end_s},
+                           frame=("".join(c + "\n" for c in comments) + head, ""))
+        comments = []
+        tokens = [] if text.strip() == SKIPPED else split_words(text)
+        if not tokens:
+            utt.frame = (utt.frame[0] + text, "")
+        for tok, (s, e) in zip(tokens, shares(tokens, start_s, end_s)):
+            if not add_token(utt, tok, {"index": None, "start_s": s, "end_s": e}, inventory, rules) \
+                    and dropped is not None:
+                dropped[0] += 1
+        yield utt
+
+
+def _time(src: Source, i: int, value: str, what: str) -> float:
+    try:
+        t = float(value)
+    except ValueError:
+        t = math.nan
+    if not (math.isfinite(t) and t >= 0):
+        raise PunctkitError(f"{where(src, i)}: the segment's {what} time must be a number of seconds, not "
+                            f"negative, got {value!r}")
+    return t
+
+
+def stm_emit(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source, *_: Any) -> Iterator[str]:
+    """punctuate's stm output: an stm input's lines as they came, transcripts punctuated (the readable
+    output); another timed input's unit as `id 1 id start end words`, its words' times."""
+    if utt.stream is not None and utt.frame is not None:
+        yield utt.frame[0] + " ".join(shown) + utt.frame[1]
+        return
+    if not utt.words:
+        return
+    check_one_word_id(utt, src, "an stm")
+    times = []
+    for k, rec in enumerate(utt.records, 1):
+        start = rec.get("start_s") if isinstance(rec, dict) else None
+        if start is None:
+            raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} has no start time (--format stm "
+                                "needs word times)")
+        times += [start, start if rec.get("end_s") is None else rec["end_s"]]
+    start, end = min(times), max(times)
+    yield f"{utt.uttid} 1 {utt.uttid} {start:.2f} {end:.2f} {' '.join(shown)}"
