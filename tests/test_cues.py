@@ -74,3 +74,37 @@ def test_stream_refuses_subtitles_in_one_line(tmp_path):
         assert r.returncode == 1 and "-->" not in r.stdout and "00:" not in r.stdout, r.stdout
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert "subtitles" in r.stderr and "without --stream" in r.stderr
+
+
+TSV = "start\tend\ttext\n0\t2400\tso what do you think about\n2400\t5000\tnew york i think it is great\n"
+
+
+@pytest.mark.parametrize("body", [TSV, TSV.split("\n", 1)[1], "\ufeff" + TSV])
+def test_whisper_tsv_is_told_from_kaldi_text_and_read_a_segment_a_unit(body, tmp_path):
+    p = tmp_path / "talk.txt"
+    p.write_text(body, encoding="utf-8")
+    assert detect_format(p) == "whisper-tsv"
+    got = units("whisper-tsv", p)
+    assert [u.words for u in got] == ["so what do you think about".split(), "new york i think it is great".split()]
+    for u, (s, e) in zip(got, [(0.0, 2.4), (2.4, 5.0)]):
+        assert u.records[0]["start_s"] == s and u.records[-1]["end_s"] == pytest.approx(e, abs=1e-3)
+
+
+def test_whisper_tsv_comes_back_as_a_table_and_its_sentences_cross_rows(tmp_path):
+    p = tmp_path / "talk.tsv"
+    p.write_text(TSV, encoding="utf-8")
+    out = cli("punctuate", p).stdout.splitlines()
+    rows = TSV.splitlines()
+    assert out[0] == rows[0] and [ln.split("\t")[:2] for ln in out[1:]] == [ln.split("\t")[:2] for ln in rows[1:]]
+    assert [[w.strip(",.?!").lower() for w in ln.split("\t")[2].split()] for ln in out[1:]] == \
+        [ln.split("\t")[2].split() for ln in rows[1:]]
+    assert out[1][-1] not in ".?!"  # `about` goes on into the next row: one stream
+    blocks = [b.splitlines() for b in cli("punctuate", p, "--format", "srt").stdout.strip().split("\n\n")]
+    assert blocks[0][1].startswith("00:00:00,000 --> ") and blocks[-1][1].endswith(" --> 00:00:05,000")
+
+
+def test_a_bad_whisper_tsv_row_is_one_line_naming_it(tmp_path):
+    p = tmp_path / "talk.tsv"
+    p.write_text(TSV + "5000\tsix\tthen more\n", encoding="utf-8")
+    with pytest.raises(PunctkitError, match=rf"^{p}:4: expected a row of Whisper's TSV, .*'5000\\tsix\\tthen more'"):
+        units("whisper-tsv", p)

@@ -121,6 +121,9 @@ def make_input(fmt: str, path: Path) -> Path:
     elif fmt == "nlp":  # Rev's NLP format: a header, then a token a line
         head = "token|speaker|ts|endTs|punctuation|prepunctuation|case|tags|oldTs|oldEndTs|ali_comment\n"
         body = head + "".join(f"{w}|0|{s:.4f}|{e:.4f}|||LC|[]|||\n" for _, timed in _times(LINES) for w, s, e in timed)
+    elif fmt == "whisper-tsv":  # a segment a line of LINES, times in milliseconds
+        body = "start\tend\ttext\n" + "".join(f"{round(timed[0][1] * 1000)}\t{round(timed[-1][2] * 1000)}\t"
+                                               + " ".join(w for w, _, _ in timed) + "\n" for _, timed in _times(LINES))
     elif fmt == "trn":
         body = "".join(" ".join(toks) + f"\t(spk1-utt{k})\n" for k, toks in enumerate(LINES, 1))
     elif fmt == "stm":  # a segment a line of LINES, one recording
@@ -205,6 +208,8 @@ def words_out(fmt: str, out: Path, src_fmt: str) -> list[str] | None:
     ids = src_fmt in ("kaldi_text", "ctm", "jsonl")
     if fmt == "trn" or (fmt == "readable" and src_fmt == "trn"):  # the id after the words
         return [w for ln in out.read_text(encoding="utf-8").splitlines() for w in split_words(ln)[:-1]]
+    if fmt == "readable" and src_fmt == "whisper-tsv":  # the header, then the times before the words
+        return [w for ln in out.read_text(encoding="utf-8").splitlines()[1:] for w in split_words(ln)[2:]]
     if fmt == "stm" or (fmt == "readable" and src_fmt == "stm"):  # five fields before them (and a label); comments
         return [w for ln in out.read_text(encoding="utf-8").splitlines() if not ln.startswith(";;")
                 for w in split_words(ln)[6 if src_fmt == "stm" else 5:]]
@@ -251,7 +256,7 @@ def holds_in_order(text: str, words: list[str]) -> None:
 KNOWN = ("readable", "text", "kaldi_text", "trn", "punctuator2", "twocol", "ctm", "jsonl", "nemo", "timed-json",
          "stm", "srt", "vtt", "datadir")
 INPUTS = [f for f in ("text", "kaldi_text", "trn", "ctm", "jsonl", "whisper", "vosk", "nemo", "nlp", "stm", "srt", "vtt",
-                      *SERVICE_DOCS)
+                      "whisper-tsv", *SERVICE_DOCS)
           if f in names("units")]
 
 

@@ -1,11 +1,15 @@
 """Subtitles read by punctuate: SubRip (`srt`) and WebVTT (`vtt`), as recognizers write them (Whisper's
-`--output_format srt|vtt`, vosk-transcriber, caption services), one stream a file, a unit a cue.
+`--output_format srt|vtt`, vosk-transcriber, caption services), and Whisper's segment table (`whisper-tsv`), one
+stream a file, a unit a cue (a segment).
 
 - srt: blocks of an optional number line, a timing line `00:00:01,500 --> 00:00:03,000` and the cue's text
   lines, blank lines between blocks.
 - vtt: a `WEBVTT` header, then blocks of an optional cue id, a timing line (`00:01.500 --> 00:03.000`, hours
   optional, `.` or `,` before the milliseconds, cue settings after it) and text lines; NOTE, STYLE and REGION
   blocks are skipped.
+
+- whisper-tsv: Whisper's `--output_format tsv`, a `start<TAB>end<TAB>text` header, then a segment a line, its
+  times in whole milliseconds; its readable output is the table again, the header and times as they came.
 
 A cue's text lines are its words (tags such as `<i>`, `<c.colour>` and inline times `<00:00:01.000>` are not
 words; `&amp;` and the other HTML entities are read as the characters they stand for). A subtitle carries
@@ -127,3 +131,46 @@ def shares(tokens: list[str], start: float, end: float) -> list[tuple[float, flo
         out.append((round(t, 3), round(t + d, 3)))
         t += d
     return out
+
+
+# ---------------------------------------------------------------- Whisper's segment table
+
+TSV_HEAD = "start\tend\ttext"
+_TSV_ROW = re.compile(r"^(\d+)\t(\d+)\t(.*)$")
+
+
+def tsv_kind(line: str) -> str:
+    """The line classifier (detection): `whisper-tsv` for its header, `whisper-tsv?` for a row (two whole numbers
+    and a text, tab-separated: not sure by itself), else ''."""
+    if line.strip() == TSV_HEAD:
+        return "whisper-tsv"
+    return "whisper-tsv?" if _TSV_ROW.match(line) else ""
+
+
+def tsv_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+              dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """Whisper's TSV, a segment a unit of one stream, its words sharing its time; a row that is not two whole
+    numbers of milliseconds and a text is a one-line error naming it."""
+    name = source_name(src)
+    head = ""
+    n = 0
+    for i, line in input_lines(src, encoding):
+        row = line.lstrip("\ufeff") if i == 1 else line
+        if not row.strip() or (not n and row.strip() == TSV_HEAD):
+            head += line + "\n"
+            continue
+        m = _TSV_ROW.match(row)
+        if m is None:
+            raise PunctkitError(f"{where(src, i)}: expected a row of Whisper's TSV, `start<TAB>end<TAB>text` with "
+                                f"the times in milliseconds, got {row[:40]!r}; give --input-format for another format")
+        start, end = int(m.group(1)) / 1000, int(m.group(2)) / 1000
+        n += 1
+        utt = AsrUtterance(f"{name}-{n:06d}", source={"start": start, "end": end}, lineno=i, has_id=False,
+                           frame=(head + f"{m.group(1)}\t{m.group(2)}\t", ""))
+        head = ""
+        tokens = split_words(m.group(3))
+        for tok, (s, e) in zip(tokens, shares(tokens, start, end)):
+            if not add_token(utt, tok, {"index": None, "start_s": s, "end_s": e}, inventory, rules) \
+                    and dropped is not None:
+                dropped[0] += 1
+        yield utt

@@ -237,12 +237,15 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
            one_stream=True, needs_times=True),
     Format("vtt", "WebVTT subtitles (read and written as srt)", units=cues.cue_units("vtt"), stream=subtitles.vtt_lines,
            line_kind=cues.timing_kind, times=True, one_stream=True, needs_times=True),
+    Format("whisper-tsv", "Whisper's TSV (`--output_format tsv`): a `start end text` header, a segment a row, "
+           "times in milliseconds; the readable output is the table again", units=cues.tsv_units,
+           line_kind=cues.tsv_kind, times=True, one_stream=True),
     Format("timed-json", "JSON lines, a sentence a line (text, start, end) with its words (word, start, end, "
            "mark, case; --probs: p and probs)", stream=subtitles.timed_json_lines, probs=True),
 ]}
 # classifiers from the most structured lines to the least (a JSON line may hold `,COMMA`, a CTM word too);
 # the JSON line classifier names the JSON format by the object's keys (recognizers.json_line_kind)
-DETECT_ORDER = ("jsonl", "nlp", "srt", "stm", "ctm", "twocol", "punctuator2", "trn")
+DETECT_ORDER = ("jsonl", "nlp", "srt", "stm", "ctm", "whisper-tsv", "twocol", "punctuator2", "trn")
 ROLES = {"reader": "read", "writer": "write", "units": "read by punctuate", "emit": "written by punctuate"}
 
 
