@@ -83,8 +83,9 @@ def test_whisper_segments_words_and_times(tmp_path, indent):
     assert units[0].marks == ["COMMA", O, O, O, "QUESTION"]
     assert [(r["start_s"], r["end_s"]) for r in units[0].records] == [(0.0, 0.4), (0.4, 0.7), (0.7, 0.8),
                                                                       (0.8, 1.0), (1.0, 1.9)]
-    # a segment without words: its text's words, no times; a word without times keeps none
-    assert [(r["start_s"], r["end_s"]) for r in units[1].records] == [(None, None), (None, None)]
+    # a segment without words: its text's words, each a share of its time by its length; a word without
+    # times keeps none
+    assert [(r["start_s"], r["end_s"]) for r in units[1].records] == [(2.0, 2.2), (2.2, 3.0)]
     assert [(r["start_s"], r["end_s"]) for r in units[3].records] == [(None, None), (3.5, 4.0)]
     assert units[0].source["avg_logprob"] == -0.2  # the segment, every field kept (jsonl output)
 
@@ -95,6 +96,59 @@ def test_whisper_is_one_stream_and_detected_by_content(tmp_path):
     for name in ("out.json", "talk.txt", "x"):
         assert detect_format(write(tmp_path, json.dumps(WHISPER), name)) == "whisper"
         assert detect_format(write(tmp_path, json.dumps(WHISPER, indent=4), name)) == "whisper"
+
+
+# whisper-timestamped: each word in `text`, with `confidence`
+TIMESTAMPED = {"text": " so what do you think", "language": "en", "segments": [
+    {"id": 0, "seek": 0, "start": 0.5, "end": 1.5, "text": " so what do you think", "confidence": 0.9,
+     "words": [{"text": t, "start": 0.5 + 0.2 * k, "end": 0.7 + 0.2 * k, "confidence": 0.9}
+               for k, t in enumerate("so what do you think".split())]}]}
+# whisper.cpp `-oj`: its `result` holds the language, its segments' times are `offsets` in milliseconds
+WHISPER_CPP = {"systeminfo": "AVX = 1", "model": {"type": "base"}, "params": {"language": "en"},
+               "result": {"language": "en"}, "transcription": [
+                   {"timestamps": {"from": "00:00:00,000", "to": "00:00:02,400"}, "offsets": {"from": 0, "to": 2400},
+                    "text": " so what do you think about"},
+                   {"timestamps": {"from": "00:00:02,400", "to": "00:00:05,000"}, "offsets": {"from": 2400, "to": 5000},
+                    "text": " new york i think it is great"}]}
+SEGMENTS = [{"start": 0.0, "end": 2.4, "text": " so what do you think about"},
+            {"start": 2.4, "end": 5.0, "text": " new york i think it is great"}]
+
+
+@pytest.mark.parametrize("doc", [WHISPER_CPP, SEGMENTS], ids=["whisper.cpp", "segments alone"])
+@pytest.mark.parametrize("indent", [None, 1])
+def test_whisper_cpp_and_a_list_of_segments_are_whisper_and_share_their_segments_times(tmp_path, doc, indent):
+    p = write(tmp_path, json.dumps(doc, indent=indent))
+    assert detect_format(p) == "whisper"
+    units = list(whisper_units(p, INV, RULES))
+    assert [u.words for u in units] == ["so what do you think about".split(), "new york i think it is great".split()]
+    for u, (s, e) in zip(units, [(0.0, 2.4), (2.4, 5.0)]):
+        times = [(r["start_s"], r["end_s"]) for r in u.records]
+        assert times[0][0] == s and times[-1][1] == pytest.approx(e, abs=1e-3)
+        assert all(times[k][1] == times[k + 1][0] for k in range(len(times) - 1))
+    out = cli("punctuate", p, "--format", "srt").stdout
+    assert out.startswith("1\n00:00:00,000 --> ") and out.rstrip().splitlines()[-2].endswith(" --> 00:00:05,000")
+
+
+def test_whisper_timestamped_words_are_read_from_their_text(tmp_path):
+    p = write(tmp_path, json.dumps(TIMESTAMPED))
+    assert detect_format(p) == "whisper"
+    (u,) = whisper_units(p, INV, RULES)
+    assert u.words == "so what do you think".split()
+    assert [(r["start_s"], r["end_s"]) for r in u.records][:2] == [(0.5, 0.7), (0.7, pytest.approx(0.9))]
+
+
+def test_whisper_cpp_longer_than_the_detectors_head_is_not_vosk(tmp_path, monkeypatch):
+    from punctkit.data.formats import registry
+
+    monkeypatch.setattr(registry, "JSON_HEAD", 400)
+    p = write(tmp_path, json.dumps(WHISPER_CPP, indent=2))
+    assert p.stat().st_size > 400 and detect_format(p) == "whisper"
+
+
+def test_json_lines_of_segments_share_their_times(tmp_path):
+    p = write(tmp_path, "".join(json.dumps(s) + "\n" for s in SEGMENTS), "segs.jsonl")
+    units = list(REGISTRY["jsonl"].units(p, INV, RULES, None, [0]))
+    assert [(u.records[0]["start_s"], u.records[-1]["end_s"]) for u in units] == [(0.0, 2.4), (2.4, 5.0)]
 
 
 def test_whisper_longer_than_the_detectors_head(tmp_path, monkeypatch):
@@ -182,7 +236,7 @@ def test_detection_among_all_formats(tmp_path, fmt):
 def test_keys_of_two_formats_are_ambiguous(tmp_path):
     p = write(tmp_path, json.dumps({"segments": [], "pred_text": "so"}) + "\n")
     with pytest.raises(PunctkitError, match=r"asr.json: cannot tell its format: its JSON has keys of nemo and whisper "
-                                            r"\(pred_text, .*segments\); give --input-format"):
+                                            r"\(pred_text, .*segments, transcription\); give --input-format"):
         detect_format(p)
     p = write(tmp_path, json.dumps(NEMO[0]) + "\n" + json.dumps(VOSK_RESULT) + "\n")
     with pytest.raises(PunctkitError, match="keys of nemo and vosk"):
@@ -218,14 +272,18 @@ def test_malformed_whisper(tmp_path):
     p = write(tmp_path, "\n" + json.dumps(bad))
     assert err(lambda: list(whisper_units(p, INV, RULES))).startswith(
         f"{p}:2 (segment 1), word 1: word times must be numbers")
-    p = write(tmp_path, json.dumps(dict(WHISPER, segments=[{"words": [{"text": "so"}]}])))
+    p = write(tmp_path, json.dumps(dict(WHISPER, segments=[{"words": [{"token": "so"}]}])))
     assert err(lambda: list(whisper_units(p, INV, RULES))) == \
-        f"{p}:1 (segment 1): word 1 is not an object with a 'word' string"
+        f"{p}:1 (segment 1): word 1 is not an object with a 'word' or a 'text' string"
+    p = write(tmp_path, json.dumps({"transcription": [{"text": " so", "offsets": {"from": "later", "to": 10}}]}))
+    assert err(lambda: list(whisper_units(p, INV, RULES))).startswith(
+        f"{p}:1 (segment 1): word times must be numbers")
     p = write(tmp_path, json.dumps(dict(WHISPER, segments=[{"words": [w("so", 2.0, -1.0)]}])))
     assert "word times must be finite and not negative" in err(lambda: list(whisper_units(p, INV, RULES)))
     p = write(tmp_path, json.dumps({"segments": "none"}))
-    assert err(lambda: list(whisper_units(p, INV, RULES))) == \
-        f"{p}:1: expected a Whisper JSON object with a 'segments' list"
+    assert err(lambda: list(whisper_units(p, INV, RULES))) == (
+        f"{p}:1: expected a Whisper JSON object with a 'segments' list (or whisper.cpp's 'transcription', or a "
+        "list of segments)")
     p = write(tmp_path, json.dumps(WHISPER) + "\n" + json.dumps(WHISPER))
     assert err(lambda: list(whisper_units(p, INV, RULES))) == \
         f"{p}:2: more than one JSON value (the file is a Whisper JSON object)"

@@ -9,7 +9,8 @@
   Accepted keys: id from `id`, `uttid`, `utt_id` or `key` (default: FILE-LINENO);
   words from `words` (items are strings, or objects with the word in `word`,
   `text`, `token` or `punctuated_word`, and times in `start`/`start_time` and
-  `end`/`end_time`, or `start` + `duration`), or else from a `text` string.
+  `end`/`end_time`, or `start` + `duration`), or else from a `text` string (with the line's own `start`
+  and `end`, a segment's, each word a share of them in proportion to its length).
 
 Words are the input's tokens separated by white space other than no-break spaces
 (tokenize.split_words; a CTM/JSON word is one token), split
@@ -201,6 +202,18 @@ def json_objects(src: Source, encoding: str | None = None, what: str = "") -> It
         yield i, loc, obj
 
 
+def text_shares(tokens: list[str], start: float, end: float) -> list[tuple[float, float]]:
+    """Each token's share of [start, end] seconds, in proportion to its length (a segment's words, which
+    come without times of their own)."""
+    span, total = end - start, sum(len(t) for t in tokens) or 1
+    out, t = [], start
+    for tok in tokens:
+        d = span * len(tok) / total
+        out.append((round(t, 3), round(t + d, 3)))
+        t += d
+    return out
+
+
 def jsonl_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
                 dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """JSON lines, one utterance each (accepted keys in the module docstring)."""
@@ -210,14 +223,20 @@ def jsonl_units(src: Source, inventory: LabelSet, rules: Substitution, encoding:
         uttid = f"{name}-{i:06d}" if uttid is None or uttid == "" else str(uttid)
         utt = AsrUtterance(uttid, source=obj, lineno=i)
         items = obj.get("words")
+        span: list[tuple[float | None, float | None]] = []
         if items is None:
             if not isinstance(obj.get("text"), str):
                 raise PunctkitError(f"{loc} (utterance {uttid}): no 'words' list and no 'text' string")
             items = split_words(obj["text"])
+            start, end = word_times(obj, f"{loc} (utterance {uttid})")  # a segment's: its words share them
+            if start is not None and end is not None and end >= start:
+                span = text_shares(items, start, end)
         if not isinstance(items, list):
             raise PunctkitError(f"{loc} (utterance {uttid}): 'words' must be a list")
         for k, item in enumerate(items):
-            if isinstance(item, str):
+            if isinstance(item, str) and span:
+                token, rec = item, {"index": k, "start_s": span[k][0], "end_s": span[k][1]}
+            elif isinstance(item, str):
                 token, rec = item, {"index": k}
             elif isinstance(item, dict) and isinstance(first_key(item, WORD_KEYS), str):
                 start, end = word_times(item, f"{loc} (utterance {uttid})")

@@ -23,7 +23,7 @@ import html
 import re
 from typing import Iterator
 
-from punctkit.data.formats.asr import add_token
+from punctkit.data.formats.asr import add_token, text_shares
 from punctkit.data.formats.base import AsrUtterance, Source, input_lines, source_name
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import split_words
@@ -111,7 +111,7 @@ def cue_units(kind: str):
             utt = AsrUtterance(f"{name}-{n:06d}", source={"cue": n, "start": times[0], "end": times[1]},
                                lineno=i, has_id=False)
             tokens = split_words(cue_text(lines[at + 1:]))
-            for tok, (s, e) in zip(tokens, shares(tokens, *times)):
+            for tok, (s, e) in zip(tokens, text_shares(tokens, *times)):
                 if not add_token(utt, tok, {"index": None, "start_s": s, "end_s": e}, inventory, rules) \
                         and dropped is not None:
                     dropped[0] += 1
@@ -119,18 +119,6 @@ def cue_units(kind: str):
 
     units.__doc__ = f"The cues of a {kind} file, in order, as units of one stream (module docstring)."
     return units
-
-
-def shares(tokens: list[str], start: float, end: float) -> list[tuple[float, float]]:
-    """Each token's share of [start, end], in proportion to its length (an end before the start: none)."""
-    span = max(end - start, 0.0)
-    total = sum(len(t) for t in tokens) or 1
-    out, t = [], start
-    for tok in tokens:
-        d = span * len(tok) / total
-        out.append((round(t, 3), round(t + d, 3)))
-        t += d
-    return out
 
 
 # ---------------------------------------------------------------- Whisper's segment table
@@ -169,7 +157,7 @@ def tsv_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
                            frame=(head + f"{m.group(1)}\t{m.group(2)}\t", ""))
         head = ""
         tokens = split_words(m.group(3))
-        for tok, (s, e) in zip(tokens, shares(tokens, start, end)):
+        for tok, (s, e) in zip(tokens, text_shares(tokens, start, end)):
             if not add_token(utt, tok, {"index": None, "start_s": s, "end_s": e}, inventory, rules) \
                     and dropped is not None:
                 dropped[0] += 1

@@ -2,14 +2,17 @@
 results (`vosk`), and how a JSON input is told apart from the others (`json_kind`: these by their keys,
 the ASR services' transcripts of services.py by their shapes).
 
-- whisper: ONE JSON object, as openai-whisper (`--output_format json`), faster-whisper
-  (segments dumped) and WhisperX write it, with word timestamps:
+- whisper: ONE JSON document, as openai-whisper (`--output_format json`), faster-whisper
+  (segments dumped), WhisperX and whisper-timestamped write it, with word timestamps:
   `{"text": ..., "segments": [{"start", "end", "text", "words": [{"word", "start", "end",
-  "probability"}]}]}` (WhisperX: `score`; its numerals may lack times). A Whisper file is one
-  stream (a talk): its segments are the recognizer's windows, not sentences, so sentences
-  run across segments; each segment is one unit of the output (a line of readable text, a
-  JSON line). Whisper's leading spaces are stripped from each word. A segment without
-  `words` (no word timestamps) gets its words from its `text`, without times.
+  "probability"}]}]}` (WhisperX: `score`, its numerals may lack times; whisper-timestamped: the
+  word in `text`); or the list of segments alone (`[{"start", "end", "text"}, ...]`, as scripts
+  dump them); or whisper.cpp's `-oj`/`-ojf` (`{"transcription": [{"offsets": {"from", "to"}
+  (milliseconds), "text"}]}`). A Whisper file is one stream (a talk): its segments are the
+  recognizer's windows, not sentences, so sentences run across segments; each segment is one
+  unit of the output (a line of readable text, a JSON line). Whisper's leading spaces are
+  stripped from each word. A segment without `words` (no word timestamps) gets its words from
+  its `text`, each word a share of the segment's time in proportion to its length (asr.text_shares).
 - nemo: a NeMo JSON-lines manifest, one utterance (audio file) a line; the words are
   `pred_text`, else (absent or null) `text`. Every other field is kept, and `--format nemo` writes each line
   back with the punctuated text added as `pred_text_punctuated`.
@@ -29,7 +32,7 @@ import json
 from typing import Any, Iterator
 
 from punctkit.data.formats import services
-from punctkit.data.formats.asr import ID_KEYS, add_token, first_key, json_objects, word_times
+from punctkit.data.formats.asr import ID_KEYS, add_token, first_key, json_objects, text_shares, word_times
 from punctkit.data.formats.base import AsrUtterance, Source, given_words, source_name
 from punctkit.data.formats.json_docs import (  # noqa: F401 (MAX_DOCUMENT_CHARS, read_json_text: re-exported)
     MAX_DOCUMENT_CHARS,
@@ -44,7 +47,7 @@ from punctkit.data.tokenize import split_words
 from punctkit.files import PunctkitError, parse_json, where
 
 # the keys that tell a JSON object's kind (top-level keys only); an object with none is `jsonl`
-KIND_KEYS = {"whisper": ("segments",), "vosk": ("result", "partial", "alternatives"),
+KIND_KEYS = {"whisper": ("segments", "transcription"), "vosk": ("result", "partial", "alternatives"),
              "nemo": ("pred_text", "audio_filepath", "pred_text_punctuated")}
 ASK = "give --input-format"
 
@@ -56,7 +59,18 @@ def object_kinds(obj: Any) -> set[str]:
     recognizers' by KIND_KEYS, the services' by their shapes (services.SERVICES)."""
     if not isinstance(obj, dict):
         return set()
-    return {kind for kind, keys in KIND_KEYS.items() if any(k in obj for k in keys)} | services.service_kinds(obj)
+    kinds = {kind for kind, keys in KIND_KEYS.items() if any(k in obj for k in keys)}
+    if "vosk" in kinds and isinstance(obj.get("transcription"), list) and isinstance(obj.get("result"), dict):
+        kinds.discard("vosk")  # whisper.cpp's `"result": {"language": "en"}` beside its transcription
+    return kinds | services.service_kinds(obj)
+
+
+def segment_list(value: Any) -> bool:
+    """Whether a JSON value is a list of Whisper segments alone: objects with a `text` and a `start` or `end`,
+    none with another kind's keys."""
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(v, dict) and isinstance(v.get("text"), str) and ("start" in v or "end" in v) and not object_kinds(v)
+        for v in value[:200])
 
 
 def kind_keys(kind: str) -> tuple[str, ...]:
@@ -97,6 +111,8 @@ def json_kind(head: str, complete: bool, source: str) -> str | None:
         raise PunctkitError(f"{source}:{err.lineno}: not valid JSON ({err.msg}, column {err.colno}); "
                             f"{ASK} to read it as another format")
     objs = [v for _, _, v in values]
+    if len(objs) == 1 and segment_list(objs[0]):
+        return "whisper"
     if len(objs) == 1 and isinstance(objs[0], list):  # a list of results (Vosk)
         objs = objs[0][:200]
     kinds: set[str] = set()
@@ -117,6 +133,8 @@ def json_kind(head: str, complete: bool, source: str) -> str | None:
 def head_key_kind(head: str) -> str | None:
     """The kind of a JSON document too long to decode from its head: a service's by its first marker
     (services.head_service), else the first KIND_KEYS key found."""
+    if '"transcription"' in head and '"offsets"' in head:  # whisper.cpp (its `result` is no Vosk's, its
+        return "whisper"                                     # `timestamps` no Watson's)
     if kind := services.head_service(head):
         return kind
     found = sorted(((pos, kind) for kind, keys in KIND_KEYS.items() for k in keys
@@ -127,13 +145,16 @@ def head_key_kind(head: str) -> str | None:
 # ---------------------------------------------------------------- shared
 
 def timed_words(utt: AsrUtterance, items: Any, loc: str, inventory: LabelSet, rules: Substitution,
-                dropped: list[int] | None, key: str = "word") -> None:
-    """Add the word objects of `items` (`key`: the word; `start`, `end`, optional) to `utt`."""
+                dropped: list[int] | None, keys: tuple[str, ...] = ("word",)) -> None:
+    """Add the word objects of `items` (the word in the first of `keys` it has; `start`, `end`, optional) to
+    `utt`."""
     if not isinstance(items, list):
         raise PunctkitError(f"{loc}: the words must be a list")
     for k, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get(key), str):
-            raise PunctkitError(f"{loc}: word {k + 1} is not an object with a '{key}' string")
+        key = next((c for c in keys if isinstance(item, dict) and isinstance(item.get(c), str)), None)
+        if key is None:
+            raise PunctkitError(f"{loc}: word {k + 1} is not an object with a {' or a '.join(map(repr, keys))} "
+                                f"string")
         start, end = word_times(item, f"{loc}, word {k + 1}")
         rec = {"index": k, "start_s": start, "end_s": end}
         if not add_token(utt, item[key], rec, inventory, rules) and dropped is not None:
@@ -141,10 +162,16 @@ def timed_words(utt: AsrUtterance, items: Any, loc: str, inventory: LabelSet, ru
 
 
 def text_words(utt: AsrUtterance, text: str, inventory: LabelSet, rules: Substitution,
-               dropped: list[int] | None) -> None:
-    """Add the words of `text` (split on white space, never at a no-break space) to `utt`, without times."""
-    for tok in split_words(text):
-        if not add_token(utt, tok, {"index": None, "start_s": None, "end_s": None}, inventory, rules) \
+               dropped: list[int] | None, span: tuple[float | None, float | None] = (None, None)) -> None:
+    """Add the words of `text` (split on white space, never at a no-break space) to `utt`: without times, or
+    with a `span` of (start, end) seconds, each word a share of it in proportion to its length."""
+    tokens = split_words(text)
+    start, end = span
+    times: list[tuple[float | None, float | None]] = [(None, None)] * len(tokens)
+    if start is not None and end is not None and end >= start:
+        times = list(text_shares(tokens, start, end))
+    for tok, (start, end) in zip(tokens, times):
+        if not add_token(utt, tok, {"index": None, "start_s": start, "end_s": end}, inventory, rules) \
                 and dropped is not None:
             dropped[0] += 1
 
@@ -155,10 +182,14 @@ def whisper_units(src: Source, inventory: LabelSet, rules: Substitution, encodin
                   dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """The segments of a Whisper JSON file, in order, as units of one stream (module docstring)."""
     lineno, doc = one_document(src, encoding, "a Whisper JSON object")
-    if not isinstance(doc, dict) or not isinstance(doc.get("segments"), list):
-        raise PunctkitError(f"{where(src, lineno)}: expected a Whisper JSON object with a 'segments' list")
+    cpp = isinstance(doc, dict) and isinstance(doc.get("transcription"), list) and "segments" not in doc
+    segments = doc if segment_list(doc) else doc.get("transcription" if cpp else "segments") \
+        if isinstance(doc, dict) else None
+    if not isinstance(segments, list):
+        raise PunctkitError(f"{where(src, lineno)}: expected a Whisper JSON object with a 'segments' list (or "
+                            f"whisper.cpp's 'transcription', or a list of segments)")
     name = source_name(src)
-    for k, seg in enumerate(doc["segments"]):
+    for k, seg in enumerate(segments):
         loc = f"{where(src, lineno)} (segment {k + 1})"
         if not isinstance(seg, dict):
             raise PunctkitError(f"{loc}: a segment must be a JSON object")
@@ -167,10 +198,22 @@ def whisper_units(src: Source, inventory: LabelSet, rules: Substitution, encodin
             raise PunctkitError(f"{loc}: 'words' must be a list and 'text' a string")
         utt = AsrUtterance(f"{name}-{k + 1:06d}", source=seg, lineno=lineno, has_id=False)
         if words:
-            timed_words(utt, words, loc, inventory, rules, dropped)
+            timed_words(utt, words, loc, inventory, rules, dropped, ("word", "text"))
         elif said:
-            text_words(utt, said, inventory, rules, dropped)
+            text_words(utt, said, inventory, rules, dropped, _segment_span(seg, loc, cpp))
         yield utt
+
+
+def _segment_span(seg: dict[str, Any], loc: str, cpp: bool) -> tuple[float | None, float | None]:
+    """A segment's (start, end) in seconds (None where it has none): `start`, `end`; whisper.cpp's `offsets`
+    in milliseconds."""
+    if not cpp:
+        return word_times(seg, loc)
+    off = seg.get("offsets")
+    if not isinstance(off, dict):
+        raise PunctkitError(f"{loc}: a whisper.cpp segment needs 'offsets' ({{\"from\", \"to\"}}, milliseconds)")
+    start, end = word_times({"start": off.get("from"), "end": off.get("to")}, loc)
+    return (None if start is None else start / 1000), (None if end is None else end / 1000)
 
 
 # ---------------------------------------------------------------- NeMo

@@ -10,7 +10,7 @@ marked references: TED-LIUM's, and what Kaldi's sclite scoring reads).
   read by punctuate, a segment a unit, and the segments of one recording's channel, in order, are lines
   of one stream (`AsrUtterance.stream`: sentences run on across segments, as a talk's do; each
   recording ends a sentence). A segment's words share its time in proportion to their length
-  (cues.shares), so the timed outputs (srt, vtt, timed-json) cut at sentence ends within the segments'
+  (asr.text_shares), so the timed outputs (srt, vtt, timed-json) cut at sentence ends within the segments'
   times. The readable output is the stm again: each line's fields as they came, its transcript
   punctuated, comment lines kept; `ignore_time_segment_in_scoring` and an empty transcript have no words
   and come back as they were. `--format stm` writes other timed inputs as stm lines (the id as file and
@@ -22,9 +22,8 @@ import math
 import re
 from typing import Any, Iterator
 
-from punctkit.data.formats.asr import add_token, check_one_word_id
+from punctkit.data.formats.asr import add_token, check_one_word_id, text_shares
 from punctkit.data.formats.base import AsrUtterance, Source, input_lines
-from punctkit.data.formats.cues import shares
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import join_marked, read_passage, split_words
 from punctkit.data.utterance import Utterance
@@ -138,7 +137,7 @@ def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
         tokens = [] if text.strip() == SKIPPED else split_words(text)
         if not tokens:
             utt.frame = (utt.frame[0] + text, "")
-        for tok, (s, e) in zip(tokens, shares(tokens, start_s, end_s)):
+        for tok, (s, e) in zip(tokens, text_shares(tokens, start_s, end_s)):
             if not add_token(utt, tok, {"index": None, "start_s": s, "end_s": e}, inventory, rules) \
                     and dropped is not None:
                 dropped[0] += 1
