@@ -232,3 +232,14 @@ def test_one_kaldi_text_reader_for_corpora_and_punctuate(tmp_path):
         read(p, "kaldi_text")
     with pytest.raises(PunctkitError, match=msg):
         list(get_format("kaldi_text", "units").units(p, INV, RULES))  # type: ignore[misc]
+
+
+def test_punctuate_given_a_data_directory_says_how_to_punctuate_one(tmp_path):
+    d = tmp_path / "test"
+    d.mkdir()
+    (d / "text").write_text("utt1 so what\nutt2 i think\n")
+    r = cli("punctuate", d, ok=False)
+    assert r.returncode == 1 and r.stderr.strip() == (
+        f"punctkit: error: {d}: a data directory, which punctuate does not read: `punctkit decode MODEL {d} OUT` "
+        f"punctuates one (a speaker's utterances run on, as utt2spk says), or give its text file ({d / 'text'})")
+    assert cli("punctuate", d / "text").stdout.splitlines()[0].startswith("utt1 So")

@@ -384,6 +384,10 @@ def detect_for(path: Source, role: str, encoding: str | None = None, command: st
     """The detected format of `path`, which must have `role`; else one line naming what the command reads."""
     name = detect_format(path, encoding)
     known = names(role)
+    if name == "datadir" and name not in known:
+        raise PunctkitError(f"{path}: a data directory, which {command} does not read: `punctkit decode MODEL {path} "
+                            f"OUT` punctuates one (a speaker's utterances run on, as utt2spk says), or give its "
+                            f"text file ({Path(path) / 'text'})")
     if name not in known:
         raise PunctkitError(f"{path}: looks like {name}, which {command} does not read (it reads "
                             f"{', '.join(known)}); give {option} to read it as one of those")
