@@ -243,3 +243,24 @@ def test_punctuate_given_a_data_directory_says_how_to_punctuate_one(tmp_path):
         f"punctkit: error: {d}: a data directory, which punctuate does not read: `punctkit decode MODEL {d} OUT` "
         f"punctuates one (a speaker's utterances run on, as utt2spk says), or give its text file ({d / 'text'})")
     assert cli("punctuate", d / "text").stdout.splitlines()[0].startswith("utt1 So")
+
+
+def test_a_data_directory_s_text_runs_its_speakers_utterances_on_as_decode_does(tmp_path, iwslt):
+    words = [ln.split("\t")[0].lower() for ln in (iwslt / "test2011").read_text(encoding="utf-8").splitlines()
+             if ln.strip()][:600]
+    d = tmp_path / "test"
+    d.mkdir()
+    ids = [f"{'spkA' if k < 18 else 'spkB'}-{k:04d}" for k in range(30)]
+    (d / "text").write_text("".join(f"{u} {' '.join(words[20 * k:20 * (k + 1)])}\n" for k, u in enumerate(ids)))
+    (d / "utt2spk").write_text("".join(f"{u} {u.split('-')[0]}\n" for u in ids))
+    cli("punctuate", d / "text", "--format", "kaldi_text", "-o", tmp_path / "p.txt")
+    cli("decode", "fast", d, tmp_path / "d.txt", "--format", "kaldi_text")
+    ran_on = (tmp_path / "p.txt").read_text()
+    assert ran_on == (tmp_path / "d.txt").read_text()
+    # the same lines in a file of another name: an utterance a stream, each ending a sentence
+    (tmp_path / "lines.txt").write_text((d / "text").read_text())
+    cli("punctuate", tmp_path / "lines.txt", "--format", "kaldi_text", "-o", tmp_path / "q.txt")
+    alone = (tmp_path / "q.txt").read_text().splitlines()
+    assert all(ln[-1] in ".?!" for ln in alone)
+    lines = ran_on.splitlines()
+    assert any(ln[-1] not in ".?!" for ln in lines[:17]) and lines[17][-1] in ".?!" and lines[-1][-1] in ".?!"

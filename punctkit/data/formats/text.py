@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from punctkit.data.datadir import read_table
 from punctkit.data.formats.base import (
     AsrUtterance,
     Report,
@@ -215,10 +216,25 @@ def text_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: 
 
 def kaldi_text_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
                      dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
-    """Kaldi `text` for punctuate: `uttid words...` per line (an id without words gives an empty utterance)."""
+    """Kaldi `text` for punctuate: `uttid words...` per line (an id without words gives an empty utterance),
+    each its own stream; but a data directory's `text` (a file named `text` with `utt2spk` beside it) has its
+    speakers' utterances run on, one after another, as `punctkit decode` of the directory has them
+    (`AsrUtterance.stream`: the speaker)."""
+    speakers = speakers_beside(src)
     for i, uttid, rest in kaldi_text_lines(src, encoding):
         p = read_passage(split_words(rest), inventory, rules)
-        yield AsrUtterance(uttid, p.words, p.marks, p.written, [None] * len(p.words), lineno=i)
+        yield AsrUtterance(uttid, p.words, p.marks, p.written, [None] * len(p.words), lineno=i,
+                           stream=speakers.get(uttid))
+
+
+def speakers_beside(src: Source) -> dict[str, str]:
+    """utterance -> speaker of a data directory's `text` (`src` named `text`, with `utt2spk` beside it), else {}."""
+    if isinstance(src, TextInput) or str(src) == "-":
+        return {}
+    p = Path(src)
+    if p.name != "text" or not (p.parent / "utt2spk").is_file():
+        return {}
+    return dict(read_table(p.parent / "utt2spk", check_sorted=False))
 
 
 def text_out(utts: list[Utterance]) -> Iterator[str]:
