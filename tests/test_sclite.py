@@ -218,3 +218,20 @@ def test_stream_refuses_stm_and_ctm_lines_in_one_line(tmp_path, body, kind):
     assert r.returncode == 1 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
     assert f" line 1: a line of {kind}" in r.stderr
     assert r.stderr.strip().endswith("which --stream does not read (it reads words): punctuate the file without --stream")
+
+
+def test_stm_comments_after_the_last_segment_and_long_runs_of_them_come_back(tmp_path, monkeypatch):
+    from punctkit.data.formats import sclite
+
+    p = tmp_path / "t.stm"
+    body = ";; head\nT 1 T 0.0 1.0 <o> hello there\n;; tail one\n;; tail two\n"
+    p.write_text(body, encoding="utf-8")
+    out = cli("punctuate", p).stdout.splitlines()
+    assert out[0] == ";; head" and out[2:] == [";; tail one", ";; tail two"]
+    assert out[1].startswith("T 1 T 0.0 1.0 <o> ") and out[1].lower().startswith("t 1 t 0.0 1.0 <o> hello there")
+    monkeypatch.setattr(sclite, "MAX_HELD", 30)  # (its name in the reader)  # comments held for the next segment are bounded
+    p.write_text(";; one comment line\n" * 5 + "T 1 T 0.0 1.0 <o> hello there\n", encoding="utf-8")
+    got = units("stm", p)
+    assert [u.words for u in got] == [[], [], ["hello", "there"]]
+    assert "".join(u.frame[0] + "\n" for u in got[:2]) + got[2].frame[0] == p.read_text().split("T 1 T")[0] + \
+        "T 1 T 0.0 1.0 <o> "

@@ -22,6 +22,10 @@ from punctkit.data.tokenize import Passage, Written, as_written, read_passage, s
 from punctkit.data.utterance import Utterance  # noqa: F401 (the readers' and writers' type, re-exported)
 from punctkit.files import PunctkitError, iter_lines, shown, stdin_lines
 
+# characters of lines without words that a reader holds to give back with the next unit's line (an stm's comments,
+# a table's blank lines); past it they come as a unit of their own
+MAX_HELD = 1 << 20
+
 
 @dataclass
 class AsrUtterance:

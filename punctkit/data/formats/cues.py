@@ -24,7 +24,7 @@ import re
 from typing import Iterator
 
 from punctkit.data.formats.asr import add_token, text_shares
-from punctkit.data.formats.base import AsrUtterance, Source, input_lines, source_name
+from punctkit.data.formats.base import MAX_HELD, AsrUtterance, Source, input_lines, source_name
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import split_words
 from punctkit.files import PunctkitError, where
@@ -146,6 +146,9 @@ def tsv_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
         row = line.lstrip("\ufeff") if i == 1 else line
         if not row.strip() or (not n and row.strip() == TSV_HEAD):
             head += line + "\n"
+            if len(head) > MAX_HELD:  # a long run of blank lines: given back as a unit without words
+                yield AsrUtterance(f"{name}-{i:06d}", lineno=i, has_id=False, frame=(head[:-1], ""))
+                head = ""
             continue
         m = _TSV_ROW.match(row)
         if m is None:

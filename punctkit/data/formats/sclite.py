@@ -23,7 +23,7 @@ import re
 from typing import Any, Iterator
 
 from punctkit.data.formats.asr import add_token, check_one_word_id, text_shares
-from punctkit.data.formats.base import AsrUtterance, Source, input_lines
+from punctkit.data.formats.base import MAX_HELD, AsrUtterance, Source, input_lines, source_name
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import join_marked, read_passage, split_words
 from punctkit.data.utterance import Utterance
@@ -112,10 +112,17 @@ def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
               dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
     """An stm for punctuate: a segment a unit, one stream a recording's channel (module docstring)."""
     comments: list[str] = []
+    held = 0  # characters of the comments held for the next segment's line (bounded: MAX_HELD)
     seen: set[str] = set()
+    name = source_name(src)
+    i = 0
     for i, line in input_lines(src, encoding):
         if line.startswith(";;") or not line.strip():
             comments.append(line)
+            held += len(line) + 1
+            if held > MAX_HELD:  # a long run of comments: given back as a unit of its own, without words
+                yield AsrUtterance(f"{name}-{i:06d}", lineno=i, has_id=False, frame=("\n".join(comments), ""))
+                comments, held = [], 0
             continue
         m = _STM_HEAD.match(line)
         if m is None:
@@ -131,9 +138,10 @@ def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
         seen.add(uttid)
         head, text = line[:m.end()], line[m.end():]
         utt = AsrUtterance(uttid, lineno=i, stream=f"{file} {chan}",
-                           source={"file": file, "channel": chan, "speaker": _spk, "start": start_s, "end": end_s},
+                           source={"id": uttid, "file": file, "channel": chan, "speaker": _spk, "start": start_s,
+                                   "end": end_s},
                            frame=("".join(c + "\n" for c in comments) + head, ""))
-        comments = []
+        comments, held = [], 0
         tokens = [] if text.strip() == SKIPPED else split_words(text)
         if not tokens:
             utt.frame = (utt.frame[0] + text, "")
@@ -142,6 +150,8 @@ def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
                     and dropped is not None:
                 dropped[0] += 1
         yield utt
+    if comments:  # comments after the last segment: given back, a unit without words
+        yield AsrUtterance(f"{name}-{i:06d}", lineno=i, has_id=False, frame=("\n".join(comments), ""))
 
 
 def _time(src: Source, i: int, value: str, what: str) -> float:
