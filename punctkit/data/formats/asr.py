@@ -38,7 +38,7 @@ ID_KEYS = ("id", "uttid", "utt_id", "key")
 WORD_KEYS = ("word", "text", "token", "punctuated_word")
 START_KEYS = ("start", "start_time")
 END_KEYS = ("end", "end_time")
-_NUM = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")  # a time as CTM and stm lines write it
 
 
 # ---------------------------------------------------------------- line classifiers (detection)
@@ -46,7 +46,7 @@ _NUM = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 def ctm_kind(line: str) -> str:
     """`ctm` for 5+ fields with numbers as fields 3 and 4, else ''."""
     f = split_words(line)
-    return "ctm" if len(f) >= 5 and _NUM.fullmatch(f[2]) and _NUM.fullmatch(f[3]) else ""
+    return "ctm" if len(f) >= 5 and NUMBER.fullmatch(f[2]) and NUMBER.fullmatch(f[3]) else ""
 
 
 # ---------------------------------------------------------------- CTM

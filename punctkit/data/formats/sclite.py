@@ -4,8 +4,8 @@ marked references: TED-LIUM's, and what Kaldi's sclite scoring reads).
 - trn: an utterance a line, its words, then its id in parentheses: `so what do you think (spk1-utt1)`
   (ESPnet writes a tab before the id). Read as a corpus (score, prepare, convert: the words and marks
   of the text before the id) and by punctuate (an utterance a line, its own stream, as Kaldi text is,
-  its readable output a trn again); written as a corpus format, `So, what do you think? (spk1-utt1)`. A line without a final `(id)` is a one-line
-  error, as is a repeated id.
+  its readable output a trn again); written as a corpus format, `So, what do you think? (spk1-utt1)`.
+  A line without a final `(id)` is a one-line error, as is a repeated id.
 - stm: `file channel speaker begin end [<label,...>] transcript` a line, `;;` comment lines between;
   read by punctuate, a segment a unit, and the segments of one recording's channel, in order, are lines
   of one stream (`AsrUtterance.stream`: sentences run on across segments, as a talk's do; each
@@ -22,7 +22,7 @@ import math
 import re
 from typing import Any, Iterator
 
-from punctkit.data.formats.asr import add_token, check_one_word_id, text_shares
+from punctkit.data.formats.asr import NUMBER, add_token, check_one_word_id, text_shares
 from punctkit.data.formats.base import MAX_HELD, AsrUtterance, Source, input_lines, source_name
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import join_marked, read_passage, split_words
@@ -37,13 +37,18 @@ TRN_ID = re.compile(r"\(([^\s()]+)\)\s*$")
 _LIKELY_ID = re.compile(r"[\w.:/-]*\d[\w.:/-]*")
 
 
+def trn_id(line: str) -> re.Match[str] | None:
+    """The id at the end of a trn line (its own token: after white space, or the whole line), else None."""
+    m = TRN_ID.search(line)
+    return m if m is not None and (m.start() == 0 or line[m.start() - 1].isspace()) else None
+
+
 def trn_kind(line: str) -> str:
     """The line classifier (detection): `trn?` for a line whose last token is an id in parentheses with a
     digit in it (`(utt1)`; TED's `(Laughter)` is not one), else ''. Never sure of itself: a trn needs half
     the lines, so text with a few such lines is never asked about."""
-    m = TRN_ID.search(line)
-    return "trn?" if m and _LIKELY_ID.fullmatch(m.group(1)) and (m.start() == 0 or line[m.start() - 1].isspace()) \
-        else ""
+    m = trn_id(line)
+    return "trn?" if m is not None and _LIKELY_ID.fullmatch(m.group(1)) else ""
 
 
 def trn_lines(src: Source, encoding: str | None = None,
@@ -54,8 +59,8 @@ def trn_lines(src: Source, encoding: str | None = None,
     for i, line in input_lines(src, encoding, lines):
         if not line.strip():
             continue
-        m = TRN_ID.search(line)
-        if m is None or (m.start() > 0 and not line[m.start() - 1].isspace()):
+        m = trn_id(line)
+        if m is None:
             raise PunctkitError(f"{where(src, i)}: expected a trn line, the words and then the utterance id in "
                                 f"parentheses (`so what (utt1)`), got {line.strip()[-40:]!r}; give the format "
                                 f"(--input-format, --from) to read it as another")
@@ -90,7 +95,6 @@ def trn_out(utts: list[Utterance]) -> Iterator[str]:
 
 # ---------------------------------------------------------------- stm
 
-_NUM = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 SKIPPED = "ignore_time_segment_in_scoring"  # a segment sclite leaves out: no words
 # the fields before the transcript: file, channel, speaker, begin, end and an optional <label>, as written
 _STM_HEAD = re.compile(r"\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)(\s+<[^<>\s]*>)?(\s+|$)")
@@ -102,10 +106,10 @@ def stm_kind(line: str) -> str:
     if line.startswith(";;"):
         return ""
     f = line.split()
-    if len(f) < 5 or not (_NUM.fullmatch(f[3]) and _NUM.fullmatch(f[4])):
+    if len(f) < 5 or not (NUMBER.fullmatch(f[3]) and NUMBER.fullmatch(f[4])):
         return ""
     label = len(f) > 5 and f[5].startswith("<") and f[5].endswith(">")
-    return "stm" if label or not _NUM.fullmatch(f[2]) else ""
+    return "stm" if label or not NUMBER.fullmatch(f[2]) else ""
 
 
 def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
