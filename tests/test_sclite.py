@@ -229,6 +229,7 @@ def test_stm_comments_after_the_last_segment_and_long_runs_of_them_come_back(tmp
     out = cli("punctuate", p).stdout.splitlines()
     assert out[0] == ";; head" and out[2:] == [";; tail one", ";; tail two"]
     assert out[1].startswith("T 1 T 0.0 1.0 <o> ") and out[1].lower().startswith("t 1 t 0.0 1.0 <o> hello there")
+    assert cli("punctuate", p, "--format", "stm").stdout.splitlines() == out  # stm to stm: the same lines
     monkeypatch.setattr(sclite, "MAX_HELD", 30)  # (its name in the reader)  # comments held for the next segment are bounded
     p.write_text(";; one comment line\n" * 5 + "T 1 T 0.0 1.0 <o> hello there\n", encoding="utf-8")
     got = units("stm", p)
