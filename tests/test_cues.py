@@ -108,3 +108,10 @@ def test_a_bad_whisper_tsv_row_is_one_line_naming_it(tmp_path):
     p.write_text(TSV + "5000\tsix\tthen more\n", encoding="utf-8")
     with pytest.raises(PunctkitError, match=rf"^{p}:4: expected a row of Whisper's TSV, .*'5000\\tsix\\tthen more'"):
         units("whisper-tsv", p)
+
+
+def test_a_cue_that_ends_before_it_starts_gives_its_words_its_start():
+    from punctkit.data.formats.asr import text_shares
+
+    assert text_shares(["hello", "there"], 2.0, 1.0) == [(2.0, 2.0), (2.0, 2.0)]
+    assert text_shares(["a", "bbb"], 0.0, 2.0) == [(0.0, 0.5), (0.5, 2.0)]

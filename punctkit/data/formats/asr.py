@@ -204,8 +204,8 @@ def json_objects(src: Source, encoding: str | None = None, what: str = "") -> It
 
 def text_shares(tokens: list[str], start: float, end: float) -> list[tuple[float, float]]:
     """Each token's share of [start, end] seconds, in proportion to its length (a segment's words, which
-    come without times of their own)."""
-    span, total = end - start, sum(len(t) for t in tokens) or 1
+    come without times of their own; an end before the start: all at the start)."""
+    span, total = max(end - start, 0.0), sum(len(t) for t in tokens) or 1
     out, t = [], start
     for tok in tokens:
         d = span * len(tok) / total

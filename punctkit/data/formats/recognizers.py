@@ -169,7 +169,7 @@ def text_words(utt: AsrUtterance, text: str, inventory: LabelSet, rules: Substit
     start, end = span
     times: list[tuple[float | None, float | None]] = [(None, None)] * len(tokens)
     if start is not None and end is not None and end >= start:
-        times = list(text_shares(tokens, start, end))
+        times = text_shares(tokens, start, end)  # type: ignore[assignment]
     for tok, (start, end) in zip(tokens, times):
         if not add_token(utt, tok, {"index": None, "start_s": start, "end_s": end}, inventory, rules) \
                 and dropped is not None:

@@ -80,7 +80,7 @@ def trn_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
                            frame=("", f" ({uttid})"))
 
 
-def _trn_id(uttid: str) -> str:
+def _writable_id(uttid: str) -> str:
     if not uttid or any(c.isspace() or c in "()" for c in uttid):
         raise PunctkitError(f"utterance id {uttid!r} holds white space or a parenthesis, which a trn line cannot "
                             "hold: use --format jsonl (or ids of one word)")
@@ -90,7 +90,7 @@ def _trn_id(uttid: str) -> str:
 def trn_out(utts: list[Utterance]) -> Iterator[str]:
     """`punctuated text (uttid)`, an utterance a line (the corpus writer)."""
     for u in utts:
-        yield f"{join_marked(u.words, u.labels)} ({_trn_id(u.uttid)})".lstrip()
+        yield f"{join_marked(u.words, u.labels)} ({_writable_id(u.uttid)})".lstrip()
 
 
 # ---------------------------------------------------------------- stm
@@ -134,7 +134,7 @@ def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
         if m is None:
             raise PunctkitError(f"{where(src, i)}: expected an stm line, `file channel speaker begin end "
                                 f"[<label>] words`, got {line.strip()[:40]!r}")
-        file, chan, _spk, begin, end = m.groups()[:5]
+        file, chan, spk, begin, end = m.groups()[:5]
         start_s, end_s = _time(src, i, begin, "begin"), _time(src, i, end, "end")
         if end_s < start_s:
             raise PunctkitError(f"{where(src, i)}: the segment ends ({end}) before it begins ({begin})")
@@ -144,7 +144,7 @@ def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
         seen.add(uttid)
         head, text = line[:m.end()], line[m.end():]
         utt = AsrUtterance(uttid, lineno=i, stream=f"{file} {chan}",
-                           source={"id": uttid, "file": file, "channel": chan, "speaker": _spk, "start": start_s,
+                           source={"id": uttid, "file": file, "channel": chan, "speaker": spk, "start": start_s,
                                    "end": end_s},
                            frame=("".join(c + "\n" for c in comments) + head, ""))
         comments, held = [], 0
