@@ -610,8 +610,10 @@ def recognize(
 @app.command()
 def pack(
     exp_dirs: List[Path] = typer.Argument(..., help="trained model directory (exp/NAME); several: an ensemble; a "
-                                                    "package (or a shipped model's name): re-packed as it is, "
-                                                    "with the decoding and figures of --card-results"),
+                                                    "package (or a shipped model's name): re-packed as it is "
+                                                    "(its graph with this version's rewrites that keep its "
+                                                    "logits), with the decoding and figures of --card-results "
+                                                    "or its own"),
     out: Path = typer.Option(..., "--out", "-o", help="packed model file to write (model.pkt)"),
     checkpoint: Optional[str] = typer.Option(None, help="checkpoint in EXP_DIR (default: model.avg.pt, model.best.pt, last epoch)"),
     card_results: Optional[List[Path]] = typer.Option(None, "--card-results", help="score.json to quote on the card (repeatable)"),
@@ -663,7 +665,8 @@ def pack(
 
         src = exp_dirs[0] if exp_dirs[0].is_file() else model_path(str(exp_dirs[0]))
         card = repack(src, out, card_results or [], notes)["card"]
-        _echo(f"pack: {exp_dirs[0]} re-packed with the decoding of its scores ({card['decode']}) -> {out}", err=True)
+        how = "the decoding of its scores" if card_results else "its decoding and figures as they were"
+        _echo(f"pack: {exp_dirs[0]} re-packed with {how} ({card['decode']}) -> {out}", err=True)
         return
     card = do_pack(exp_dirs[0], out, checkpoint, card_results or [], train_data, onnx, int8,
                    onnx_only=onnx_only, notes=notes)["card"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import IWSLT
 from punct_util import cli, tiny_conf, train_tiny
 from punctkit.decode.options import DecodeOptions, read_decode_config, read_options, resolve
 from punctkit.files import PunctkitError
@@ -198,7 +199,6 @@ def test_a_package_is_repacked_with_the_decoding_chosen_after_packing(exp, tmp_p
     assert (tmp_path / "again" / "labels").read_text() == (dec / "hyp" / "labels").read_text()
     for args, msg in (([tmp_path / "m.pkt", "-o", tmp_path / "m.pkt", "--card-results", dec / "score.json"],
                        "is the package being re-packed"),
-                      ([tmp_path / "m.pkt", "-o", tmp_path / "x.pkt"], "give --card-results"),
                       ([tmp_path / "m.pkt", "-o", tmp_path / "x.pkt", "--card-results", dec / "score.json",
                         "--card-note", "results=mine"], "the card's own entry"),
                       ([tmp_path / "m.pkt", "-o", tmp_path / "x.pkt", "--onnx"], "are for an EXP_DIR"),
@@ -209,9 +209,38 @@ def test_a_package_is_repacked_with_the_decoding_chosen_after_packing(exp, tmp_p
         r = cli("pack", *args, ok=False)
         assert r.returncode != 0 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "x.pkt").exists()
+    # without --card-results: its decoding and figures as they were (the graph, the frontend the same)
+    r = cli("pack", tmp_path / "r.pkt", "-o", tmp_path / "same.pkt")
+    assert "as they were" in r.stderr
+    with zipfile.ZipFile(tmp_path / "r.pkt") as a, zipfile.ZipFile(tmp_path / "same.pkt") as b:
+        assert [(n, a.read(n)) for n in a.namelist() if n != "punctkit.json"] == \
+            [(n, b.read(n)) for n in b.namelist() if n != "punctkit.json"]
+        old_card, new_card = (json.loads(z.read("punctkit.json"))["card"] for z in (a, b))
+    assert new_card == old_card
     # the Python API given a package where a trained model directory goes: says so, and how to re-pack it
     with pytest.raises(PunctkitError, match="a file, not a trained model directory.*--card-results"):
         model_package(tmp_path / "m.pkt")
+
+
+def test_the_accurate_package_repacked_loses_its_nan_guards_not_a_label(tmp_path):
+    """`punctkit pack accurate -o NEW`: the shipped graph re-packed with this version's same-logits rewrites
+    (no attention NaN guards), its card and decoding as they were, and the same output on test2011's words."""
+    import onnx
+
+    from punctkit.pretrained import shipped_path
+
+    r = cli("pack", "accurate", "-o", tmp_path / "a.pkt")
+    assert "as they were" in r.stderr
+    with zipfile.ZipFile(shipped_path("accurate")) as a, zipfile.ZipFile(tmp_path / "a.pkt") as b:
+        assert a.namelist() == b.namelist()
+        was, now = a.read("model.onnx"), b.read("model.onnx")
+        assert json.loads(a.read("punctkit.json"))["card"] == json.loads(b.read("punctkit.json"))["card"]
+    ops = [n.op_type for n in onnx.load_from_string(now).graph.node]
+    assert "IsNaN" not in ops and b"IsNaN" in was and len(now) < len(was)
+    words = [line.split("\t")[0] for line in (IWSLT / "test2011").read_text().splitlines()[:1500]]
+    src = tmp_path / "words.txt"
+    src.write_text("\n".join(" ".join(words[i:i + 100]) for i in range(0, len(words), 100)) + "\n")
+    assert cli("punctuate", "-m", tmp_path / "a.pkt", src).stdout == cli("punctuate", "-m", "accurate", src).stdout
 
 
 def test_punctuator_takes_the_packed_options_without_changing_them(exp, tmp_path):

@@ -149,10 +149,12 @@ def model_package(exp_dir: str | Path, *, checkpoint: str | None = None,
 
 def repackage(pkg_path: str | Path, *, card_results: Iterable[str | Path],
               notes: dict[str, str] | None = None) -> Packed:
-    """A package re-packed (`punctkit pack PACKAGE --card-results ...`): its model's members as they are
-    (weights, graph, frontend), its decoding settings those of the quoted scores (`quoted_decoding`:
-    a decoding chosen on valid after packing, e.g. `punctkit decode PACKAGE ... --step 50`) and its
-    card's figures theirs; `notes` replace or add card entries other than its own (`rebuild`, ...)."""
+    """A package re-packed (`punctkit pack PACKAGE [--card-results ...]`): its model's members as they
+    are (weights, frontend; its ONNX graph with the rewrites of this version's `pack` that leave its
+    logits as they were: punctkit.onnx.same_logits_rewrite), its decoding settings those of the quoted
+    scores (`quoted_decoding`: a decoding chosen on valid after packing, e.g. `punctkit decode PACKAGE
+    ... --step 50`) and its card's figures theirs, or both as they were without `card_results`;
+    `notes` replace or add card entries other than its own (`rebuild`, ...)."""
     from punctkit.files import parse_yaml
     from punctkit.package.read import EnsemblePackage, read_package
 
@@ -160,7 +162,7 @@ def repackage(pkg_path: str | Path, *, card_results: Iterable[str | Path],
     if isinstance(pkg, EnsemblePackage):
         raise PunctkitError(f"{pkg_path}: an ensemble package; re-pack one model (or pack the ensemble's EXP_DIRS)")
     results = [Path(r) for r in card_results]
-    quoted = quoted_decoding(results)
+    quoted = quoted_decoding(results) if results else {}
     if quoted is None:
         raise PunctkitError("pack PACKAGE: give --card-results of scores decoded by punctkit decode (their "
                             "decode_options.yaml sets the package's decoding)")
@@ -173,7 +175,8 @@ def repackage(pkg_path: str | Path, *, card_results: Iterable[str | Path],
     manifest = pkg.manifest
     card = dict(manifest.get("card", {}))
     card["decode"] = {k: conf["decode"][k] for k in CARD_DECODE if k in conf["decode"]}
-    card["results"] = {p.parent.name: card_result(p) for p in results}
+    if results:
+        card["results"] = {p.parent.name: card_result(p) for p in results}
     for key, text in (notes or {}).items():
         if key in CARD_OWN:
             raise PunctkitError(f"--card-note {key}: the card's own entry; name the note otherwise")
@@ -182,6 +185,11 @@ def repackage(pkg_path: str | Path, *, card_results: Iterable[str | Path],
                     card=card_paths(card, [Path.cwd()]))
     replaced = {MANIFEST: json.dumps(manifest, indent=1).encode(),
                 "config.yaml": yaml.safe_dump(conf, sort_keys=False).encode()}
+    if pkg.onnx is not None:
+        from punctkit.onnx import check_batch, same_logits_rewrite
+
+        replaced["model.onnx"] = same_logits_rewrite(pkg.onnx, check_batch(pkg.frontend.vocab_size,
+                                                                            pkg.frontend.pad_id))
     files = [(name, replaced.get(name, data), compress) for name, data, compress in members]
     backends = (("torch",) if pkg.weights_member is not None else ()) + (("onnx",) if pkg.onnx is not None else ())
     return Packed(manifest, files, backends)
