@@ -156,7 +156,8 @@ def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = Non
     def counted() -> Iterator[Labelled]:
         for done in engine.label(units, one_stream=reader.one_stream, forced=keep_input_marks,
                                  casing=casing or engine.casing(capitalize), probs=probs):
-            stats.count(done.utt.words, engine.frontend)
+            if not done.utt.lines_only:  # an input's comment lines alone are no utterance
+                stats.count(done.utt.words, engine.frontend)
             yield done
 
     with _open_out(out if streamed else None) as f:

@@ -230,6 +230,12 @@ def test_stm_comments_after_the_last_segment_and_long_runs_of_them_come_back(tmp
     assert out[0] == ";; head" and out[2:] == [";; tail one", ";; tail two"]
     assert out[1].startswith("T 1 T 0.0 1.0 <o> ") and out[1].lower().startswith("t 1 t 0.0 1.0 <o> hello there")
     assert cli("punctuate", p, "--format", "stm").stdout.splitlines() == out  # stm to stm: the same lines
+    # the other outputs write the segment alone: no object, row or count for the comments
+    for fmt in ("jsonl", "nemo", "twocol", "ctm"):
+        r = cli("punctuate", p, "--format", fmt)
+        assert "1 utterances, 2 words" in r.stderr and "without words" not in r.stderr, (fmt, r.stderr)
+        assert len(r.stdout.splitlines()) == {"twocol": 3, "ctm": 2}.get(fmt, 1), (fmt, r.stdout)  # twocol: + a blank
+        assert "tail" not in r.stdout and "head" not in r.stdout and '"text": ""' not in r.stdout, (fmt, r.stdout)
     monkeypatch.setattr(sclite, "MAX_HELD", 30)  # (its name in the reader)  # comments held for the next segment are bounded
     p.write_text(";; one comment line\n" * 5 + "T 1 T 0.0 1.0 <o> hello there\n", encoding="utf-8")
     got = units("stm", p)

@@ -253,7 +253,10 @@ def jsonl_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Sourc
               opts: OutputOptions | None = None) -> Iterator[str]:
     """The input object (or {"id"}) with `text` (punctuated) and, per word object, `punctuated` and
     `label`; utterances with ids also get `labels` (plain-text lines only `id` and `text`).
-    With probability rows (--probs), `probs`: per word, {label: probability}."""
+    With probability rows (--probs), `probs`: per word, {label: probability}. A unit of the input's
+    own lines alone (`lines_only`: an stm's trailing comments) writes no object."""
+    if utt.lines_only:
+        return
     obj = dict(utt.source) if isinstance(utt.source, dict) else {"id": utt.uttid}
     obj["text"] = " ".join(shown)
     if utt.has_id:

@@ -46,6 +46,10 @@ class AsrUtterance:
     # the stream it belongs to: consecutive units with the same stream are lines of one stream (an stm's
     # recording and channel: sentences run on across them); None: its own stream (or the format's one)
     stream: str | None = None
+    # a unit of the input's own lines alone, no utterance (an stm's comments after its last segment, a long
+    # run of them or of a table's blank lines): the outputs that give the input back (readable, an stm's stm)
+    # write its lines, the others nothing, and punctuate does not count it as an utterance
+    lines_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -147,7 +147,8 @@ def tsv_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
         if not row.strip() or (not n and row.strip() == TSV_HEAD):
             head += line + "\n"
             if len(head) > MAX_HELD:  # a long run of blank lines: given back as a unit without words
-                yield AsrUtterance(f"{name}-{i:06d}", lineno=i, has_id=False, frame=(head[:-1], ""))
+                yield AsrUtterance(f"{name}-{i:06d}", lineno=i, has_id=False, frame=(head[:-1], ""),
+                                   lines_only=True)
                 head = ""
             continue
         m = _TSV_ROW.match(row)

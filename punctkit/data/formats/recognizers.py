@@ -250,7 +250,10 @@ def nemo_text(obj: dict[str, Any], loc: str) -> str:
 def nemo_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source,
              *_: Any) -> Iterator[str]:
     """The manifest line with `pred_text_punctuated` added, every other field kept (an input that
-    was not a manifest: `pred_text` holds its words as given)."""
+    was not a manifest: `pred_text` holds its words as given; a unit of the input's own lines alone,
+    `lines_only`, none)."""
+    if utt.lines_only:
+        return
     obj = dict(utt.source) if isinstance(utt.source, dict) else {}
     if "pred_text" not in obj and "text" not in obj:
         obj["pred_text"] = " ".join(given_words(utt))

@@ -95,7 +95,6 @@ def trn_out(utts: list[Utterance]) -> Iterator[str]:
 
 # ---------------------------------------------------------------- stm
 
-COMMENTS = {"stm": "comment lines"}  # the source of a unit that holds an stm's comment lines alone
 SKIPPED = "ignore_time_segment_in_scoring"  # a segment sclite leaves out: no words
 # the fields before the transcript: file, channel, speaker, begin, end and an optional <label>, as written
 _STM_HEAD = re.compile(r"\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)(\s+<[^<>\s]*>)?(\s+|$)")
@@ -127,7 +126,7 @@ def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
             held += len(line) + 1
             if held > MAX_HELD:  # a long run of comments: given back as a unit of its own, without words
                 yield AsrUtterance(f"{name}-{i:06d}", lineno=i, has_id=False, frame=("\n".join(comments), ""),
-                                   source=COMMENTS)
+                                   lines_only=True)
                 comments, held = [], 0
             continue
         m = _STM_HEAD.match(line)
@@ -158,7 +157,7 @@ def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
         yield utt
     if comments:  # comments after the last segment: given back, a unit without words
         yield AsrUtterance(f"{name}-{i:06d}", lineno=i, has_id=False, frame=("\n".join(comments), ""),
-                           source=COMMENTS)
+                           lines_only=True)
 
 
 def _time(src: Source, i: int, value: str, what: str) -> float:
@@ -175,7 +174,7 @@ def _time(src: Source, i: int, value: str, what: str) -> float:
 def stm_emit(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source, *_: Any) -> Iterator[str]:
     """punctuate's stm output: an stm input's lines as they came, transcripts punctuated (the readable
     output); another timed input's unit as `id 1 id start end words`, its words' times."""
-    if utt.frame is not None and (utt.stream is not None or utt.source is COMMENTS):  # read from an stm
+    if utt.frame is not None and (utt.stream is not None or utt.lines_only):  # read from an stm
         yield utt.frame[0] + " ".join(shown) + utt.frame[1]
         return
     if not utt.words:
