@@ -289,6 +289,55 @@ def test_malformed_whisper(tmp_path):
         f"{p}:2: more than one JSON value (the file is a Whisper JSON object)"
 
 
+# ------------------------------------------------------------------ PocketSphinx
+
+def pocketsphinx_lines(words: list[str], per_line: int = 40) -> str:
+    """`pocketsphinx live FILE` output for `words`: an utterance a line, 0.3 s a word, `<sil>` at each start,
+    `</s>` at each end, every fifth word a second pronunciation (`word(2)`), as its JSON writes them."""
+    lines, t = [], 0.0
+    for k in range(0, len(words), per_line):
+        chunk, b = words[k:k + per_line], t
+        ws = [{"b": round(t, 3), "d": 0.1, "p": 1.0, "t": "<sil>"}]
+        t += 0.1
+        for j, word in enumerate(chunk):
+            ws.append({"b": round(t, 3), "d": 0.3, "p": 0.98, "t": word + ("(2)" if j % 5 == 4 else "")})
+            t += 0.3
+        ws.append({"b": round(t, 3), "d": 0.05, "p": 1.0, "t": "</s>"})
+        t += 0.05
+        lines.append(json.dumps({"b": round(b, 3), "d": round(t - b, 3), "p": 0.9, "t": " ".join(chunk), "w": ws},
+                                separators=(",", ":")))
+    return "\n".join(lines) + "\n"
+
+
+def test_pocketsphinx_json_is_one_stream_of_its_words(tmp_path, iwslt):
+    """PocketSphinx's JSON lines: told from other JSON by shape, fillers and variant numbers are not words, the
+    words pass through (case and marks set only), sentences run across its utterances, times give subtitles; a
+    line without words' times shares the utterance's; a bad line is one line naming it."""
+    words = [ln.split("\t")[0].lower() for ln in (iwslt / "test2011").read_text().splitlines() if ln.strip()][:400]
+    p = write(tmp_path, pocketsphinx_lines(words), "live.json")
+    assert detect_format(p) == "pocketsphinx" and REGISTRY["pocketsphinx"].one_stream
+    units = list(REGISTRY["pocketsphinx"].units(p, INV, RULES, None, [0]))
+    assert [x for u in units for x in u.words] == words and len(units) == 10
+    assert [units[0].records[1][k] for k in ("index", "start_s", "end_s")] == [2, 0.4, 0.7]
+    out = cli("punctuate", p).stdout.split()
+    assert [re.sub(r"[^\w']", "", x).lower() for x in out] == [re.sub(r"[^\w']", "", x) for x in words]
+    assert "(2)" not in " ".join(out) and "<sil>" not in " ".join(out)
+    txt = write(tmp_path, "".join(" ".join(words[k:k + 40]) + "\n" for k in range(0, 400, 40)), "live.txt")
+    rows = cli("punctuate", p, "--format", "twocol").stdout
+    assert rows == cli("punctuate", txt, "--format", "twocol").stdout  # one stream, as a text's lines are
+    srt = cli("punctuate", p, "--format", "srt").stdout
+    assert "00:00:00,100 --> " in srt  # the first word's time, after the filler
+    q = write(tmp_path, '{"b":1.0,"d":2.0,"p":1.0,"t":"<s> so what do you think </s>"}\n', "single.json")
+    got = list(REGISTRY["pocketsphinx"].units(q, INV, RULES, None, [0]))
+    assert got[0].words == ["so", "what", "do", "you", "think"] and got[0].records[0]["start_s"] == 1.0
+    assert got[0].records[-1]["end_s"] == 3.0
+    for body, why in (('{"b":0,"d":1,"t":"so","w":[{"b":0,"d":1}]}', "word 1: expected an object with a 't'"),
+                      ('{"b":0,"d":-1,"t":"so","w":[]}', "word times must be finite and not negative")):
+        r = cli("punctuate", write(tmp_path, body + "\n", "bad.json"), "--input-format", "pocketsphinx", ok=False)
+        assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and why in r.stderr, r.stderr
+        assert "bad.json:1" in r.stderr
+
+
 def test_malformed_nemo_and_vosk(tmp_path):
     p = write(tmp_path, json.dumps(NEMO[0]) + "\n" + '{"audio_filepath": "b.wav", "pred_text": "so}\n')
     assert detect_format(p) == "nemo"

@@ -115,6 +115,12 @@ def make_input(fmt: str, path: Path) -> Path:
         body = "".join(json.dumps({"result": [{"word": w, "start": s, "end": e, "conf": 1.0} for w, s, e in timed],
                                    "text": " ".join(w for w, _, _ in timed)}, ensure_ascii=False) + "\n"
                        for _, timed in _times(LINES))
+    elif fmt == "pocketsphinx":  # an utterance a line of LINES, a filler before it (not a word)
+        body = "".join(json.dumps({"b": timed[0][1], "d": round(timed[-1][2] - timed[0][1], 2), "p": 1.0,
+                                   "t": " ".join(w for w, _, _ in timed),
+                                   "w": [{"b": timed[0][1], "d": 0.0, "p": 1.0, "t": "<sil>"}] +
+                                   [{"b": s, "d": round(e - s, 2), "p": 1.0, "t": w} for w, s, e in timed]},
+                                  ensure_ascii=False) + "\n" for _, timed in _times(LINES))
     elif fmt == "nemo":
         body = "".join(json.dumps({"audio_filepath": f"a{k}.wav", "pred_text": " ".join(toks)}, ensure_ascii=False)
                        + "\n" for k, toks in enumerate(LINES, 1))
@@ -255,8 +261,8 @@ def holds_in_order(text: str, words: list[str]) -> None:
 
 KNOWN = ("readable", "text", "kaldi_text", "trn", "punctuator2", "twocol", "ctm", "jsonl", "nemo", "timed-json",
          "stm", "srt", "vtt", "datadir")
-INPUTS = [f for f in ("text", "kaldi_text", "trn", "ctm", "jsonl", "whisper", "vosk", "nemo", "nlp", "stm", "srt", "vtt",
-                      "whisper-tsv", *SERVICE_DOCS)
+INPUTS = [f for f in ("text", "kaldi_text", "trn", "ctm", "jsonl", "whisper", "vosk", "pocketsphinx", "nemo", "nlp", "stm",
+                      "srt", "vtt", "whisper-tsv", *SERVICE_DOCS)
           if f in names("units")]
 
 

@@ -22,6 +22,12 @@ the ASR services' transcripts of services.py by their shapes).
   first of `alternatives`) are read in order as one stream (results end at pauses, not
   sentences); partial results (`partial`) repeat words of the next final one and are
   skipped, as are results without words.
+- pocketsphinx: PocketSphinx's JSON (`pocketsphinx single|live FILE`, `align`), one utterance a line:
+  `{"b": begin, "d": duration, "p": probability, "t": "text", "w": [{"b", "d", "p", "t"}, ...]}`, seconds.
+  The lines are one stream (`live` cuts at pauses, not sentences); a word's time is its `b` to `b + d`;
+  fillers (`<sil>`, `<s>`, `</s>`, `[NOISE]`, `++NOISE++`) are not words, and a pronunciation variant's
+  number goes (`are(2)` is `are`, as the utterance's `t` writes it); without `w`, the words of `t` share
+  the utterance's time.
 
 Whisper and Vosk files are read whole (they are JSON documents); NeMo manifests line by line.
 Errors name the file and line (for JSON syntax errors json's line and column).
@@ -29,6 +35,7 @@ Errors name the file and line (for JSON syntax errors json's line and column).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterator
 
 from punctkit.data.formats import services
@@ -54,12 +61,21 @@ ASK = "give --input-format"
 
 # ---------------------------------------------------------------- detection
 
+def pocketsphinx_shape(obj: dict[str, Any]) -> bool:
+    """Whether a JSON object is a PocketSphinx utterance: `t` a string, `b` and `d` numbers, `w` (if any) a list."""
+    return isinstance(obj.get("t"), str) and all(isinstance(obj.get(k), (int, float)) and
+                                                 not isinstance(obj.get(k), bool) for k in ("b", "d")) \
+        and isinstance(obj.get("w", []), list)
+
+
 def object_kinds(obj: Any) -> set[str]:
     """The formats whose keys a JSON value has (several: ambiguous; none: generic `jsonl`): the
-    recognizers' by KIND_KEYS, the services' by their shapes (services.SERVICES)."""
+    recognizers' by KIND_KEYS (PocketSphinx's by its shape), the services' by their shapes (services.SERVICES)."""
     if not isinstance(obj, dict):
         return set()
     kinds = {kind for kind, keys in KIND_KEYS.items() if any(k in obj for k in keys)}
+    if pocketsphinx_shape(obj):
+        kinds.add("pocketsphinx")
     if "vosk" in kinds and isinstance(obj.get("transcription"), list) and isinstance(obj.get("result"), dict):
         kinds.discard("vosk")  # whisper.cpp's `"result": {"language": "en"}` beside its transcription
     return kinds | services.service_kinds(obj)
@@ -75,6 +91,8 @@ def segment_list(value: Any) -> bool:
 
 def kind_keys(kind: str) -> tuple[str, ...]:
     """The keys that tell format `kind` (for messages)."""
+    if kind == "pocketsphinx":
+        return ("b", "d", "t")
     return KIND_KEYS[kind] if kind in KIND_KEYS else services.SERVICES[kind].keys
 
 
@@ -137,6 +155,8 @@ def head_key_kind(head: str) -> str | None:
         return "whisper"                                     # `timestamps` no Watson's)
     if kind := services.head_service(head):
         return kind
+    if re.match(r'\s*\{\s*"b"\s*:\s*[0-9.]+\s*,\s*"d"\s*:', head):  # PocketSphinx's one long utterance
+        return "pocketsphinx"
     found = sorted(((pos, kind) for kind, keys in KIND_KEYS.items() for k in keys
                     if (pos := head.find(f'"{k}"')) >= 0))
     return found[0][1] if found else None
@@ -302,3 +322,49 @@ def vosk_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: 
             n += 1
             utt.uttid = f"{name}-{n:06d}"
             yield utt
+
+
+# ---------------------------------------------------------------- PocketSphinx
+
+# the filler dictionary's words: silence, sentence start and end, noises (`[NOISE]`, `[BREATH]`, `++UM++`)
+FILLER = re.compile(r"</?s>|<sil>|\[[A-Z_]+\]|\+\+[A-Z_]+\+\+")
+VARIANT = re.compile(r"\(\d+\)$")  # are(2): a dictionary's second pronunciation of `are`
+
+
+def pocketsphinx_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+                       dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """PocketSphinx's JSON lines, an utterance a unit of one stream (module docstring)."""
+    name = source_name(src)
+    n = 0
+    for i, loc, obj in json_objects(src, encoding, "PocketSphinx's JSON"):
+        if not pocketsphinx_shape(obj):
+            raise PunctkitError(f"{loc}: expected a PocketSphinx utterance, {{\"b\": begin, \"d\": duration, "
+                                f"\"t\": text, \"w\": [words]}}")
+        begin, end = _span(obj, loc)
+        utt = AsrUtterance("", source=obj, lineno=i, has_id=False)
+        if obj.get("w"):
+            for k, item in enumerate(obj["w"]):
+                wloc = f"{loc}, word {k + 1}"
+                if not (isinstance(item, dict) and isinstance(item.get("t"), str)):
+                    raise PunctkitError(f"{wloc}: expected an object with a 't' string (the word)")
+                if FILLER.fullmatch(item["t"]):
+                    continue
+                start, stop = _span(item, wloc)
+                rec = {"index": k, "start_s": start, "end_s": stop}
+                if not add_token(utt, VARIANT.sub("", item["t"]), rec, inventory, rules) and dropped is not None:
+                    dropped[0] += 1
+        else:
+            text_words(utt, " ".join(t for t in obj["t"].split() if not FILLER.fullmatch(t)), inventory, rules,
+                       dropped, (begin, end))
+        if utt.words:
+            n += 1
+            utt.uttid = f"{name}-{n:06d}"
+            yield utt
+
+
+def _span(obj: dict[str, Any], loc: str) -> tuple[float, float]:
+    """(begin, end) seconds of a PocketSphinx utterance or word (`b`, `b + d`)."""
+    start, end = word_times({"start": obj.get("b"), "duration": obj.get("d")}, loc)
+    if start is None or end is None:
+        raise PunctkitError(f"{loc}: 'b' and 'd' must be numbers of seconds")
+    return start, end
