@@ -138,10 +138,25 @@ def test_vtt_parses_back_with_webvtt(tmp_path):
                                                 ("00:00:00.000", "01:01:01.250")]
 
 
-def test_subtitles_need_word_times(tmp_path):
-    u = unit("a", ["so", "then"], [(0.0, 0.2), (None, None)], has_id=True)
-    with pytest.raises(PunctkitError, match=r"^.*x:0 \(utterance a\): word 2 has no start time \(--format srt"):
-        list(srt_lines([(u, [O, O], ["So", "then"], None)], tmp_path / "x", OutputOptions(INV)))
+def test_words_without_times_lie_between_their_neighbours_and_a_unit_without_any_is_refused(tmp_path):
+    """A word the recognizer gave no time (WhisperX's numerals, Gentle's words not found in the audio) runs from
+    the timed word before it to the one after it (at a unit's edge, the nearest one's time); srt, vtt, ctm and
+    stm then write it; a unit of words without any time is one line."""
+    from punctkit.data.formats.asr import ctm_out
+    from punctkit.data.formats.base import word_spans
+
+    u = unit("a", ["so", "20", "people", "then", "it", "rained"],
+             [(None, None), (0.5, 0.9), (None, None), (None, None), (1.4, None), (None, None)], has_id=True)
+    assert word_spans(u) == [(0.5, 0.5), (0.5, 0.9), (0.9, 1.4), (0.9, 1.4), (1.4, 1.4), (1.4, 1.4)]
+    labels = [O, O, "PERIOD", O, O, "PERIOD"]
+    shown = ["So", "20", "people.", "Then", "it", "rained."]
+    srt = "\n".join(srt_lines([(u, labels, shown, None)], tmp_path / "x", OutputOptions(INV)))
+    assert "00:00:00,500 --> 00:00:01,400\nSo 20 people." in srt and "00:00:01,400 --> 00:00:01,400" not in srt
+    ctm = list(ctm_out(u, labels, shown, tmp_path / "x"))
+    assert ctm[2:4] == ["a 1 0.900 0.500 people.", "a 1 0.900 0.500 Then"]
+    none = unit("b", ["so", "then"], [(None, None), (None, None)], has_id=True)
+    with pytest.raises(PunctkitError, match=r"^.*x:0 \(utterance b\): no word has a start time \(--format srt"):
+        list(srt_lines([(none, [O, O], ["So", "then"], None)], tmp_path / "x", OutputOptions(INV)))
 
 
 # ------------------------------------------------------------------ timed JSON

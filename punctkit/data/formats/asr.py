@@ -28,7 +28,15 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from punctkit.data.formats.base import AsrUtterance, OutputOptions, Source, input_lines, label_probs, source_name
+from punctkit.data.formats.base import (
+    AsrUtterance,
+    OutputOptions,
+    Source,
+    input_lines,
+    label_probs,
+    source_name,
+    word_spans,
+)
 from punctkit.data.labels import LabelSet, O, Substitution
 from punctkit.data.tokenize import is_mark_token, mark_after, read_passage, split_words, strip_space
 from punctkit.data.utterance import is_one_word
@@ -150,18 +158,18 @@ def check_one_word_id(utt: AsrUtterance, src: Source, output: str) -> None:
 def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source, *_: Any) -> Iterator[str]:
     """CTM lines with each word as written, cased and its mark set (`Hello,`); JSON words get channel 1."""
     check_one_word_id(utt, src, "a CTM")
-    for k, (w, rec) in enumerate(zip(shown, utt.records), 1):
-        if rec is None or rec.get("start_s") is None:
-            raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} has no start time "
-                                f"(--format ctm needs word times)")
+    spans = word_spans(utt) if utt.words else []
+    if spans is None:
+        raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: no word has a start time "
+                            f"(--format ctm needs word times)")
+    for k, (w, rec, (start, end)) in enumerate(zip(shown, utt.records, spans), 1):
         if len(split_words(w)) != 1:  # a JSON word with a space: a CTM field cannot hold it unchanged
             raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} ({w!r}) contains a space, "
                                 f"which a CTM field cannot hold: use --format jsonl")
-        if "channel" in rec:
+        if isinstance(rec, dict) and "channel" in rec:
             yield " ".join([utt.uttid, rec["channel"], rec["start"], rec["duration"], w, *rec["rest"]])
         else:
-            end = rec["end_s"] if rec.get("end_s") is not None else rec["start_s"]
-            yield f"{utt.uttid} 1 {rec['start_s']:.3f} {end - rec['start_s']:.3f} {w}"
+            yield f"{utt.uttid} 1 {start:.3f} {end - start:.3f} {w}"
 
 
 # ---------------------------------------------------------------- JSON lines

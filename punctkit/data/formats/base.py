@@ -96,6 +96,37 @@ def given_words(utt: AsrUtterance) -> list[str]:
             for w, rec in zip(utt.written, utt.records + [None] * (len(utt.written) - len(utt.records)))]
 
 
+def word_spans(utt: AsrUtterance) -> list[tuple[float, float]] | None:
+    """Each word's (start, end) seconds for the outputs that need them (srt, vtt, ctm, stm): its own (an end
+    defaults to the start); a word without a start (WhisperX's numerals, Gentle's words not found in the
+    audio) lies between its neighbours, from the end of the timed word before it (else the start of the one
+    after) to the start of the timed word after it (else that same point). None when no word of the unit has
+    a start (the caller's one-line error)."""
+    recs = [r if isinstance(r, dict) else {} for r in utt.records[:len(utt.words)]]
+    recs += [{}] * (len(utt.words) - len(recs))
+    own = [None if r.get("start_s") is None else
+           (r["start_s"], r["start_s"] if r.get("end_s") is None else r["end_s"]) for r in recs]
+    if own and all(t is None for t in own):
+        return None
+    before: list[float | None] = []
+    last = None
+    for t in own:
+        before.append(last)
+        last = t[1] if t is not None else last
+    after: list[float | None] = [None] * len(own)
+    nxt = None
+    for k in range(len(own) - 1, -1, -1):
+        after[k] = nxt
+        nxt = own[k][0] if own[k] is not None else nxt
+    spans = []
+    for t, a, b in zip(own, before, after):
+        if t is None:
+            start = a if a is not None else b
+            t = (start, max(start, b if b is not None else start))  # type: ignore[type-var]
+        spans.append(t)
+    return spans  # type: ignore[return-value]
+
+
 def shown_words(utt: AsrUtterance, shown: list[str]) -> list[str]:
     """Each word of `utt` as the input gave it, in the case it is shown in, without the marks at its
     end (tokenize.unmarked)."""

@@ -23,7 +23,7 @@ import re
 from typing import Any, Iterator
 
 from punctkit.data.formats.asr import NUMBER, add_token, check_one_word_id, text_shares
-from punctkit.data.formats.base import MAX_HELD, AsrUtterance, Source, input_lines, source_name
+from punctkit.data.formats.base import MAX_HELD, AsrUtterance, Source, input_lines, source_name, word_spans
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import join_marked, read_passage, split_words
 from punctkit.data.utterance import Utterance
@@ -180,12 +180,9 @@ def stm_emit(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source
     if not utt.words:
         return
     check_one_word_id(utt, src, "an stm")
-    times = []
-    for k, rec in enumerate(utt.records, 1):
-        start = rec.get("start_s") if isinstance(rec, dict) else None
-        if start is None:
-            raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} has no start time (--format stm "
-                                "needs word times)")
-        times += [start, start if rec.get("end_s") is None else rec["end_s"]]
-    start, end = min(times), max(times)
+    spans = word_spans(utt)
+    if spans is None:
+        raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: no word has a start time (--format stm "
+                            "needs word times)")
+    start, end = min(a for a, _ in spans), max(b for _, b in spans)
     yield f"{utt.uttid} 1 {utt.uttid} {start:.2f} {end:.2f} {' '.join(shown)}"

@@ -25,7 +25,15 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from punctkit.data.formats.base import OutputOptions, Punctuated, Source, chosen_prob, given_words, label_probs
+from punctkit.data.formats.base import (
+    OutputOptions,
+    Punctuated,
+    Source,
+    chosen_prob,
+    given_words,
+    label_probs,
+    word_spans,
+)
 from punctkit.data.labels import SENTENCE_END, O, case_class, mark_of
 from punctkit.files import PunctkitError, where
 
@@ -124,15 +132,13 @@ def sentences(items: Iterable[tuple[Any, bool]]) -> Iterator[list[Any]]:
 
 # ---------------------------------------------------------------- from punctuated units
 
-def word_time(utt: Any, k: int, src: Source, fmt: str) -> tuple[float, float]:
-    """(start, end) of word k of `utt` (an end defaults to the start); no start is an error."""
-    rec = utt.records[k] if k < len(utt.records) else None
-    start = rec.get("start_s") if isinstance(rec, dict) else None
-    if start is None:
-        raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k + 1} has no start time "
+def unit_spans(utt: Any, src: Source, fmt: str) -> list[tuple[float, float]]:
+    """(start, end) of each word of `utt` (base.word_spans); a unit without any time is a one-line error."""
+    spans = word_spans(utt)
+    if spans is None:
+        raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: no word has a start time "
                             f"(--format {fmt} needs word times)")
-    end = rec.get("end_s")
-    return start, start if end is None else end
+    return spans
 
 
 def with_stream_ends(units: Iterable[Punctuated], opts: OutputOptions) -> Iterator[tuple[Punctuated, bool]]:
@@ -151,8 +157,9 @@ def cue_words(units: Iterable[Punctuated], src: Source, opts: OutputOptions, fmt
     """The words of punctuated units as TimedWords (the last word of an independent utterance, or of a
     stream's last unit, is a hard end)."""
     for (utt, labels, shown, _), ends in with_stream_ends(units, opts):
+        spans = unit_spans(utt, src, fmt) if labels else []
         for k, (lab, text) in enumerate(zip(labels, shown)):
-            start, end = word_time(utt, k, src, fmt)
+            start, end = spans[k]
             mk = mark_of(lab)
             yield TimedWord(text, start, end, mk in SENTENCE_END, mk != O and mk not in SENTENCE_END,
                             ends and k == len(labels) - 1)
