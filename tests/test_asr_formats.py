@@ -289,6 +289,31 @@ def test_malformed_whisper(tmp_path):
         f"{p}:2: more than one JSON value (the file is a Whisper JSON object)"
 
 
+# ------------------------------------------------------------------ DeepSpeech, Coqui STT
+
+def test_deepspeech_json_gives_its_most_confident_transcript(tmp_path, iwslt):
+    """`deepspeech --json --candidate_transcripts 3` (Coqui STT's `stt --json` alike): told by `transcripts`, the
+    most confident transcript read with its word times (start_time + duration), the others not; bad shapes are
+    one line naming the file."""
+    words = [ln.split("\t")[0].lower() for ln in (iwslt / "test2011").read_text().splitlines() if ln.strip()][:60]
+    timed = [{"word": w, "start_time": round(0.3 * k, 4), "duration": 0.25} for k, w in enumerate(words)]
+    doc = {"transcripts": [{"confidence": -20.0, "words": timed[:5]}, {"confidence": -4.25, "words": timed},
+                           {"confidence": -30.0, "words": timed[:3]}]}
+    p = write(tmp_path, json.dumps(doc, indent=2), "ds.json")
+    assert detect_format(p) == "deepspeech"
+    (u,) = REGISTRY["deepspeech"].units(p, INV, RULES, None, [0])
+    assert u.words == words and (u.records[1]["start_s"], u.records[1]["end_s"]) == (0.3, 0.55)
+    srt = cli("punctuate", p, "--format", "srt").stdout
+    assert srt.startswith("1\n00:00:00,000 --> ")
+    out = cli("punctuate", p).stdout.split()
+    assert [re.sub(r"[^\w']", "", x).lower() for x in out] == [re.sub(r"[^\w']", "", x) for x in words]
+    for body, why in (('{"transcripts": [3]}', "'transcripts' a list of objects"),
+                      ('{"transcripts": [{"words": [{"word": "so", "start_time": "x"}]}]}', "word times must be")):
+        r = cli("punctuate", write(tmp_path, body, "bad.json"), ok=False)
+        assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and why in r.stderr, r.stderr
+        assert "bad.json:1" in r.stderr
+
+
 # ------------------------------------------------------------------ PocketSphinx
 
 def pocketsphinx_lines(words: list[str], per_line: int = 40) -> str:

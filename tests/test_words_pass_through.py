@@ -115,6 +115,11 @@ def make_input(fmt: str, path: Path) -> Path:
         body = "".join(json.dumps({"result": [{"word": w, "start": s, "end": e, "conf": 1.0} for w, s, e in timed],
                                    "text": " ".join(w for w, _, _ in timed)}, ensure_ascii=False) + "\n"
                        for _, timed in _times(LINES))
+    elif fmt == "deepspeech":  # one transcript of all of LINES' words, a less confident one after it
+        words = [{"word": w, "start_time": s, "duration": round(e - s, 2)} for _, timed in _times(LINES)
+                 for w, s, e in timed]
+        body = json.dumps({"transcripts": [{"confidence": -3.5, "words": words},
+                                           {"confidence": -9.0, "words": words[:2]}]}, ensure_ascii=False, indent=2)
     elif fmt == "pocketsphinx":  # an utterance a line of LINES, a filler before it (not a word)
         body = "".join(json.dumps({"b": timed[0][1], "d": round(timed[-1][2] - timed[0][1], 2), "p": 1.0,
                                    "t": " ".join(w for w, _, _ in timed),
@@ -261,7 +266,7 @@ def holds_in_order(text: str, words: list[str]) -> None:
 
 KNOWN = ("readable", "text", "kaldi_text", "trn", "punctuator2", "twocol", "ctm", "jsonl", "nemo", "timed-json",
          "stm", "srt", "vtt", "datadir")
-INPUTS = [f for f in ("text", "kaldi_text", "trn", "ctm", "jsonl", "whisper", "vosk", "pocketsphinx", "nemo", "nlp", "stm",
+INPUTS = [f for f in ("text", "kaldi_text", "trn", "ctm", "jsonl", "whisper", "vosk", "deepspeech", "pocketsphinx", "nemo", "nlp", "stm",
                       "srt", "vtt", "whisper-tsv", *SERVICE_DOCS)
           if f in names("units")]
 

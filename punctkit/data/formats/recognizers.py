@@ -22,6 +22,9 @@ the ASR services' transcripts of services.py by their shapes).
   first of `alternatives`) are read in order as one stream (results end at pauses, not
   sentences); partial results (`partial`) repeat words of the next final one and are
   skipped, as are results without words.
+- deepspeech: Mozilla DeepSpeech's and Coqui STT's `--json` (`{"transcripts": [{"confidence", "words":
+  [{"word", "start_time", "duration"}]}]}`, seconds; several with `--candidate_transcripts`): the most
+  confident transcript, one unit.
 - pocketsphinx: PocketSphinx's JSON (`pocketsphinx single|live FILE`, `align`), one utterance a line:
   `{"b": begin, "d": duration, "p": probability, "t": "text", "w": [{"b", "d", "p", "t"}, ...]}`, seconds.
   The lines are one stream (`live` cuts at pauses, not sentences); a word's time is its `b` to `b + d`;
@@ -35,6 +38,7 @@ Errors name the file and line (for JSON syntax errors json's line and column).
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Iterator
 
@@ -55,7 +59,7 @@ from punctkit.files import PunctkitError, parse_json, where
 
 # the keys that tell a JSON object's kind (top-level keys only); an object with none is `jsonl`
 KIND_KEYS = {"whisper": ("segments", "transcription"), "vosk": ("result", "partial", "alternatives"),
-             "nemo": ("pred_text", "audio_filepath", "pred_text_punctuated")}
+             "nemo": ("pred_text", "audio_filepath", "pred_text_punctuated"), "deepspeech": ("transcripts",)}
 ASK = "give --input-format"
 
 
@@ -144,7 +148,7 @@ def json_kind(head: str, complete: bool, source: str) -> str | None:
     if all(isinstance(v, dict) and "\n" not in head[a:b] for a, b, v in values):
         return "jsonl"
     raise PunctkitError(f"{source}: JSON of no known shape (Whisper has 'segments', Vosk 'result', "
-                        f"NeMo 'pred_text', Rev.ai 'monologues', AWS and Deepgram 'results', "
+                        f"NeMo 'pred_text', DeepSpeech 'transcripts', Rev.ai 'monologues', AWS and Deepgram 'results', "
                         f"AssemblyAI 'audio_url', Azure 'recognizedPhrases'; JSON lines one object a line); {ASK}")
 
 
@@ -322,6 +326,31 @@ def vosk_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: 
             n += 1
             utt.uttid = f"{name}-{n:06d}"
             yield utt
+
+
+# ---------------------------------------------------------------- DeepSpeech, Coqui STT
+
+def deepspeech_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+                     dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """The most confident of a DeepSpeech (Coqui STT) file's transcripts, one unit (module docstring)."""
+    lineno, doc = one_document(src, encoding, "a DeepSpeech JSON object")
+    loc = where(src, lineno)
+    found = doc.get("transcripts") if isinstance(doc, dict) else None
+    if not isinstance(found, list) or not all(isinstance(t, dict) for t in found):
+        raise PunctkitError(f"{loc}: expected a DeepSpeech JSON object, 'transcripts' a list of objects")
+    if not found:
+        return
+    conf = [t.get("confidence") if isinstance(t.get("confidence"), (int, float)) else -math.inf for t in found]
+    k = max(range(len(found)), key=lambda i: (conf[i], -i))  # the most confident; the first of equals
+    best = found[k]
+    utt = AsrUtterance(f"{source_name(src)}-000001", source=best, lineno=lineno, has_id=False)
+    if isinstance(best.get("words"), list):
+        timed_words(utt, best["words"], f"{loc} (transcript {k + 1})", inventory, rules, dropped)
+    elif isinstance(best.get("text"), str):
+        text_words(utt, best["text"], inventory, rules, dropped)
+    else:
+        raise PunctkitError(f"{loc} (transcript {k + 1}): needs 'words' (a list) or 'text' (a string)")
+    yield utt
 
 
 # ---------------------------------------------------------------- PocketSphinx

@@ -220,6 +220,9 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
            line_kind=recognizers.json_line_kind),
     Format("vosk", "Vosk results (`result[]` of word, start, end, conf), one or several objects",
            units=recognizers.vosk_units, line_kind=recognizers.json_line_kind, times=True, one_stream=True),
+    Format("deepspeech", "DeepSpeech's and Coqui STT's --json (`transcripts[].words[]` of word, start_time, "
+           "duration): the most confident transcript", units=recognizers.deepspeech_units,
+           line_kind=recognizers.json_line_kind, times=True, one_stream=True),
     Format("pocketsphinx", "PocketSphinx's JSON lines (`{\"b\", \"d\", \"t\", \"w\": [...]}` an utterance), one stream",
            units=recognizers.pocketsphinx_units, line_kind=recognizers.json_line_kind, times=True, one_stream=True),
     *[Format(name, f"{what}: one recording, a unit a {unit}", units=services.service_units(name),
