@@ -314,6 +314,32 @@ def test_deepspeech_json_gives_its_most_confident_transcript(tmp_path, iwslt):
         assert "bad.json:1" in r.stderr
 
 
+# ------------------------------------------------------------------ Azure Speech (SDK, REST)
+
+def test_azure_speech_results_are_phrases_of_one_stream(tmp_path):
+    """The Speech SDK's results with detailed output, one a line or pretty-printed: a phrase a unit, the first
+    alternative's words at their ticks; a phrase without words shares its time; NoMatch results skipped."""
+    words = [{"Word": w, "Offset": 5_000_000 + 3_000_000 * k, "Duration": 2_500_000}
+             for k, w in enumerate(["so", "what", "do", "you", "think"])]
+    objs = [{"Id": "a", "RecognitionStatus": "Success", "Offset": 5_000_000, "Duration": 15_000_000,
+             "DisplayText": "So what do you think?", "NBest": [{"Confidence": 0.9, "Lexical": "so what do you think",
+                                                                "Words": words}, {"Lexical": "sow what"}]},
+            {"RecognitionStatus": "InitialSilenceTimeout", "Offset": 20_000_000, "Duration": 0},
+            {"RecognitionStatus": "Success", "Offset": 30_000_000, "Duration": 10_000_000,
+             "DisplayText": "I mean, fine."}]
+    for text in ("".join(json.dumps(o) + "\n" for o in objs), "\n".join(json.dumps(o, indent=2) for o in objs)):
+        p = write(tmp_path, text, "az.json")
+        assert detect_format(p) == "azure-speech" and REGISTRY["azure-speech"].one_stream
+        units = list(REGISTRY["azure-speech"].units(p, INV, RULES, None, [0]))
+        assert [u.words for u in units] == [["so", "what", "do", "you", "think"], ["i", "mean", "fine"]]
+        assert (units[0].records[1]["start_s"], units[0].records[1]["end_s"]) == (0.8, 1.05)
+        assert units[1].records[0]["start_s"] == 3.0 and units[1].records[-1]["end_s"] == 4.0
+    srt = cli("punctuate", p, "--format", "srt").stdout
+    assert srt.startswith("1\n00:00:00,500 --> ")
+    r = cli("punctuate", write(tmp_path, '{"NBest": [{"Words": [{"Word": 3}]}]}\n', "bad.json"), ok=False)
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and "bad.json:1, word 1" in r.stderr
+
+
 # ------------------------------------------------------------------ PocketSphinx
 
 def pocketsphinx_lines(words: list[str], per_line: int = 40) -> str:

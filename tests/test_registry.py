@@ -130,11 +130,11 @@ def test_timed_outputs_refuse_words_without_times(tmp_path, name):
 def test_names_come_from_the_entries():
     assert FORMATS == ("twocol", "punctuator2", "text", "kaldi_text", "trn", "datadir")
     assert names("reader") == ("twocol", "punctuator2", "text", "kaldi_text", "trn", "datadir", "nlp")
-    assert names("units") == ("text", "kaldi_text", "trn", "ctm", "jsonl", "whisper", "nemo", "vosk", "deepspeech", "pocketsphinx", "rev", "aws", "speechmatics", "google", "watson", "deepgram", "assemblyai", "huggingface", "azure",
+    assert names("units") == ("text", "kaldi_text", "trn", "ctm", "jsonl", "whisper", "nemo", "vosk", "deepspeech", "azure-speech", "pocketsphinx", "rev", "aws", "speechmatics", "google", "watson", "deepgram", "assemblyai", "huggingface", "azure",
                               "nlp", "stm", "srt", "vtt", "whisper-tsv")
     assert names("emit") == ("readable", "twocol", "ctm", "jsonl", "nemo", "nlp", "stm", "srt", "vtt",
                              "timed-json")
-    assert [n for n in REGISTRY if REGISTRY[n].times] == ["ctm", "jsonl", "whisper", "vosk", "deepspeech", "pocketsphinx", "rev", "aws", "speechmatics", "google", "watson", "deepgram", "assemblyai", "huggingface", "azure", "nlp", "stm", "srt", "vtt", "whisper-tsv"]
+    assert [n for n in REGISTRY if REGISTRY[n].times] == ["ctm", "jsonl", "whisper", "vosk", "deepspeech", "azure-speech", "pocketsphinx", "rev", "aws", "speechmatics", "google", "watson", "deepgram", "assemblyai", "huggingface", "azure", "nlp", "stm", "srt", "vtt", "whisper-tsv"]
     assert [n for n in REGISTRY if REGISTRY[n].needs_times] == ["ctm", "stm", "srt", "vtt"]
 
 
@@ -190,8 +190,8 @@ def test_punctuate_names_its_formats_from_the_registry(tmp_path, pkg):
         punctuate_file(punct, src, tmp_path / "o2", fmt="xml")
     r = cli("punctuate", "-m", pkg, src, "--format", "ctm", ok=False)
     assert r.stderr.strip() == ("punctkit: error: --format ctm needs word times, which input format text does not "
-                                "carry: give an input with them (ctm, jsonl, whisper, vosk, deepspeech, pocketsphinx, rev, aws, "
-                                "speechmatics, google, watson, deepgram, assemblyai, huggingface, azure, nlp, stm, srt, vtt, "
+                                "carry: give an input with them (ctm, jsonl, whisper, vosk, deepspeech, azure-speech, pocketsphinx, rev, "
+                                "aws, speechmatics, google, watson, deepgram, assemblyai, huggingface, azure, nlp, stm, srt, vtt, "
                                 "whisper-tsv)")
     for fmt in FORMATS:  # every corpus format is a punctuate output through its registry writer
         out = out_path(tmp_path, fmt)

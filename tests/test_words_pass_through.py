@@ -120,6 +120,15 @@ def make_input(fmt: str, path: Path) -> Path:
                  for w, s, e in timed]
         body = json.dumps({"transcripts": [{"confidence": -3.5, "words": words},
                                            {"confidence": -9.0, "words": words[:2]}]}, ensure_ascii=False, indent=2)
+    elif fmt == "azure-speech":  # a phrase an object of LINES, ticks; a NoMatch result between them
+        body = "".join(json.dumps({"RecognitionStatus": "Success", "Offset": round(timed[0][1] * 1e7),
+                                   "Duration": round((timed[-1][2] - timed[0][1]) * 1e7),
+                                   "DisplayText": " ".join(w for w, _, _ in timed),
+                                   "NBest": [{"Confidence": 0.9, "Lexical": " ".join(w for w, _, _ in timed),
+                                              "Words": [{"Word": w, "Offset": round(s * 1e7),
+                                                         "Duration": round((e - s) * 1e7)} for w, s, e in timed]}]},
+                                  ensure_ascii=False) + '\n{"RecognitionStatus": "NoMatch", "Offset": 0}\n'
+                       for _, timed in _times(LINES))
     elif fmt == "pocketsphinx":  # an utterance a line of LINES, a filler before it (not a word)
         body = "".join(json.dumps({"b": timed[0][1], "d": round(timed[-1][2] - timed[0][1], 2), "p": 1.0,
                                    "t": " ".join(w for w, _, _ in timed),
@@ -266,7 +275,8 @@ def holds_in_order(text: str, words: list[str]) -> None:
 
 KNOWN = ("readable", "text", "kaldi_text", "trn", "punctuator2", "twocol", "ctm", "jsonl", "nemo", "timed-json",
          "stm", "srt", "vtt", "datadir")
-INPUTS = [f for f in ("text", "kaldi_text", "trn", "ctm", "jsonl", "whisper", "vosk", "deepspeech", "pocketsphinx", "nemo", "nlp", "stm",
+INPUTS = [f for f in ("text", "kaldi_text", "trn", "ctm", "jsonl", "whisper", "vosk", "deepspeech", "azure-speech", "pocketsphinx",
+                      "nemo", "nlp", "stm",
                       "srt", "vtt", "whisper-tsv", *SERVICE_DOCS)
           if f in names("units")]
 

@@ -25,6 +25,12 @@ the ASR services' transcripts of services.py by their shapes).
 - deepspeech: Mozilla DeepSpeech's and Coqui STT's `--json` (`{"transcripts": [{"confidence", "words":
   [{"word", "start_time", "duration"}]}]}`, seconds; several with `--candidate_transcripts`): the most
   confident transcript, one unit.
+- azure-speech: the Azure Speech SDK's and short-audio REST API's results (`spx recognize`, a
+  `SpeechRecognitionResult`'s JSON with detailed output): one object a recognized phrase, a line each,
+  pretty-printed or in a list, `{"RecognitionStatus", "Offset", "Duration", "DisplayText", "NBest": [{"Lexical",
+  "Words": [{"Word", "Offset", "Duration"}]}]}` in ticks (10^7 a second): a unit a phrase, one stream, the
+  first alternative's words; without them its `Lexical`, else `DisplayText`, sharing the phrase's time;
+  a result that recognized nothing (`NoMatch`, `InitialSilenceTimeout`) is skipped.
 - pocketsphinx: PocketSphinx's JSON (`pocketsphinx single|live FILE`, `align`), one utterance a line:
   `{"b": begin, "d": duration, "p": probability, "t": "text", "w": [{"b", "d", "p", "t"}, ...]}`, seconds.
   The lines are one stream (`live` cuts at pauses, not sentences); a word's time is its `b` to `b + d`;
@@ -59,7 +65,8 @@ from punctkit.files import PunctkitError, parse_json, where
 
 # the keys that tell a JSON object's kind (top-level keys only); an object with none is `jsonl`
 KIND_KEYS = {"whisper": ("segments", "transcription"), "vosk": ("result", "partial", "alternatives"),
-             "nemo": ("pred_text", "audio_filepath", "pred_text_punctuated"), "deepspeech": ("transcripts",)}
+             "nemo": ("pred_text", "audio_filepath", "pred_text_punctuated"), "deepspeech": ("transcripts",),
+             "azure-speech": ("NBest", "RecognitionStatus", "DisplayText")}
 ASK = "give --input-format"
 
 
@@ -287,8 +294,9 @@ def nemo_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source
 
 # ---------------------------------------------------------------- Vosk
 
-def vosk_results(src: Source, encoding: str | None) -> Iterator[tuple[int, Any]]:
-    """(line, result object) of a Vosk file: objects one after another, or a JSON list of them."""
+def result_objects(src: Source, encoding: str | None, what: str = "a Vosk result object") -> Iterator[tuple[int, Any]]:
+    """(line, result object) of a file of results (Vosk's, Azure Speech's): objects one after another (a line
+    each or pretty-printed), or a JSON list of them."""
     text = read_json_text(src, encoding)
     values, err = json_values(text)
     if err is not None:
@@ -298,7 +306,7 @@ def vosk_results(src: Source, encoding: str | None) -> Iterator[tuple[int, Any]]
         values = [(pos, end, v) for v in items]
     for pos, _, obj in values:
         if not isinstance(obj, dict):
-            raise PunctkitError(f"{where(src, line_of(text, pos))}: expected a Vosk result object")
+            raise PunctkitError(f"{where(src, line_of(text, pos))}: expected {what}")
         yield line_of(text, pos), obj
 
 
@@ -307,7 +315,7 @@ def vosk_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: 
     """The final results of a Vosk file with words, in order, as units of one stream (module docstring)."""
     name = source_name(src)
     n = 0
-    for i, obj in vosk_results(src, encoding):
+    for i, obj in result_objects(src, encoding):
         loc = where(src, i)
         if "partial" in obj:
             continue
@@ -351,6 +359,55 @@ def deepspeech_units(src: Source, inventory: LabelSet, rules: Substitution, enco
     else:
         raise PunctkitError(f"{loc} (transcript {k + 1}): needs 'words' (a list) or 'text' (a string)")
     yield utt
+
+
+# ---------------------------------------------------------------- Azure Speech (SDK, short-audio REST)
+
+TICKS = 10_000_000  # Azure's ticks a second
+
+
+def azure_speech_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
+                       dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+    """Azure Speech results, a recognized phrase a unit of one stream (module docstring)."""
+    name = source_name(src)
+    n = 0
+    for i, obj in result_objects(src, encoding, "an Azure Speech result object"):
+        loc = where(src, i)
+        if obj.get("RecognitionStatus", "Success") != "Success":
+            continue
+        best = obj.get("NBest")
+        best = best[0] if isinstance(best, list) and best else {}
+        if not isinstance(best, dict):
+            raise PunctkitError(f"{loc}: 'NBest' must be a list of objects")
+        utt = AsrUtterance("", source=obj, lineno=i, has_id=False)
+        words = best.get("Words")
+        if isinstance(words, list) and words:
+            for k, w in enumerate(words):
+                wloc = f"{loc}, word {k + 1}"
+                if not (isinstance(w, dict) and isinstance(w.get("Word"), str)):
+                    raise PunctkitError(f"{wloc}: expected an object with a 'Word' string")
+                start, end = _ticks(w, wloc)
+                if not add_token(utt, w["Word"], {"index": k, "start_s": start, "end_s": end}, inventory, rules) \
+                        and dropped is not None:
+                    dropped[0] += 1
+        else:
+            said = best.get("Lexical", obj.get("DisplayText", ""))
+            if not isinstance(said, str):
+                raise PunctkitError(f"{loc}: 'Lexical' and 'DisplayText' must be strings")
+            text_words(utt, said, inventory, rules, dropped, _ticks(obj, loc))
+        if utt.words:
+            n += 1
+            utt.uttid = f"{name}-{n:06d}"
+            yield utt
+
+
+def _ticks(obj: dict[str, Any], loc: str) -> tuple[float | None, float | None]:
+    """(start, end) seconds of an Azure object's `Offset` and `Duration` (ticks), None where absent."""
+    start, dur = obj.get("Offset"), obj.get("Duration")
+    if start is None:
+        return None, None
+    a, b = word_times({"start": start, "duration": 0 if dur is None else dur}, loc)
+    return a / TICKS, b / TICKS  # type: ignore[operator]
 
 
 # ---------------------------------------------------------------- PocketSphinx

@@ -223,6 +223,8 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
     Format("deepspeech", "DeepSpeech's and Coqui STT's --json (`transcripts[].words[]` of word, start_time, "
            "duration): the most confident transcript", units=recognizers.deepspeech_units,
            line_kind=recognizers.json_line_kind, times=True, one_stream=True),
+    Format("azure-speech", "Azure Speech SDK / REST results (`NBest[].Words[]`, ticks), a phrase an object",
+           units=recognizers.azure_speech_units, line_kind=recognizers.json_line_kind, times=True, one_stream=True),
     Format("pocketsphinx", "PocketSphinx's JSON lines (`{\"b\", \"d\", \"t\", \"w\": [...]}` an utterance), one stream",
            units=recognizers.pocketsphinx_units, line_kind=recognizers.json_line_kind, times=True, one_stream=True),
     *[Format(name, f"{what}: one recording, a unit a {unit}", units=services.service_units(name),
