@@ -231,11 +231,15 @@ def without_nan_guards(graph: bytes) -> bytes:
     is then uniform, not NaN, so for finite scores the guard never changes a value and the logits
     stay the same bit for bit. onnxruntime's Where over (batch, heads, tokens, tokens) took 12 %
     of the nine-layer tagger's time on an AVX2 EPYC (recipes/ted/RESULTS.md, "The attention's NaN
-    guards"). A guard of another shape (an infinite mask, a softmax of anything else) is kept."""
+    guards"). A guard of another shape (an infinite mask, a softmax of anything else) is kept, and so is
+    every guard where the `onnx` package is not installed (`pack PACKAGE` with onnxruntime alone)."""
     if b"IsNaN" not in graph:
         return graph
-    import onnx
-    from onnx import numpy_helper
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError:
+        return graph
 
     proto = onnx.load_from_string(graph)
     nodes = proto.graph.node

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import IWSLT
-from punct_util import cli, tiny_conf, train_tiny
+from punct_util import cli, json_without, tiny_conf, train_tiny
 from punctkit.decode.options import DecodeOptions, read_decode_config, read_options, resolve
 from punctkit.files import PunctkitError
 from punctkit.package.write import model_package
@@ -241,6 +241,12 @@ def test_the_accurate_package_repacked_loses_its_nan_guards_not_a_label(tmp_path
     src = tmp_path / "words.txt"
     src.write_text("\n".join(" ".join(words[i:i + 100]) for i in range(0, len(words), 100)) + "\n")
     assert cli("punctuate", "-m", tmp_path / "a.pkt", src).stdout == cli("punctuate", "-m", "accurate", src).stdout
+    # where only onnxruntime is installed (no onnx package), the graph is kept as it was
+    code = ("from punctkit.packing import repack\nfrom punctkit.pretrained import shipped_path\n"
+            f"repack(shipped_path('accurate'), {str(tmp_path / 'b.pkt')!r})\nprint(1)")
+    assert json_without(code, blocked=("onnx",)) == 1
+    with zipfile.ZipFile(tmp_path / "b.pkt") as b:
+        assert b.read("model.onnx") == was
 
 
 def test_punctuator_takes_the_packed_options_without_changing_them(exp, tmp_path):

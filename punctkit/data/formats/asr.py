@@ -162,7 +162,8 @@ def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source,
     if spans is None:
         raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: no word has a start time "
                             f"(--format ctm needs word times)")
-    for k, (w, rec, (start, end)) in enumerate(zip(shown, utt.records, spans), 1):
+    recs = utt.records + [None] * (len(shown) - len(utt.records))
+    for k, (w, rec, (start, end)) in enumerate(zip(shown, recs, spans), 1):
         if len(split_words(w)) != 1:  # a JSON word with a space: a CTM field cannot hold it unchanged
             raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} ({w!r}) contains a space, "
                                 f"which a CTM field cannot hold: use --format jsonl")
