@@ -229,7 +229,7 @@ def without_nan_guards(graph: bytes) -> bytes:
     (`Where(IsNaN(p), 0, p)`, p = Softmax(scores + mask)), where the mask is a Where between two
     finite constants (the transformers' `0` and float32's lowest): a row whose every key is masked
     is then uniform, not NaN, so for finite scores the guard never changes a value and the logits
-    stay the same bit for bit. onnxruntime's Where over (batch, heads, tokens, tokens) took 12 %
+    stay the same bit for bit. onnxruntime's Where over (batch, heads, tokens, tokens) took 12-13 %
     of the nine-layer tagger's time on an AVX2 EPYC (recipes/ted/RESULTS.md, "The attention's NaN
     guards"). A guard of another shape (an infinite mask, a softmax of anything else) is kept, and so is
     every guard where the `onnx` package is not installed (`pack PACKAGE` with onnxruntime alone)."""
@@ -244,13 +244,15 @@ def without_nan_guards(graph: bytes) -> bytes:
     proto = onnx.load_from_string(graph)
     nodes = proto.graph.node
     made = {out: n for n in nodes for out in n.output}
-    consts = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+    # the scalar constants (initializers and Constant nodes), as tensors: only these are read
+    consts = {i.name: i for i in proto.graph.initializer if int(np.prod(i.dims)) == 1}
     for n in nodes:
         if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
-            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+            consts[n.output[0]] = n.attribute[0].t
 
     def finite(name: str) -> bool:
-        return name in consts and consts[name].size == 1 and bool(np.isfinite(consts[name]).all())
+        t = consts.get(name)
+        return t is not None and int(np.prod(t.dims)) == 1 and bool(np.isfinite(numpy_helper.to_array(t)).all())
 
     def finite_mask(name: str) -> bool:  # Where(keep, a, b) with a and b finite scalars
         n = made.get(name)
@@ -268,15 +270,13 @@ def without_nan_guards(graph: bytes) -> bytes:
         isnan = made[n.input[0]]
         if isnan.op_type == "IsNaN" and isnan.input[0] == n.input[2] and guarded_softmax(isnan):
             unguarded[n.output[0]] = n.input[2]
-    if not unguarded:
+    outputs = {o.name for o in proto.graph.output}
+    if not unguarded or outputs & set(unguarded):  # none, or a guard's value is the graph's output
         return graph
     for n in nodes:
         for j, name in enumerate(n.input):
             if name in unguarded:
                 n.input[j] = unguarded[name]
-    outputs = {o.name for o in proto.graph.output}
-    if outputs & set(unguarded):
-        return graph  # a guard's value is the graph's output: nothing to gain
     kept = [n for n in nodes if n.output[0] not in unguarded]  # the guards' Where nodes go
     used = {i for n in kept for i in n.input} | outputs
     kept = [n for n in kept if not (n.op_type == "IsNaN" and n.output[0] not in used)]
