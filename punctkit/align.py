@@ -43,6 +43,7 @@ from punctkit.data.jobs import (
     part_key,
     split_parts,
 )
+from punctkit.data.tokenize import non_speech
 from punctkit.feats.wav import Segment, data_segments, iter_audio
 from punctkit.files import PunctkitError, atomic_write, check_not_input, iter_lines, parse_json, where, write_lines
 
@@ -72,7 +73,6 @@ IPA_TO_CMU: dict[str, str] = {
     "tʃ": "CH", "dʒ": "JH", "x": "K", "ç": "HH", "ʍ": "W", "ɬ": "L",
 }
 _IGNORED = "ˈˌ\u0361\u035c-‿"  # stress, ties and linking: no sound of their own
-_FILLER = re.compile(r"^(<.*>|\[.*\])$")  # <s> </s> <sil> [NOISE]: not words
 _VARIANT = re.compile(r"\(\d+\)$")        # `and(2)`: a pronunciation variant of `and`
 
 
@@ -134,7 +134,7 @@ def decode_pcm(decoder: Any, pcm: bytes) -> list[tuple[str, float, float]]:
     if decoder.hyp() is None:
         return []
     return [(_VARIANT.sub("", s.word), s.start_frame / FRAME_RATE, (s.end_frame + 1) / FRAME_RATE)
-            for s in (decoder.seg() or []) if not _FILLER.match(s.word)]
+            for s in (decoder.seg() or []) if not non_speech(s.word)]  # <s> </s> <sil> [NOISE]: not words
 
 
 # ------------------------------------------------------------------ pronunciations

@@ -1,11 +1,21 @@
 """Checks of zip archive members that do not depend on what an archive holds: safe relative
 names, plain files, declared sizes and compression ratios. Packed models (package/read.py) and
-the MPNet parts (text/plm_parts.py) are read through them; nothing here opens a file."""
+the MPNet parts (text/plm_parts.py) are read through them; nothing here opens a file.
+
+`extract_tar` is the one extraction of a tar archive (local/ted/gpu_transfer.py): the same name
+rules, regular files and directories only, on every Python setup.cfg declares (tarfile's `data`
+filter where it has one, 3.10.12+ and 3.11.4+; the same checks by hand before)."""
 from __future__ import annotations
 
+import copy
+import os
 import re
 import stat
+import tarfile
+import warnings
 import zipfile
+from pathlib import Path
+from typing import Sequence
 
 MiB, GiB = 2 ** 20, 2 ** 30
 WEIGHTS_LIMIT = 3 * GiB // 2   # model.pt, model.onnx, safetensors: MPNet-base and its ONNX copy are about 0.45 GB each
@@ -54,3 +64,61 @@ def entry_problem(info: zipfile.ZipInfo, limit: int) -> str | None:
     """Why any archive's member is refused (name, type, declared size, ratio), or None: the
     checks of a package's members that do not depend on what a package holds."""
     return unsafe_name(info.filename) or file_type(info) or size_problem(info, limit)
+
+
+def tar_member_problem(member: tarfile.TarInfo, dest: Path) -> str | None:
+    """Why a tar member cannot be extracted into the directory `dest`, or None: a relative name without
+    `..` (`unsafe_name`; a leading `./` is allowed), a regular file or a directory (no link, device or FIFO),
+    and a target that stays inside `dest` when the links already there are followed."""
+    name = member.name
+    while name.startswith("./"):
+        name = name[2:]
+    if name not in ("", ".", "./"):
+        why = unsafe_name(name)
+        if why:
+            return why
+    if member.issym() or member.islnk():
+        return "a link"
+    if not (member.isreg() or member.isdir()):
+        return "not a regular file or a directory (a device, a FIFO)"
+    root = os.path.realpath(dest)
+    if os.path.commonpath([root, os.path.realpath(os.path.join(root, name))]) != root:
+        return "a path outside the destination (through a link there)"
+    return None
+
+
+def _sanitized(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    """A copy of a checked member with what tarfile's `data` filter changes: no owner (even as root), no
+    set-id bits, no write for group and others, readable and writable by its owner, executable only where
+    its owner could execute it."""
+    m = copy.copy(member)
+    m.uid = m.gid = -1  # os.chown(path, -1, -1) keeps the extracting user's
+    m.uname = m.gname = ""
+    if m.isdir():
+        m.mode = 0o755
+    else:
+        m.mode = (m.mode & 0o755 if m.mode & 0o100 else m.mode & 0o644) | 0o600
+    return m
+
+
+def extract_tar(tar: tarfile.TarFile, dest: str | os.PathLike, members: Sequence[tarfile.TarInfo] | None = None,
+                where: str = "") -> None:
+    """Extract `members` (default: all) of `tar` into `dest`, refusing the archive before anything is written
+    when one is unsafe (`tar_member_problem`): a ValueError naming the member (`where`: the archive, for the
+    message). Python with tarfile's `data` filter extracts through it; one without it (before 3.10.12 or
+    3.11.4) extracts copies the filter's way (`_sanitized`), owners numeric so that no name is looked up."""
+    dest = Path(dest)
+    members = list(tar.getmembers() if members is None else members)
+    for m in members:
+        why = tar_member_problem(m, dest)
+        if why:
+            raise ValueError(f"{where or 'tar archive'}: member {m.name!r} refused ({why}); nothing extracted")
+    try:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(dest, members=members, filter="data")
+            return
+        with warnings.catch_warnings():  # 3.12+ warns of a call without a filter (only a test gets here there)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            tar.extractall(dest, members=[_sanitized(m) for m in members], numeric_owner=True)
+    except tarfile.TarError as e:  # the data filter's own refusal (FilterError) and reading errors
+        raise ValueError(f"{where or 'tar archive'}: {e}") from None

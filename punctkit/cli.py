@@ -630,6 +630,9 @@ def pack(
                                                             "several EXP_DIRS): their label probabilities averaged"),
     weights: Optional[str] = typer.Option(None, "--weights", help="ensemble weights, one per EXP_DIR "
                                                                   "(e.g. 0.6,0.4; default equal)"),
+    boundary: Optional[Path] = typer.Option(None, "--boundary", help="with a package: pack in how speaker turns "
+                                            "and pauses weigh on its marks (recipes/ted local/fit_boundary.py's "
+                                            "boundary.json)"),
 ) -> None:
     """Pack a trained model (weights, frontend, config, labels, card) into one file; several: an ensemble."""
     from punctkit.packing import pack as do_pack
@@ -640,8 +643,8 @@ def pack(
             if p.suffix == ".json":  # `--card-results a.json b.json`: the shell's list, the option once
                 raise PunctkitError(f"{p}: a score file among the models to pack: give --card-results before "
                                     f"each one (--card-results A/score.json --card-results B/score.json)")
-        if train_data or onnx_only or card_note:
-            raise PunctkitError("--train-data, --onnx-only and --card-note are for one model: an ensemble's cards "
+        if train_data or onnx_only or card_note or boundary:
+            raise PunctkitError("--train-data, --onnx-only, --card-note and --boundary are for one model: an ensemble's cards "
                                 "take each member's data from its train.log, and its members keep their torch weights")
         card = pack_ensemble(exp_dirs, out, weights, checkpoint=checkpoint, card_results=card_results or [],
                              onnx=onnx, int8=int8)["card"]
@@ -650,13 +653,17 @@ def pack(
         return
     if weights:
         raise PunctkitError("--weights is for an ensemble: give several EXP_DIRS (or --ensemble)")
+    is_package = exp_dirs[0].is_file() or (not exp_dirs[0].exists() and str(exp_dirs[0]) in SHIPPED)
+    if boundary is not None and not is_package:
+        raise PunctkitError(f"--boundary is packed into a package: pack {exp_dirs[0]} first, then "
+                            f"`punctkit pack MODEL.pkt --boundary {boundary} -o NEW.pkt`")
     notes = {}
     for note in card_note or []:
         key, eq, text = note.partition("=")
         if not eq or not key.strip() or not text.strip():
             raise PunctkitError(f"--card-note {note!r}: give KEY=TEXT")
         notes[key.strip()] = text.strip()
-    if exp_dirs[0].is_file() or (not exp_dirs[0].exists() and str(exp_dirs[0]) in SHIPPED):  # a package: re-packed with new decoding and figures
+    if is_package:  # a package: re-packed with new decoding and figures
         if checkpoint or train_data or onnx or int8 or onnx_only:
             raise PunctkitError(f"{exp_dirs[0]}: a package is re-packed as it is (its weights, graph and frontend); "
                                 f"--checkpoint, --train-data, --onnx, --int8 and --onnx-only are for an EXP_DIR")
@@ -664,7 +671,7 @@ def pack(
         from punctkit.pretrained import model_path
 
         src = exp_dirs[0] if exp_dirs[0].is_file() else model_path(str(exp_dirs[0]))
-        card = repack(src, out, card_results or [], notes)["card"]
+        card = repack(src, out, card_results or [], notes, boundary)["card"]
         how = "the decoding of its scores" if card_results else "its decoding and figures as they were"
         _echo(f"pack: {exp_dirs[0]} re-packed with {how} ({card['decode']}) -> {out}", err=True)
         return

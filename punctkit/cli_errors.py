@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, List, NoReturn, Optional
 
 from punctkit.files import CLOSED, PunctkitError, guard_std_streams, shown, utf8_stdout
+from punctkit.files.errors import WorkingDirGone, working_dir_gone
 from punctkit.files.streams import STDOUT_CLOSED
 
 
@@ -97,6 +98,22 @@ def _quiet_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
+def _torch_outside_a_removed_cwd() -> None:
+    """Where the working directory was removed, import torch from / and come back: its MKL aborts the process
+    when loaded from a removed directory, and a relative path must still get its one-line error
+    (`working_dir_gone`), an absolute one work. Costs nothing while the working directory exists."""
+    if working_dir_gone() is None:
+        return
+    here = os.open(".", os.O_RDONLY)
+    try:
+        os.chdir("/")
+        with contextlib.suppress(ImportError):
+            import torch  # noqa: F401
+    finally:
+        os.fchdir(here)
+        os.close(here)
+
+
 def run_cli(app: Any, argv: Optional[List[str]] = None) -> None:
     """Run the Typer `app` (punctkit.cli.main): every error the user can cause is one line on stderr, never a
     traceback.
@@ -106,6 +123,7 @@ def run_cli(app: Any, argv: Optional[List[str]] = None) -> None:
     recognised by what they carry (`exit_code`, `format_message`), not by class.
     """
     guard_std_streams()  # a closed standard stream: /dev/null in its place, each use a one-line error
+    _torch_outside_a_removed_cwd()
     utf8_stdout()  # words in any script, whatever the locale (docs/safety.md, "Limits and streams")
     try:
         rv = app(args=argv, prog_name="punctkit", standalone_mode=False)
@@ -115,7 +133,8 @@ def run_cli(app: Any, argv: Optional[List[str]] = None) -> None:
             e.filename = "standard output"
             raise
     except PunctkitError as e:
-        _fail(f"error: {e}", 1)
+        gone = None if isinstance(e, WorkingDirGone) else working_dir_gone()  # `file not found: rel.txt`: why
+        _fail(f"error: {e}" + (f"; {gone}" if gone else ""), 1)
     except KeyboardInterrupt:
         _fail("aborted", 130)
     except OSError as e:
@@ -128,7 +147,8 @@ def run_cli(app: Any, argv: Optional[List[str]] = None) -> None:
             _fail(f"error: {STDOUT_CLOSED}", 1)
         if name == "standard output":
             _quiet_stdout()  # what is still buffered would fail again at exit
-        _fail(f"error: {_os_message(e, None if name is None else str(name))}", 1)
+        gone = working_dir_gone(None if name is None else str(name)) if e.errno == errno.ENOENT else None
+        _fail(f"error: {gone or _os_message(e, None if name is None else str(name))}", 1)
     except Exception as e:
         code = getattr(e, "exit_code", None)
         if isinstance(code, int) and callable(getattr(e, "format_message", None)):

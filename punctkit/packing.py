@@ -28,13 +28,13 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
 
 
 def repack(pkg_path: str | Path, out: str | Path, card_results: Iterable[str | Path] = (),
-           notes: dict[str, str] | None = None) -> dict[str, Any]:
+           notes: dict[str, str] | None = None, boundary: str | Path | None = None) -> dict[str, Any]:
     """`punctkit pack PACKAGE`: the package with the decoding and figures of `card_results`
     (punctkit.package.write.repackage), loaded back with each backend it holds; returns the manifest."""
     if Path(out).resolve() == Path(pkg_path).resolve():
         raise PunctkitError(f"{out}: is the package being re-packed; write the new one under another name")
     check_package_output(out)
-    packed = repackage(pkg_path, card_results=card_results, notes=notes)
+    packed = repackage(pkg_path, card_results=card_results, notes=notes, boundary=boundary)
     with writing(out, packed) as tmp:
         for backend in packed.backends:
             Punctuator.load(tmp, backend=backend)

@@ -38,6 +38,7 @@ class PunctuateStats:
     unknown: int = 0         # words with a piece unknown to the model's frontend
     empty: int = 0           # lines or utterances without any word (written empty)
     dropped_tokens: int = 0  # CTM/JSON tokens without a word (a bare mark goes to the word before)
+    times_moved: str = ""    # the timed writers' report of times that went backwards (times.TimeRepairs)
     seconds: float = 0.0
 
     def count(self, words: list[str], frontend: Frontend) -> None:
@@ -54,6 +55,8 @@ class PunctuateStats:
             out += f"; warning: {self.empty} {self.unit} without words (written empty)"
         if self.dropped_tokens:
             out += f"; warning: {self.dropped_tokens} tokens without a word dropped"
+        if self.times_moved:
+            out += f"; warning: {self.times_moved}"
         if self.words and self.unknown > self.words / 2:
             out += f"; warning: {100 * self.unknown / self.words:.0f}% of the words are unknown to the model"
         return out
@@ -151,7 +154,7 @@ def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = Non
     opts = output_options(engine, reader.one_stream, max_cue_seconds, max_line_chars, max_cue_lines)
     stats = PunctuateStats(unit="lines" if reader.one_stream else "utterances")
     dropped = [0]
-    units = reader.units(src, inv, default_substitution(inv), encoding, dropped)  # type: ignore[misc]
+    units = reader.reader_units(bool(input_format))(src, inv, default_substitution(inv), encoding, dropped)
 
     def counted() -> Iterator[Labelled]:
         for done in engine.label(units, one_stream=reader.one_stream, forced=keep_input_marks,
@@ -163,5 +166,6 @@ def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = Non
     with _open_out(out if streamed else None) as f:
         write_units(writer, counted(), opts, f if streamed else out, src, overwrite, inputs)  # type: ignore[arg-type]
     stats.dropped_tokens = dropped[0]
+    stats.times_moved = opts.time_repairs.warning()
     stats.seconds = time.time() - t0
     return stats

@@ -41,7 +41,10 @@ punctuation is scored on aligned word pairs (matched or substituted words),
 and every unaligned word is a slot too: a reference mark on a word the
 hypothesis lacks is a deletion (recall drops), a hypothesis mark on an inserted
 word an insertion (precision drops). The report says how many words and marks
-were unaligned; the bootstrap counts the same way.
+were unaligned; the bootstrap counts the same way. A contraction split on one side
+and whole on the other (`wo n't`, `won't`; `It 's`, `It's`) is one word to the aligner
+(`align_slots`): its mark is the one after its last piece, its case the first piece's,
+and a mark after an earlier piece (`wo, n't`) is one the other side lacks.
 
 Paired bootstrap (Koehn 2004) resamples reference utterances with replacement
 (correlated slots stay together); a reference with fewer than
@@ -73,7 +76,7 @@ from punctkit.data.labels import (
 )
 from punctkit.data.tokenize import recasable
 from punctkit.files import PunctkitError, atomic_write, iter_lines, read_json_file, require_file, where
-from punctkit.text.edit_align import align_words, norm_word
+from punctkit.text.edit_align import WordPair, align_slots, norm_word
 
 KNOWN_MARKS = tuple(MARK_TEXT)
 CASE_CLASSES = ("U", "L")  # Faber's table (case4/case6 against case4/case6): U capitalised, L lower-case
@@ -199,11 +202,19 @@ def check_same_words(ref: Transcript, hyp: Transcript) -> None:
 @dataclass
 class Pairs:
     """The slots scored: reference and hypothesis indices (-1: the word is missing on
-    that side, its label counts as O), plus alignment counts when aligned."""
+    that side, its label counts as O), plus alignment counts when aligned. A slot's mark is its
+    word's; its case is that of the word starting at `ref_start`/`hyp_start` through `ref_idx`/`hyp_idx`
+    (a contraction the other side writes whole: `It 's` against `It's`; else the word itself)."""
 
     ref_idx: np.ndarray
     hyp_idx: np.ndarray
     alignment: dict | None = None
+    ref_start: np.ndarray | None = None  # default: ref_idx
+    hyp_start: np.ndarray | None = None  # default: hyp_idx
+
+    def __post_init__(self) -> None:
+        self.ref_start = self.ref_idx if self.ref_start is None else self.ref_start
+        self.hyp_start = self.hyp_idx if self.hyp_start is None else self.hyp_start
 
     def both(self) -> np.ndarray:
         """Mask of the slots with a word on both sides."""
@@ -223,19 +234,20 @@ def pair_slots(ref: Transcript, hyp: Transcript, align: bool = False) -> Pairs:
         idx = np.arange(len(ref.words))
         return Pairs(idx, idx)
     if ref.keyed and hyp.keyed and len(ref.uttids) > 1 and ref.uttids == hyp.uttids:
-        pairs = []  # the same utterances on both sides: align each on its own (much faster)
+        pairs: list[WordPair] = []  # the same utterances on both sides: align each on its own (much faster)
         r_ends, h_ends = ref.starts[1:] + [len(ref.words)], hyp.starts[1:] + [len(hyp.words)]
         for r0, r1, h0, h1 in zip(ref.starts, r_ends, hyp.starts, h_ends):
-            pairs += [(None if i is None else r0 + i, None if j is None else h0 + j)
-                      for i, j in align_words(ref.words[r0:r1], hyp.words[h0:h1])]
+            pairs += [p.shifted(r0, h0) for p in align_slots(ref.words[r0:r1], hyp.words[h0:h1])]
     else:
-        pairs = align_words(ref.words, hyp.words)
-    both = [(i, j) for i, j in pairs if i is not None and j is not None]
-    ri = np.array([-1 if i is None else i for i, _ in pairs], dtype=np.int64)
-    hj = np.array([-1 if j is None else j for _, j in pairs], dtype=np.int64)
-    deleted = [i for i, j in pairs if j is None]
-    inserted = [j for i, j in pairs if i is None]
-    subst = sum(norm_word(ref.words[i]) != norm_word(hyp.words[j]) for i, j in both)
+        pairs = align_slots(ref.words, hyp.words)
+
+    def idx(ks: Iterable[int | None]) -> np.ndarray:
+        return np.array([-1 if k is None else k for k in ks], dtype=np.int64)
+
+    both = [p for p in pairs if p.ref is not None and p.hyp is not None]
+    deleted = [p.ref for p in pairs if p.hyp is None and not p.joined]
+    inserted = [p.hyp for p in pairs if p.ref is None and not p.joined]
+    subst = sum(not p.same for p in both)
     info = {
         "ref_words": len(ref.words), "hyp_words": len(hyp.words),
         "aligned": len(both), "matched": len(both) - subst, "substituted": subst,
@@ -243,7 +255,12 @@ def pair_slots(ref: Transcript, hyp: Transcript, align: bool = False) -> Pairs:
         "ref_marks_unaligned": sum(mark_of(ref.labels[i]) != O for i in deleted),
         "hyp_marks_unaligned": sum(mark_of(hyp.labels[j]) != O for j in inserted),
     }
-    return Pairs(ri, hj, info)
+    joined = {"ref_joined": sum(p.joined and p.ref is not None for p in pairs),
+              "hyp_joined": sum(p.joined and p.hyp is not None for p in pairs)}
+    if any(joined.values()):  # pieces of a contraction the other side writes as one word (`wo n't`, `won't`)
+        info.update(joined)
+    return Pairs(idx(p.ref for p in pairs), idx(p.hyp for p in pairs), info,
+                 idx(p.ref_start for p in pairs), idx(p.hyp_start for p in pairs))
 
 
 # ---------------------------------------------------------------- metrics
@@ -354,9 +371,11 @@ def case_metrics(ref: Transcript, hyp: Transcript, pairs: Pairs) -> dict | None:
         return None
     hyp_forms = exact_forms(hyp) or list(hyp.words)
     both = pairs.both()
-    known = ~np.isin(pairs.ref_idx, np.fromiter(ref.case_unknown, dtype=np.int64))
-    ri, hj = pairs.ref_idx[both & known], pairs.hyp_idx[both & known]
-    rf, hf = [ref_forms[i] for i in ri], [hyp_forms[j] for j in hj]
+    known = ~np.isin(pairs.ref_start, np.fromiter(ref.case_unknown, dtype=np.int64))
+    sel = both & known
+    ri, hj = pairs.ref_start[sel], pairs.hyp_start[sel]  # a contraction's case is its first piece's
+    rf = ["".join(ref_forms[a:b + 1]) for a, b in zip(ri, pairs.ref_idx[sel])]  # `It 's` compared as `It's`
+    hf = ["".join(hyp_forms[a:b + 1]) for a, b in zip(hj, pairs.hyp_idx[sel])]
     if legacy_case(ref) and legacy_case(hyp):
         scheme, classes = "faber", CASE_CLASSES
         rc, hc = [case_of(ref.labels[i]) for i in ri], [case_of(hyp.labels[j]) for j in hj]
@@ -393,7 +412,7 @@ def contradictions(hyp: Transcript, hyp_forms: Sequence[str], ref_forms: Sequenc
             after_end += 1
             lower_after_end += first.islower()
     capital_inside = 0
-    for i, j in zip(pairs.ref_idx, pairs.hyp_idx):
+    for i, j in zip(pairs.ref_start, pairs.hyp_start):
         if i >= 0 and j > 0 and not starts[j] and hyp_forms[j][:1].isupper() and case_class(ref_forms[i]) == "L":
             capital_inside += 1
     return {"after_end": after_end, "lower_after_end": lower_after_end, "capital_inside": capital_inside}
@@ -576,6 +595,10 @@ def format_report(result: dict) -> str:
                    f"unaligned: {al['ref_unaligned']} ref words ({al['ref_marks_unaligned']} marks), "
                    f"{al['hyp_unaligned']} hyp words ({al['hyp_marks_unaligned']} marks), "
                    f"their marks counted as deletions and insertions")
+        if "ref_joined" in al:  # only where a contraction was written split on one side and whole on the other
+            out.append(f"contractions written split on one side and whole on the other: {al['ref_joined']} ref "
+                       f"and {al['hyp_joined']} hyp pieces joined to the word they end (`wo n't` = `won't`), "
+                       f"a mark on such a piece counted as an insertion or a deletion")
     bs = result["bootstrap"]
     if bs:
         out.append(f"bootstrap ({bs['samples']} samples, seed {bs['seed']}, unit {bs['unit']} x {bs['units']}): "

@@ -120,7 +120,7 @@ def test_segments_start_on_the_grid_of_the_words_the_model_reads(fast):
     assert fast.frontend.split_contractions and sum("'" in w for w in words) >= 10
     small = Punctuator.load("fast", threads=1, chunk_words=200)  # segments of 200 words
     whole_rows = fast.distributions(word_streams([words]))[0][1]
-    labels, rows_seg = small._rows(list(small._segments(zip(words, [None] * len(words)))))
+    labels, rows_seg = small._rows(list(small._segments(zip(words, [None] * len(words), [0] * len(words)))))
     assert abs(rows_seg - whole_rows).max() < 1e-9
     assert labels == words_labels(fast, words)
 

@@ -260,3 +260,41 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
         assert r.stderr.splitlines()[-1] == quiet
     r = run("score", "a", debug=True)
     assert r.returncode == 2 and "Traceback" in r.stderr and "Missing argument" in r.stderr.splitlines()[-1]
+
+
+# ---------------------------------------------------------------- a working directory removed
+
+def run_in_removed_dir(tmp_path: Path, *args: object) -> subprocess.CompletedProcess:
+    """`punctkit ARGS...` started in a directory removed after the shell entered it (as a user whose
+    directory another shell deleted)."""
+    env = {k: v for k, v in os.environ.items() if k != "PUNCTKIT_DEBUG"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    (tmp_path / "gone").mkdir()
+    script = 'cd gone && rmdir ../gone && exec "$0" -m punctkit.cli "$@"'
+    return subprocess.run(["bash", "-c", script, sys.executable, *map(str, args)], capture_output=True, text=True,
+                          env=env, timeout=120, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("args, named", [
+    (["punctuate", TEXT, "-o", "rel.txt"], "rel.txt: a relative path"),
+    (["punctuate", "rel_in.txt", "-o", "OUT/o.txt"], "rel_in.txt: a relative path"),
+    (["convert", TEXT, "rel.txt"], "rel.txt: a relative path"),
+    (["prepare", TEXT, "-o", "reldir"], "reldir: a relative path"),
+    (["score", "rel_ref.txt", TEXT], "rel_ref.txt"),
+    (["decode", "rel_exp", "rel_data", "rel_out.txt"], "rel_exp"),
+])
+def test_relative_paths_in_a_removed_working_directory_are_one_line(tmp_path: Path, args: list, named: str) -> None:
+    args = [tmp_path / "o.txt" if a == "OUT/o.txt" else a for a in args]
+    line = one_line(run_in_removed_dir(tmp_path, *args), 1)
+    assert named in line and "the working directory no longer exists" in line, line
+    assert "No such file or directory" not in line
+    assert not (tmp_path / "o.txt").exists()
+
+
+def test_absolute_paths_work_in_a_removed_working_directory(tmp_path: Path) -> None:
+    r = run_in_removed_dir(tmp_path, "punctuate", TEXT, "-o", tmp_path / "out.txt")
+    assert r.returncode == 0, r.stderr
+    def words(t: str) -> list[str]:
+        return [w.strip(",.?!").lower() for w in t.split()]
+
+    assert words((tmp_path / "out.txt").read_text()) == words(TEXT.read_text()) != []

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from punct_util import cli, tiny_conf, train_tiny
 from punctkit.cli import app
 from punctkit.data.formats import split_text
+from punctkit.data.formats.base import AsrUtterance, placed
 from punctkit.data.labels import default_substitution, get_inventory
 from punctkit.data.tokenize import Written, segment, tokens
 from punctkit.infer.render import show_tokens
@@ -35,6 +36,7 @@ TINY = tiny_conf({"type": "transformer_tagger", "n_layers": 1, "d_model": 32, "n
 MARKS = ",.?!;:…"
 CLOSING = "\"'”’»›)]}"
 MARK_ONLY = re.compile(r"(?:[,.;:?!…—–]|--+)+|-")  # what punctkit reads as punctuation on its own
+LONE_DASH = re.compile(r"[-\u2010-\u2015]+")  # ... except a lone dash, which passes through (tokenize.passes_through)
 TRAILING = re.compile(f"[{re.escape(MARKS + CLOSING)}]+$")
 KEEPS_CASE = re.compile(r"[\d@]|(?<![^\W\d_])/|/(?![^\W\d_])")  # a number, an address, a URL, a path
 
@@ -55,7 +57,7 @@ def norm(tok: str, fold: bool = True) -> str:
 
 def same_words(inp: str, out: str) -> list[tuple[str, str]]:
     """Assert that `out` has the words of `inp` (see the module docstring); the (input, output) tokens."""
-    words = [t for t in inp.split() if not MARK_ONLY.fullmatch(t)]
+    words = [t for t in inp.split() if not MARK_ONLY.fullmatch(t) or LONE_DASH.fullmatch(t)]
     got = out.split()
     assert [norm(t) for t in got] == [norm(t) for t in words], (inp, out)
     for t, o in zip(words, got):
@@ -248,4 +250,6 @@ def test_any_labels_keep_every_word(toks, inventory, rnd, keep):
     labels = [rnd.choice(inv.labels) for _ in p.words]
     if keep:  # as the model is told: input marks fixed
         labels = [lab if m == "O" else inv.make(m, rnd.random() < 0.5) for m, lab in zip(p.marks, labels)]
-    same_words(text, punctuated_text(p.written, labels, kept=p.marks if keep else None))
+    shown = show_tokens(p.written, labels, True, True, p.marks if keep else None)
+    utt = AsrUtterance("x", p.words, p.marks, p.written, tags=p.tags)
+    same_words(text, " ".join(placed(utt, shown)))  # the tokens that are not words in their places

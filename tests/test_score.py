@@ -238,6 +238,70 @@ def _edit_distance(a: list[str], b: list[str]) -> int:
     return prev[-1]
 
 
+# (whole, split): the same text, contractions written whole on one side and split on the other, marks the same
+CONTRACTIONS = [
+    ("they won't. It's late.", "they wo n't. It 's late."),
+    ("I don't.", "I do n't."),
+    ("We can't, they'll see. You're right, we've seen it?", "We ca n't, they 'll see. You 're right, we 've seen it?"),
+    ("I'm sure I'd go, it’s late.", "I 'm sure I 'd go, it 's late."),
+    ("SHE'S HERE. Don't go, he'd say we're fine.", "SHE 'S HERE. Do n't go, he 'd say we 're fine."),
+]
+
+
+def score_texts(tmp_path: Path, ref: str, hyp: str) -> dict:
+    """`punctkit score REF HYP --align --json` of two one-line text files."""
+    (tmp_path / "ref.txt").write_text(ref + "\n", encoding="utf-8")
+    (tmp_path / "hyp.txt").write_text(hyp + "\n", encoding="utf-8")
+    r = CliRunner().invoke(app, ["score", str(tmp_path / "ref.txt"), str(tmp_path / "hyp.txt"), "--align", "--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+@pytest.mark.parametrize("whole, split", CONTRACTIONS)
+@pytest.mark.parametrize("ref_is_split", [False, True])
+def test_align_contractions_split_or_whole_are_the_same_words(tmp_path: Path, whole: str, split: str,
+                                                               ref_is_split: bool) -> None:
+    """A contraction split on one side and whole on the other is one matched word, its mark the mark of its
+    last piece: the same marks give F1 100, whichever side splits, however the aligner breaks ties; the
+    case is the word's (`It 's` against `It's`)."""
+    ref, hyp = (split, whole) if ref_is_split else (whole, split)
+    res = score_texts(tmp_path, ref, hyp)
+    assert res["overall"]["f1"] == 100.0 and (res["S"], res["D"], res["I"]) == (0, 0, 0), res["confusion"]
+    al = res["alignment"]
+    pieces = len(split.split()) - len(whole.split())
+    assert (al["substituted"], al["ref_unaligned"], al["hyp_unaligned"]) == (0, 0, 0)
+    assert al["matched"] == len(whole.split())
+    assert (al["ref_joined"], al["hyp_joined"]) == ((pieces, 0) if ref_is_split else (0, pieces))
+    assert res["case"]["exact"]["f1"] == 100.0 and res["case"]["classes"]["C"]["f1"] == 100.0
+    assert f"{pieces} " in format_report(res) and "joined to the word they end" in format_report(res)
+
+
+@pytest.mark.parametrize("ref_is_split", [False, True])
+def test_align_contractions_a_wrong_mark_still_costs(tmp_path: Path, ref_is_split: bool) -> None:
+    """Joined contractions do not hide mark errors: a wrong mark after the word, a mark inside it (after
+    its first piece), a missing one, and a contraction that is not the same word (`it's` against `it`)."""
+    cases = [  # (whole, split, (C, S, D, I))
+        ("they won't. It's late.", "they wo n't? It 's late.", (1, 1, 0, 0)),
+        ("they won't. It's late.", "they wo n't It 's late.", (1, 0, 1, 0)),
+        ("they won't go. It's late.", "they wo, n't go. It 's late.", (2, 0, 0, 1)),
+    ]
+    for whole, split, counts in cases:
+        ref, hyp = (split, whole) if ref_is_split else (whole, split)
+        res = score_texts(tmp_path, ref, hyp)
+        c, s_, d, i = counts
+        want = (c, s_, i, d) if ref_is_split else counts  # the sides swapped: insertions are deletions
+        assert (res["C"], res["S"], res["D"], res["I"]) == want, (ref, hyp)
+        assert res["overall"]["f1"] < 100.0
+    # the clitic the other side lacks: one substituted word, its mark compared
+    res = score_texts(tmp_path, "so it's late, they said.", "so it late, they said.")
+    al = res["alignment"]
+    assert (al["substituted"], al["ref_unaligned"], al["hyp_unaligned"], res["overall"]["f1"]) == (1, 0, 0, 100.0)
+    # a word deleted before a clitic written on its own: the clitic stays matched with its own
+    res = score_texts(tmp_path, "and that 's the end.", "and 's the end.")
+    al = res["alignment"]
+    assert (al["substituted"], al["ref_unaligned"], al["hyp_unaligned"], al["matched"]) == (0, 1, 0, 4)
+
+
 def test_align_words_is_minimal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Hirschberg splits (forced by a tiny full-DP limit) give an optimal, complete alignment."""
     import punctkit.text.edit_align as edit_align

@@ -127,15 +127,17 @@ def test_srt_parses_back_with_srt(tmp_path):
 
 
 def test_vtt_parses_back_with_webvtt(tmp_path):
-    u = unit("a", ["fish", "&", "chips", "<b>"], [(0.0, 0.5), (0.5, 0.6), (0.6, 1.0), (1.0, 3661.25)])
-    units = UNITS + [(u, [O, O, O, "PERIOD"], ["fish", "&", "chips", "<b>."], None)]
+    u = unit("a", ["fish", "&", "chips", "a<b>"], [(0.0, 0.5), (0.5, 0.6), (0.6, 1.0), (1.0, 3661.25)])
+    units = UNITS + [(u, [O, O, O, "PERIOD"], ["fish", "&", "chips", "a<b>."], None)]
     text = "\n".join(vtt_lines(units, tmp_path / "x", OutputOptions(INV, one_stream=True, max_cue_seconds=4000)))
     caps = webvtt.from_buffer(io.StringIO(text)).captions
     assert [html.unescape(c.text) for c in caps] == ["So, what do you think?", "I mean, we could go.",
-                                                     "fish & chips <b>."]
-    assert caps[2].text == "fish &amp; chips &lt;b&gt;."  # escaped: a `<` would open a tag
+                                                     "fish & chips a<b>."]
+    assert caps[2].text == "fish &amp; chips a&lt;b&gt;."  # escaped: a `<` would open a tag
+    # the last unit's times start again at 0: moved forward to the last start before them (times.Timeline), so
+    # that no cue starts before the one before it, as WebVTT requires
     assert [(c.start, c.end) for c in caps] == [("00:00:00.000", "00:00:01.200"), ("00:00:01.500", "00:00:02.900"),
-                                                ("00:00:00.000", "01:01:01.250")]
+                                                ("00:00:02.400", "01:01:01.250")]
 
 
 def test_words_without_times_lie_between_their_neighbours_and_a_unit_without_any_is_refused(tmp_path):

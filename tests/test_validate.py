@@ -82,7 +82,7 @@ def test_cli_exit_status(good: Path) -> None:
     ("segments", ["u1 r1 soon 1.00", "u2 r1 1.00 2.00"], "segments:1 (utterance u1): start must be a number"),
     ("utt2dur", ["u1 inf", "u2 1.0"], "utt2dur:1 (utterance u1): the duration must be a finite number"),
     ("utt2dur", ["u1 0", "u2 1.0"], "utt2dur:1 (utterance u1): the duration must be a positive number"),
-    ("ctm", ["u1 1 0.10 nan hello"], "ctm:1 (utterance u1): start and duration must be finite numbers"),
+    ("ctm", ["u1 1 0.10 nan hello"], "ctm:1 (utterance u1): the duration (field 4) must be a time from 0 to"),
 ])
 def test_times_that_are_not_finite_numbers_are_problems(good: Path, name: str, lines: list[str], says: str) -> None:
     write_lines(good / name, lines)

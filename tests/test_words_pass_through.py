@@ -26,7 +26,7 @@ import pytest
 from punctkit.data.formats import P2_TOKENS, REGISTRY
 from punctkit.data.formats.registry import names, punctuate_outputs
 from punctkit.data.labels import get_inventory
-from punctkit.data.tokenize import TRAILING_MARKS, is_mark_token, split_words
+from punctkit.data.tokenize import TRAILING_MARKS, is_mark_token, passes_through, split_words
 from punctkit.files import PunctkitError
 from punctkit.infer.engine import Engine
 
@@ -36,8 +36,12 @@ HARD = [
     "rock'n'roll", "e-mail", "3.5", "—", "well—maybe", "(see", "it)", "\"quoted,\"", "東京\u3000大阪",
     "iPhone", "NASA", "u.s.", "x\u200by", "a\u2060b", "C++", "<b>", "--", "1,000", "ok?!", "…",
 ]
-# three units (lines, utterances, segments), each with marks-only tokens between words
-LINES = [HARD[:12], HARD[12:24], HARD[24:] + ["so", "what"]]
+# three units (lines, utterances, segments), each with marks-only tokens between words, and tokens that are not
+# words (tokenize.passes_through: a recognizer's tags, a lone dash; `<b>`, `--` and `—` of HARD too), one first
+NON_SPEECH = ["[noise]", "<unk>", "++UM++", "<sil>"]
+LINES = [HARD[:12] + ["<sil>"], ["[noise]"] + HARD[12:24], HARD[24:] + ["so", "<unk>", "++UM++", "what"]]
+# the outputs that give back the tokens that are not words, in place (docs/formats.md, "Tokens that are not words")
+KEEPS = ("readable", "ctm", "jsonl", "nemo", "stm", "srt", "vtt", "nlp")
 
 MARK_CHARS = TRAILING_MARKS + "-"
 CLOSERS = "\"'”’»›)]}"
@@ -204,11 +208,14 @@ SERVICE_DOCS = {
 }
 
 
-def given_words(src_fmt: str = "text") -> list[str]:
-    """The input's words, in order (marks-only tokens are marks, not words; in Rev's NLP format a token
-    in angle brackets, `<b>`, is a non-speech tag)."""
-    return [t for toks in LINES for t in toks
-            if not is_mark_token(t) and not (src_fmt == "nlp" and t.startswith("<") and t.endswith(">"))]
+def given_words(src_fmt: str = "text", fmt: str | None = None) -> list[str]:
+    """The input's words, in order (marks-only tokens are marks, not words), and, for an output `fmt` that
+    keeps them (KEEPS), its tokens that are not words in their places (`<unk>`, `<b>`, `--`; PocketSphinx's
+    `<sil>` filler before each line)."""
+    keep = fmt in KEEPS
+    lines = [["<sil>"] + toks for toks in LINES] if src_fmt == "pocketsphinx" else LINES
+    return [t for toks in lines for t in toks if (keep and passes_through(t))
+            or not (passes_through(t) or is_mark_token(t))]
 
 
 # ---------------------------------------------------------------- outputs read back, word by word
@@ -298,7 +305,7 @@ def test_every_output_format_writes_the_words_as_given(fmt, inventory, tmp_path)
                 assert REGISTRY[fmt].needs_times and not REGISTRY[src_fmt].times, (src_fmt, str(e))
             continue
         written += 1
-        given = given_words(src_fmt)
+        given = given_words(src_fmt, fmt)
         got = words_out(fmt, out, src_fmt)
         if got is None:  # a format this test does not know: the words as given, in order, in its text
             holds_in_order(out.read_text(encoding="utf-8") if out.is_file() else
@@ -335,6 +342,7 @@ def test_twocol_word_column_is_the_word_as_given_and_the_mark_is_in_the_label(sr
     assert [w.casefold() for w in words] == [as_written(written(g, model_word(g))).casefold() for g in given]
     assert {"J.P.", "U.S."} <= {w.upper() for w in words} and "ok" in [w.casefold() for w in words]
     assert {mark_of(r[1]) for r in rows} > {"O"}  # the fake model does give marks, in the label column
+    assert not set(NON_SPEECH + ["<b>", "--", "—"]) & set(words)  # tokens that are not words get no label
 
 
 def test_twocol_output_scores_against_its_reference(tmp_path):

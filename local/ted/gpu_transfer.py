@@ -24,6 +24,8 @@ from pathlib import Path
 
 import torch
 
+from punctkit.archive import extract_tar
+
 PARTS = "avg16.pt.part"
 LOGS = "exps.tar"
 DTYPES = {"float16": torch.float16, "float32": torch.float32}
@@ -114,7 +116,10 @@ def import_(returned: Path) -> Path:
         if not parts:
             fail(f"{returned}: no {PARTS}* (a run failed there? {LOGS} has the logs)")
         st = torch.load(io.BytesIO(b"".join(p.read_bytes() for p in parts)), map_location="cpu", weights_only=True)
-        tar.extractall(".", members=members, filter="data")
+        try:
+            extract_tar(tar, ".", members, where=str(returned / LOGS))
+        except ValueError as e:
+            fail(str(e))
     out = Path(runs[0][0]) / st["exp"] / "model.avg.pt"
     torch.save({"model": cast(st["model"], torch.float32), "averaged": st["averaged"]}, out)
     return out

@@ -13,7 +13,7 @@ changes a word: see "pass-through text" below.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from sys import intern
 from typing import Iterable
 
@@ -246,7 +246,10 @@ def detokenize(words: list[str], labels: list[str], capitalize: bool = True, sen
 # marks at its end (`,.?!;:…`) replaced by the label's. The model reads one word
 # per token: the word `segment` finds in it (`hello,"` -> `hello`, `$5` -> `5`),
 # or, when it finds none or several (a URL, an e-mail address, an emoji), the
-# token itself lower-cased, which a word vocabulary reads as `<unk>`.
+# token itself lower-cased, which a word vocabulary reads as `<unk>`. A token that is
+# not a word (`passes_through`: a recognizer's tag, a dash between words) is given to no
+# model and takes no label: it stays in its place (`NonWord`; docs/formats.md, "Tokens
+# that are not words").
 
 # Spaces that hold a word together: no-break (U+00A0; U+2007 figure space; U+202F narrow no-break, as
 # in `100\u202f%`) and the ideographic space U+3000. Every other white space (str.split's) separates
@@ -353,13 +356,47 @@ def written(token: str, word: str) -> Written:
     return Written(token[:start], token[start:end], kept, at, marks)
 
 
+# Tokens that are not words, the one rule of every reader (docs/formats.md, "Tokens that are not words"):
+# - a recognizer's or transcriber's tag: one token wholly in angle brackets (`<unk>`, `<sil>`, `<s>`, `</s>`,
+#   `<inaudible>`, `<laugh>`), in square brackets (`[noise]`, `[laughter]`, `[NOISE]`, `[Music]`) or between
+#   `++` (`++UM++`, `++NOISE++`), holding a letter (`[1]` and `<3` are no tags);
+# - a dash standing alone (`-`, `--`, `—`, `–`): it belongs to no word, and no label can write it back.
+NON_SPEECH = re.compile(r"<[^\s<>]*[^\W\d][^\s<>]*>|\[[^\s\[\]]*[^\W\d][^\s\[\]]*\]|\+\+[^\s+]*[^\W\d][^\s+]*\+\+")
+DASHES = re.compile(r"[-\u2010-\u2015]+")
+
+
+def non_speech(token: str) -> bool:
+    """Whether a whitespace-free token is a recognizer's or transcriber's tag (NON_SPEECH: `<unk>`, `[noise]`,
+    `++UM++`), no speech."""
+    return NON_SPEECH.fullmatch(token) is not None
+
+
+def passes_through(token: str) -> bool:
+    """Whether a whitespace-free token is not a word but passes through punctuate in its place: a tag
+    (`non_speech`) or a lone dash (`-`, `--`, `—`). The model never reads it, it takes no label and
+    the words around it are labelled as if it were not there."""
+    return non_speech(token) or DASHES.fullmatch(token) is not None
+
+
+@dataclass(frozen=True)
+class NonWord:
+    """A token that is not a word (`passes_through`), where it stood: after the unit's first `at` words,
+    with the input's record of it (a CTM line's fields, a JSON item; None for text)."""
+
+    at: int
+    token: str
+    record: object = None
+
+
 @dataclass
 class Passage:
-    """Words of a text for the model, the input mark (label mark) after each, and how each was written."""
+    """Words of a text for the model, the input mark (label mark) after each, how each was written, and
+    the tokens that are not words (`NonWord`s, in order)."""
 
     words: list[str]
     marks: list[str]
     written: list[Written]
+    tags: list[NonWord] = field(default_factory=list)
 
 
 def mark_after(raw: str, inventory: LabelSet, rules: Substitution) -> str:
@@ -372,7 +409,7 @@ def mark_after(raw: str, inventory: LabelSet, rules: Substitution) -> str:
 
 def read_passage(toks: list[str], inventory: LabelSet, rules: Substitution) -> Passage:
     """The words of whitespace-free tokens in order (mark-only tokens mark the word before;
-    before any word they are dropped)."""
+    before any word they are dropped); tokens that are not words (`passes_through`) in `tags`."""
     out = Passage([], [], [])
     raw: list[str] = []  # the mark text after the last word
 
@@ -383,6 +420,9 @@ def read_passage(toks: list[str], inventory: LabelSet, rules: Substitution) -> P
 
     for tok in toks:
         if not tok:
+            continue
+        if passes_through(tok):
+            out.tags.append(NonWord(len(out.words), tok))
             continue
         if is_mark_token(tok):
             raw.append(tok)
@@ -414,6 +454,33 @@ def unmarked(w: Written, shown: str) -> str:
                 and all(c in TRAILING_MARKS or c == "-" for c in rest[w.at:])):
             return w.lead + core + w.close
     return as_written(w)
+
+
+def shown_mark(w: Written, mark: str, keep: bool) -> str:
+    """The text of the mark after `w`: the input's own when kept, never doubling a word's final period."""
+    if mark == O:
+        return ""
+    if keep and w.marks:
+        return w.marks
+    text = MARK_TEXT[mark]
+    if w.core.endswith(".") and not w.close[:w.at] and text.startswith("."):
+        return text[1:]  # `u.s.` + PERIOD -> `u.s.`; `(u.s.)` + PERIOD -> `(u.s.).`
+    return text
+
+
+def column_mark(w: Written, shown: str, label: str) -> str:
+    """The text of `label`'s mark after `w` where an output holds it in a column of its own (NLP's
+    `punctuation`): the input's own mark text where `shown` (`Renderer.show`'s text of `w`) kept it (`?!`),
+    else the mark's whole text, also where the word's own period stands for it in text (`U.S.` + PERIOD:
+    `.`, which `shown_mark` leaves out of `U.S.`)."""
+    mk = mark_of(label)
+    if mk == O:
+        return ""
+    tail = w.close[w.at:]
+    own = shown_mark(w, mk, False)
+    if w.marks and w.marks != own and shown.endswith(w.marks + tail) and not (own and shown.endswith(own + tail)):
+        return w.marks
+    return MARK_TEXT[mk]
 
 
 def as_written(w: Written) -> str:

@@ -63,6 +63,33 @@ def positive_number(value: object, loc: str, what: str, integer: bool = False) -
     return int(x) if integer else x
 
 
+class WorkingDirGone(PunctkitError):
+    """A relative path given while the working directory no longer exists (`check_working_dir`)."""
+
+
+def working_dir_gone(path: str | os.PathLike | None = None) -> str | None:
+    """The one-line message for a relative `path` (None: any path) when the working directory no longer
+    exists (removed after the shell entered it: a relative path then names nothing), else None. The one rule
+    for every relative path a command reads or writes (`require_file`, files.outputs, the CLI's handlers)."""
+    if path is not None and os.path.isabs(path):
+        return None
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        gone = "the working directory no longer exists (it was removed)"
+        if path is None:
+            return f"{gone}: cd to an existing directory or give absolute paths"
+        return f"{path}: a relative path, but {gone}; cd to an existing directory or give an absolute path"
+    return None
+
+
+def check_working_dir(path: str | os.PathLike) -> None:
+    """Raise `working_dir_gone`'s one-line error when `path` is relative and the working directory is gone."""
+    message = working_dir_gone(path)
+    if message is not None:
+        raise WorkingDirGone(message)
+
+
 def require_file(path: str | os.PathLike, what: str = "file") -> Path:
     """Return `path` as a Path, or raise a one-line error if it is not a readable file."""
     p = Path(path)
@@ -71,5 +98,6 @@ def require_file(path: str | os.PathLike, what: str = "file") -> Path:
     if not p.is_file():
         if p.exists():  # a FIFO, a device: what is read line by line takes them (files.iter_lines)
             raise PunctkitError(f"{p}: is not a regular file (a pipe or a device); give a {what} here")
+        check_working_dir(p)
         raise PunctkitError(f"{what} not found: {p}")
     return p

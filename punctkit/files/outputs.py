@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Iterable, Iterator, Sequence
 
-from punctkit.files.errors import PunctkitError
+from punctkit.files.errors import PunctkitError, check_working_dir
 
 
 def _umask() -> int:
@@ -118,7 +118,13 @@ def check_output_file(out: str | os.PathLike, inputs: Iterable[str | os.PathLike
 
 
 def _resolved(path: str | os.PathLike) -> Path:
-    return Path(path).resolve()
+    """`path` made absolute, links resolved; a relative one where the working directory is gone is a
+    one-line error naming it (`working_dir_gone`)."""
+    try:
+        return Path(path).resolve()
+    except FileNotFoundError:
+        check_working_dir(path)
+        raise
 
 
 def check_not_input(out: str | os.PathLike, inputs: Iterable[str | os.PathLike]) -> None:

@@ -28,15 +28,16 @@ import math
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from punctkit.data.formats import split_text
-from punctkit.data.formats.base import AsrUtterance
+from punctkit.data.formats.base import AsrUtterance, placed
 from punctkit.data.labels import LabelSet, O, default_substitution, get_inventory
 from punctkit.data.streams import IGNORE, Extra, Stream
 from punctkit.data.tokenize import Written
+from punctkit.decode.boundary import NOTHING, BoundaryFusion, between, unit_boundaries, word_times
 from punctkit.decode.joint import THRESHOLD, JointDecision
 from punctkit.decode.lookahead import Span, label_windows
 from punctkit.decode.model_words import ModelWords
@@ -110,6 +111,7 @@ class Engine(abc.ABC):
     inventory: LabelSet       # the labels of the distributions, in this order
     chunk_words: int          # words a long stream is decoded in at once (memory bound)
     frontend: Frontend        # how words become tokens (an ensemble: its first member's)
+    boundary: BoundaryFusion | None = None  # how turns and pauses weigh on the marks (decode/boundary.py)
 
     @property
     @abc.abstractmethod
@@ -181,10 +183,23 @@ class Engine(abc.ABC):
             ids = [i if mk is None else inv.index(inv.relabel(inv.labels[i], mk)) for i, mk in zip(ids, forced)]
         return close_ids(ids, rows, inv, forced, closes=closes, opens=first, ends=last)
 
+    def fused(self, rows: np.ndarray, boundaries: Sequence[int] | None) -> np.ndarray:
+        """The words' distributions given what follows each of them (`boundaries`: decode/boundary.py's ids; None
+        or all NOTHING: `rows` as they are)."""
+        if self.boundary is None or boundaries is None:
+            return rows
+        return self.boundary.apply(rows, boundaries, self.inventory)
+
+    def fused_best(self, rows: np.ndarray, boundaries: Sequence[int] | None, best: list[int]) -> list[int]:
+        """The search's ids, each word whose distribution the boundary changed taking its arg-max."""
+        if self.boundary is None or boundaries is None:
+            return best
+        return [b if k == NOTHING else int(r.argmax()) for b, k, r in zip(best, boundaries, rows)]
+
     # ------------------------------------------------------------------ labelling
     def label(self, units: Iterable[Unit], *, one_stream: bool = False, forced: bool = False,
               casing: Casing | None = None, probs: bool = False, extra: Extra | None = None,
-              nbest: int = 1) -> Iterator[Labelled]:
+              nbest: int = 1, stop: Callable[[], None] | None = None) -> Iterator[Labelled]:
         """Each unit labelled, in order, in bounded memory: the one labelling call.
 
         `units`: utterances (`AsrUtterance`, or a list of words), each its own stream, starting and
@@ -197,12 +212,14 @@ class Engine(abc.ABC):
         words x labels distributions (also where a mark is forced). `extra`: the audio of the data
         directory the `Stream`s come from (a stream with audio is read whole: its features are its
         utterances'). `nbest` > 1: each unit's `Labelled` has the search's n-best (`hyps`; one line a
-        unit, the first its decided labels, the others' stream ends closed by the same rule)."""
+        unit, the first its decided labels, the others' stream ends closed by the same rule). `stop`: called
+        before each chunk of words is decoded (a batch of streams, a long stream's segment); it raises to
+        stop labelling there (the server's requests whose clients left), else the labels are the same."""
         casing = casing if casing is not None else self.casing()
         if one_stream:
-            yield from self._one_stream(iter(units), forced, casing, probs)
+            yield from self._one_stream(iter(units), forced, casing, probs, stop)
         else:
-            yield from self._batched(stream_runs(units), forced, casing, probs, extra, nbest)
+            yield from self._batched(stream_runs(units), forced, casing, probs, extra, nbest, stop)
 
     def label_window_spans(self, words: Sequence[str], base: int, wanted: Iterable[tuple[int, Sequence[Span]]],
                            cache: dict[Span, tuple[list[int], np.ndarray]]
@@ -221,24 +238,25 @@ class Engine(abc.ABC):
         return [(h[0][0], rows) for h, rows in self.distributions(word_streams(word_lists))]
 
     def _decided(self, stream: Stream, hyps: Hyps, rows: np.ndarray, forced: Forced | None,
-                 nbest: int) -> tuple[list[int], Hyps | None]:
-        """A whole stream's decided label ids, and its n-best (`nbest` > 1) with the decided ids
-        first and the others' ends closed as `decide` closes them."""
-        ids = self.decide(rows, stream.words, forced=forced, best=hyps[0][0])
+                 nbest: int, boundaries: Sequence[int] | None = None) -> tuple[list[int], Hyps | None]:
+        """A whole stream's decided label ids (`rows` fused with its `boundaries` already), and its n-best
+        (`nbest` > 1) with the decided ids first and the others' ends closed as `decide` closes them."""
+        ids = self.decide(rows, stream.words, forced=forced, best=self.fused_best(rows, boundaries, hyps[0][0]))
         if nbest <= 1:
             return ids, None
         return ids, [(ids, hyps[0][1])] + [(close_ids(h, rows, self.inventory, closes=self.closes_streams), score)
                                            for h, score in hyps[1:]]
 
-    def _segments(self, items: Iterable[tuple[str, str | None]]) -> Iterator[tuple[str, np.ndarray]]:
-        """(label, distribution) of every word of one stream of (word, forced mark or None), in order,
+    def _segments(self, items: Iterable[tuple[str, str | None, int]],
+                  stop: Callable[[], None] | None = None) -> Iterator[tuple[str, np.ndarray]]:
+        """(label, distribution) of every word of one stream of (word, forced mark or None, boundary id), in order,
         in bounded memory. Segments start on the window grid (a multiple of `step` of the words the
         model reads: `model_width`) and overlap by at least the longest window on each side of the
         words they keep, so every kept word has the same windows, and owner, as in a whole-stream decode."""
         L, S = self.window, self.step
         ctx = math.ceil(L / S) * S
         chunk = S * max(math.ceil(self.chunk_words / S), math.ceil(L / S))
-        buf: list[tuple[str, str | None]] = []
+        buf: list[tuple[str, str | None, int]] = []
         at: list[int] = []  # per word of buf: the model words before it in the stream
         buf_start = keep = 0
         prev: list[int] = []  # the label id of the last word labelled (the decision runs on)
@@ -251,11 +269,16 @@ class Engine(abc.ABC):
                     return j
             return last
 
-        def run(seg: list[tuple[str, str | None]], a: int, b: int,
+        def run(seg: list[tuple[str, str | None, int]], a: int, b: int,
                 last: bool = False) -> Iterator[tuple[str, np.ndarray]]:
-            words = [w for w, _ in seg]
+            if stop is not None:
+                stop()
+            words = [w for w, _, _ in seg]
             best, rows = self._best_rows([words])[0]
-            forced = [f for _, f in seg[a:b]]
+            marks = [k for _, _, k in seg]
+            rows = self.fused(rows, marks)
+            best = self.fused_best(rows, marks, best)
+            forced = [f for _, f, _ in seg[a:b]]
             ids = self.decide(rows[a:b], words[a:b], forced=forced, best=best[a:b], prev=prev[-1] if prev else None,
                               first=buf_start + a == 0, last=last, next_row=rows[b] if b < len(seg) else None,
                               next_word=words[b] if b < len(seg) else None)
@@ -280,11 +303,12 @@ class Engine(abc.ABC):
         return [p[0] for p in pairs], np.array([p[1] for p in pairs], dtype=np.float64).reshape(len(pairs), n)
 
     def _batched(self, units: Iterable[Unit], forced: bool, casing: Casing, probs: bool,
-                 extra: Extra | None = None, nbest: int = 1) -> Iterator[Labelled]:
+                 extra: Extra | None = None, nbest: int = 1,
+                 stop: Callable[[], None] | None = None) -> Iterator[Labelled]:
         """Independent streams (an utterance, lines of one stream, or a data directory's stream),
         batched across streams up to about `chunk_words` words; a longer stream alone, in segments
         (`_segments`), unless it has audio (`extra`) or n-best lists are asked for."""
-        group: list[tuple[list[AsrUtterance], Stream, Forced | None]] = []
+        group: list[tuple[list[AsrUtterance], Stream, Forced | None, list[int] | None]] = []
         size = 0
 
         def show(lines: list[AsrUtterance], labels: list[str], rows: np.ndarray,
@@ -298,15 +322,18 @@ class Engine(abc.ABC):
 
         def flush() -> Iterator[Labelled]:
             nonlocal size
-            todo = [stream for _, stream, _ in group if stream.words]
+            todo = [stream for _, stream, _, _ in group if stream.words]
+            if todo and stop is not None:
+                stop()
             done = iter(self.distributions(todo, extra)) if todo else iter(())
-            for lines, stream, fx in group:
+            for lines, stream, fx, bounds in group:
                 rows = np.zeros((0, len(self.inventory.labels)))
                 labels: list[str] = []
                 hyps = None
                 if stream.words:
                     h, rows = next(done)
-                    ids, hyps = self._decided(stream, h, rows, fx, nbest)
+                    rows = self.fused(rows, bounds)
+                    ids, hyps = self._decided(stream, h, rows, fx, nbest, bounds)
                     labels = [self.inventory.labels[i] for i in ids]
                 yield from show(lines, labels, rows, hyps)
             group.clear()
@@ -316,13 +343,15 @@ class Engine(abc.ABC):
             lines = self._lines(unit)
             words = [w for u in lines for w in u.words]
             fx = [f for u in lines for f in forced_marks(u, True)] if forced else None
+            bounds = unit_boundaries(lines) if self.boundary is not None else None
             if len(words) > self.chunk_words and extra is None and nbest <= 1:
                 yield from flush()
-                labels, rows = self._rows(list(self._segments(zip(words, fx or [None] * len(words)))))
+                items = zip(words, fx or [None] * len(words), bounds or [NOTHING] * len(words))
+                labels, rows = self._rows(list(self._segments(items, stop)))
                 yield from show(lines, labels, rows)
                 continue
             stream = unit if isinstance(unit, Stream) else Stream(f"s{k}", [f"s{k}"], [0], words, [IGNORE] * len(words))
-            group.append((lines, stream, fx))
+            group.append((lines, stream, fx, bounds))
             size += len(words)
             if size >= self.chunk_words:
                 yield from flush()
@@ -344,19 +373,31 @@ class Engine(abc.ABC):
             return items  # type: ignore[return-value]
         return [as_unit(items)]  # type: ignore[arg-type]
 
-    def _one_stream(self, units: Iterator[Unit], forced: bool, casing: Casing, probs: bool) -> Iterator[Labelled]:
+    def _one_stream(self, units: Iterator[Unit], forced: bool, casing: Casing, probs: bool,
+                    stop: Callable[[], None] | None = None) -> Iterator[Labelled]:
         """Lines as one stream: words flow through `_segments`, lines come out whole, in order."""
         render = UnitRenderer(casing, True, forced)
         pending: deque[AsrUtterance] = deque()  # lines whose words are not all labelled yet
 
-        def items() -> Iterator[tuple[str, str | None]]:
+        def items() -> Iterator[tuple[str, str | None, int]]:
+            """Each word, its forced mark and its boundary id, which waits for the next word (a line's last
+            word's for the next line: its speaker and start)."""
+            held = None  # the last word read: (word, forced mark, speaker, times)
             for unit in units:
                 for ln in self._lines(unit):
                     pending.append(ln)
-                    yield from zip(ln.words, forced_marks(ln, forced) or [None] * len(ln.words))
+                    times = word_times(ln.records, len(ln.words)) if self.boundary is not None else None
+                    for j, (w, f) in enumerate(zip(ln.words, forced_marks(ln, forced) or [None] * len(ln.words))):
+                        t = times[j] if times is not None else (None, None)
+                        if held is not None:
+                            k = between(held[2], held[3], ln.speaker, t) if self.boundary is not None else NOTHING
+                            yield held[0], held[1], k
+                        held = (w, f, ln.speaker, t)
+            if held is not None:
+                yield held[0], held[1], NOTHING
 
         got: deque[tuple[str, np.ndarray]] = deque()
-        labelled = self._segments(items())
+        labelled = self._segments(items(), stop)
         while True:
             while pending and len(got) >= len(pending[0].words):  # the first pending line is complete
                 ln = pending.popleft()
@@ -387,10 +428,10 @@ class Engine(abc.ABC):
         every word as it came)."""
         rules = default_substitution(self.inventory)
         passages = (split_text(t, self.inventory, rules) for t in text.splitlines())
-        lines = (AsrUtterance(str(i), p.words, p.marks, p.written, lineno=i, has_id=False)
+        lines = (AsrUtterance(str(i), p.words, p.marks, p.written, lineno=i, has_id=False, tags=p.tags)
                  for i, p in enumerate(passages, 1))
         done = self.label(lines, one_stream=True, forced=keep_input_marks, casing=self.casing(capitalize, recase))
-        return "\n".join(" ".join(d.shown) for d in done)
+        return "\n".join(" ".join(placed(d.utt, d.shown)) for d in done)
 
 
 @dataclass(frozen=True)
@@ -417,6 +458,7 @@ class Punctuator(Engine):
     chunk_words: int = 10000      # words decoded at once (memory bound)
     options: DecodeOptions = field(default_factory=DecodeOptions)  # resolved decoding options
     needs_audio: bool = False     # the model reads a data directory's features (`extra`)
+    boundary: BoundaryFusion | None = None  # turns and pauses as a cue (decode/boundary.py; a package's boundary.json)
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
@@ -468,7 +510,7 @@ class Punctuator(Engine):
             runner = Backend(lambda ds: predict(model, ds, opts.batch_size, device, opts.beam, 1, pad_id, show),
                              "torch", model=model)
         return cls(runner=runner, frontend=pkg.frontend, inventory=get_inventory(conf["resolved"]["inventory"]),
-                   conf=conf, manifest=pkg.manifest, chunk_words=chunk_words, options=opts)
+                   conf=conf, manifest=pkg.manifest, chunk_words=chunk_words, options=opts, boundary=pkg.boundary)
 
     @classmethod
     def from_experiment(cls, exp_dir: str | Path, options: DecodeOptions, *, conf: dict[str, Any] | None = None,

@@ -10,7 +10,6 @@ from punctkit.data.formats.base import AsrUtterance
 from punctkit.data.labels import (
     CASE_STYLES,
     CASES,
-    MARK_TEXT,
     SENTENCE_END,
     CaseLexicon,
     LabelSet,
@@ -22,20 +21,7 @@ from punctkit.data.labels import (
     mark_of,
     sentence_start_case,
 )
-from punctkit.data.tokenize import Written
-
-
-def shown_mark(w: Written, mark: str, keep: bool) -> str:
-    """The text of the mark after `w`: the input's own when kept, never doubling a word's final period."""
-    if mark == O:
-        return ""
-    if keep and w.marks:
-        return w.marks
-    text = MARK_TEXT[mark]
-    if w.core.endswith(".") and not w.close[:w.at] and text.startswith("."):
-        return text[1:]  # `u.s.` + PERIOD -> `u.s.`; `(u.s.)` + PERIOD -> `(u.s.).`
-    return text
-
+from punctkit.data.tokenize import Written, shown_mark
 
 
 @dataclass(frozen=True)

@@ -20,13 +20,16 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
 from punctkit.data.formats import REGISTRY, cues, split_text
+from punctkit.data.formats.times import seconds
 from punctkit.data.labels import default_substitution
 from punctkit.data.tokenize import Written, split_words
+from punctkit.decode.boundary import NOTHING, Times, between
 from punctkit.decode.lookahead import Span, delay, parse_lookahead, word_windows
 from punctkit.decode.model_words import ModelWords
 from punctkit.files import PunctkitError, decode_lines, parse_json, stdin_lines
@@ -68,6 +71,8 @@ class PunctStream:
         self.words: list[str] = []        # the context's words the model reads, from index `base` on
         self.written: list[Written | None] = []  # each input word at its first model word (None: a piece after)
         self.cased: list[bool] = []        # per model word: whether the input carried case by its feed
+        self.speakers: list[str | None] = []  # per model word: its feed's speaker (None: not said)
+        self.times: list[Times] = []       # per model word: its input word's (start, end) seconds, None unknown
         self.input_cased = False           # some feed of this context carried case (as punctuate's lines)
         self.base = 0
         self.n = 0                        # words of this context so far
@@ -81,15 +86,23 @@ class PunctStream:
         """Words fed but not committed yet."""
         return self.n - self.done
 
-    def feed(self, words: str | Sequence[str]) -> list[Committed]:
-        """Add words (a text, split on white space but never at a no-break space, or its tokens); returns
-        the words this commits."""
+    def feed(self, words: str | Sequence[str], speaker: str | None = None,
+             times: tuple[float | None, float | None] | None = None) -> list[Committed]:
+        """Add words (a text, split on white space but never at a no-break space, or its tokens) said by
+        `speaker` (None: not said; a change between feeds is a turn change), within `times` (start, end seconds
+        of the feed, None unknown: its words share it, the gap to the next feed a pause); returns the words
+        this commits."""
         tokens = split_words(words) if isinstance(words, str) else list(words)
         p = split_text(" ".join(tokens), self.punct.inventory, self.rules)
         m = ModelWords(p.words, self.punct.frontend.split_contractions)  # `don't` -> `do n't` for IWSLT's models
         self.words += m.words
+        start, end = times if times is not None else (None, None)
         for k, w in enumerate(p.written):
-            self.written += [w] + [None] * ((m.starts[k + 1] - m.starts[k] - 1) if m.starts else 0)
+            pieces = 1 + ((m.starts[k + 1] - m.starts[k] - 1) if m.starts else 0)
+            self.written += [w] + [None] * (pieces - 1)
+            first, last = k == 0, k == len(p.written) - 1
+            self.times += [(start if first else None, end if last else None)] * pieces
+        self.speakers += [speaker] * len(m.words)
         # whether the input carries case: judged per feed, from the first feed that carries it on,
         # as punctuate judges a one-stream input's lines
         self.input_cased = self.input_cased or carries_case(p.written)
@@ -130,6 +143,12 @@ class PunctStream:
         pieces = ModelWords.of_spans([j - heads[0] for j in heads])  # back to one label per input word
         best, word_rows = pieces.collapse([ids[i] for i in range(heads[0], upto)],
                                           np.stack([rows[i] for i in range(heads[0], upto)]), inv)
+        if p.boundary is not None:  # what follows each word: known once the next word has arrived
+            bounds = [between(self.speakers[i - self.base], self.times[j - 1 - self.base],
+                              self.speakers[j - self.base], self.times[j - self.base]) if j < self.n else NOTHING
+                      for i, j in spans]
+            word_rows = p.fused(word_rows, bounds)
+            best = p.fused_best(word_rows, bounds, best)
         held = p.joint.active and not ended  # the last word waits for its successor's distribution
         if held and len(spans) < 2:
             return []
@@ -156,13 +175,26 @@ class PunctStream:
         del self.words[: keep_from - self.base]
         del self.written[: keep_from - self.base]
         del self.cased[: keep_from - self.base]
+        del self.speakers[: keep_from - self.base]
+        del self.times[: keep_from - self.base]
         self.base = keep_from
         self.cache = {s: v for s, v in self.cache.items() if s[0] >= keep_from}
 
 
-def _final_text(line: str, where: str) -> tuple[str, bool]:
-    """(text, final) of one JSON line of a streaming recognizer; a line without `final` is final,
-    one with only `partial` (Vosk) is not."""
+@dataclass(frozen=True)
+class StreamLine:
+    """One JSON line of a streaming recognizer: its text, whether it is final, its speaker and times (None: not
+    said)."""
+
+    text: str
+    final: bool
+    speaker: str | None = None
+    times: tuple[float | None, float | None] | None = None
+
+
+def _final_text(line: str, where: str) -> StreamLine:
+    """One JSON line of a streaming recognizer (`text`, `final`; `speaker`, `start`, `end` where it says them);
+    a line without `final` is final, one with only `partial` (Vosk) is not."""
     try:
         obj = parse_json(line)
     except json.JSONDecodeError as e:
@@ -171,8 +203,16 @@ def _final_text(line: str, where: str) -> tuple[str, bool]:
     if not isinstance(obj, dict) or not isinstance(obj.get("text", obj.get("partial")), str):
         raise PunctkitError(f"{where}: expected an object with a \"text\" string (and \"final\": true|false)")
     if "text" not in obj:
-        return obj["partial"], False
-    return obj["text"], obj.get("final", True) is not False
+        return StreamLine(obj["partial"], False)
+    speaker = obj.get("speaker")
+    if speaker is not None and not isinstance(speaker, (str, int)) or isinstance(speaker, bool):
+        raise PunctkitError(f"{where}: \"speaker\" must be a string or an integer, got {str(speaker)[:40]!r}")
+    times = None
+    if "start" in obj or "end" in obj:
+        times = (seconds(obj["start"], where, "start") if obj.get("start") is not None else None,
+                 seconds(obj["end"], where, "end") if obj.get("end") is not None else None)
+    return StreamLine(obj["text"], obj.get("final", True) is not False,
+                      None if speaker is None else str(speaker), times)
 
 
 # formats of lines with fields around the words, which --stream would take for words: their classifiers' names
@@ -222,10 +262,10 @@ class LineProtocol:
             return " ".join(s for _, _, s in self.stream.feed(line))
         if not line.strip():
             return None
-        text, final = _final_text(line, f"{self.source} line {self.lineno}")
-        if not final:
+        got = _final_text(line, f"{self.source} line {self.lineno}")
+        if not got.final:
             return None
-        out = self.stream.feed(text) + (self.stream.finish() if self.flush_on_final else [])
+        out = self.stream.feed(got.text, got.speaker, got.times) + (self.stream.finish() if self.flush_on_final else [])
         return " ".join(s for _, _, s in out)
 
     def end(self) -> str | None:

@@ -18,8 +18,9 @@ MANIFEST = "punctkit.json"
 FRONTEND = "frontend/"
 
 META_LIMIT = 4 * MiB           # punctkit.json, config.yaml, frontend/frontend.yaml
+BOUNDARY = "boundary.json"  # how turns and pauses weigh on the marks (decode/boundary.py), optional
 LIMITS = {MANIFEST: META_LIMIT, "config.yaml": META_LIMIT, FRONTEND + CONF_FILE: META_LIMIT,
-          "model.pt": WEIGHTS_LIMIT, "model.onnx": WEIGHTS_LIMIT}
+          "model.pt": WEIGHTS_LIMIT, "model.onnx": WEIGHTS_LIMIT, BOUNDARY: META_LIMIT}
 REQUIRED = (MANIFEST, "config.yaml", FRONTEND + CONF_FILE)  # and model.pt or model.onnx (or both)
 WEIGHTS = ("model.pt", "model.onnx")
 

@@ -17,9 +17,12 @@ from typing import Any
 from punctkit import __version__
 from punctkit.archive import TOTAL_LIMIT, WEIGHTS_LIMIT, file_type, size_problem, unsafe_name
 from punctkit.config import check_model_section
+from punctkit.data.labels import get_inventory
+from punctkit.decode.boundary import BoundaryFusion
 from punctkit.decode.options import SEARCH_KEYS, resolve
 from punctkit.files import PunctkitError, parse_json, parse_yaml, require_file
 from punctkit.package.format import (
+    BOUNDARY,
     ENSEMBLE,
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -77,6 +80,7 @@ class Package:
     weights_member: bytes | DeferredMember | None  # model.pt (torch state dict), read on first use; None: ONNX only
     onnx: bytes | None = None    # model.onnx, when packed with --onnx
     frontend_digest: str = ""    # sha256 over the frontend's files: equal digests tokenize alike
+    boundary: BoundaryFusion | None = None  # boundary.json: how turns and pauses weigh (decode/boundary.py)
 
     @property
     def weights(self) -> bytes:
@@ -264,8 +268,15 @@ def _model(p: Path, manifest: dict[str, Any], members: dict[str, bytes], prefix:
     fe_name = FRONTEND + CONF_FILE
     frontend = _frontend(p, members, _yaml(p, prefix + fe_name, members[fe_name]), prefix)
     conf = _config(p, members, prefix, frontend)
+    boundary = None
+    if BOUNDARY in members:
+        boundary = BoundaryFusion.from_dict(_json(p, prefix + BOUNDARY, members[BOUNDARY]), f"{p} ({prefix}{BOUNDARY})")
+        try:
+            boundary.columns(get_inventory(conf["resolved"]["inventory"]))  # its marks cover the model's labels
+        except PunctkitError as e:
+            raise _bad(p, f"corrupt packed model ({prefix}{BOUNDARY}: {e})") from None
     return Package(p, manifest, conf, frontend, members.get("model.pt"), members.get("model.onnx"),
-                   frontend_digest(members))
+                   frontend_digest(members), boundary)
 
 
 def _config(p: Path, members: dict[str, Any], prefix: str, frontend: Frontend) -> dict[str, Any]:

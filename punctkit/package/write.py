@@ -14,15 +14,19 @@ from typing import Any, Iterable, Iterator
 import yaml
 
 from punctkit import __version__
-from punctkit.files import PunctkitError, atomic_write, require_file
+from punctkit.data.labels import get_inventory
+from punctkit.decode.boundary import BoundaryFusion
+from punctkit.files import PunctkitError, atomic_write, parse_json, require_file
 from punctkit.package.card import CARD_DECODE, CARD_OWN, card_paths, card_result, make_card, quoted_decoding
 from punctkit.package.format import (
+    BOUNDARY,
     ENSEMBLE,
     FORMAT_NAME,
     FORMAT_VERSION,
     FRONTEND,
     MANIFEST,
     MAX_MEMBERS,
+    META_LIMIT,
     allowed_members,
     member_prefix,
 )
@@ -148,13 +152,14 @@ def model_package(exp_dir: str | Path, *, checkpoint: str | None = None,
 
 
 def repackage(pkg_path: str | Path, *, card_results: Iterable[str | Path],
-              notes: dict[str, str] | None = None) -> Packed:
+              notes: dict[str, str] | None = None, boundary: str | Path | None = None) -> Packed:
     """A package re-packed (`punctkit pack PACKAGE [--card-results ...]`): its model's members as they
     are (weights, frontend; its ONNX graph with the rewrites of this version's `pack` that leave its
     logits as they were: punctkit.onnx.same_logits_rewrite), its decoding settings those of the quoted
     scores (`quoted_decoding`: a decoding chosen on valid after packing, e.g. `punctkit decode PACKAGE
     ... --step 50`) and its card's figures theirs, or both as they were without `card_results`;
-    `notes` replace or add card entries other than its own (`rebuild`, ...)."""
+    `notes` replace or add card entries other than its own (`rebuild`, ...); `boundary`: a fusion of turns and
+    pauses (decode/boundary.py's JSON, local/fit_boundary.py's boundary.json) packed in, replacing its own."""
     from punctkit.files import parse_yaml
     from punctkit.package.read import EnsemblePackage, read_package
 
@@ -190,9 +195,29 @@ def repackage(pkg_path: str | Path, *, card_results: Iterable[str | Path],
 
         replaced["model.onnx"] = same_logits_rewrite(pkg.onnx, check_batch(pkg.frontend.vocab_size,
                                                                             pkg.frontend.pad_id))
-    files = [(name, replaced.get(name, data), compress) for name, data, compress in members]
+    if boundary is not None:
+        fusion = read_boundary(boundary)
+        fusion.columns(get_inventory(conf["resolved"]["inventory"]))
+        replaced[BOUNDARY] = json.dumps(fusion.to_dict()).encode()
+        card["boundary"] = {"weight": fusion.weight, "from": str(boundary)}
+        manifest["card"] = card_paths(card, [Path.cwd()])
+        replaced[MANIFEST] = json.dumps(manifest, indent=1).encode()
+    files = [(name, replaced.pop(name, data), compress) for name, data, compress in members]
+    files += [(name, data, zipfile.ZIP_DEFLATED) for name, data in replaced.items() if name == BOUNDARY]
     backends = (("torch",) if pkg.weights_member is not None else ()) + (("onnx",) if pkg.onnx is not None else ())
     return Packed(manifest, files, backends)
+
+
+def read_boundary(path: str | Path) -> BoundaryFusion:
+    """A fusion of turns and pauses from its JSON file (decode/boundary.py), checked as a package's is."""
+    p = require_file(path, "boundary fusion (local/fit_boundary.py's boundary.json)")
+    if p.stat().st_size > META_LIMIT:
+        raise PunctkitError(f"{p}: larger than a boundary fusion can be ({META_LIMIT} bytes)")
+    try:
+        data = parse_json(p.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as e:
+        raise PunctkitError(f"{p}: not JSON ({str(e).splitlines()[0][:80]})") from None
+    return BoundaryFusion.from_dict(data, str(p))
 
 
 def member_scores(exp: Path) -> list[Path]:

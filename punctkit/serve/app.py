@@ -2,12 +2,15 @@
 counters), its routes (`routes`: POST /punctuate, GET /health, GET /model and the websocket GET
 /stream), and the middleware every request goes through (host check, rate limit, admission, JSON
 errors, one log line). Requests are batched: each is read into utterances (in a thread when large) and
-queued, and the batcher labels every queued request in one call on the model's thread."""
+queued, and the batcher labels every queued request in one call on the model's thread. A request whose
+client leaves is cancelled (aiohttp's handler cancellation, `process.run_service`): its queued work is
+dropped and it is logged as `client gone` (`Service.left`)."""
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,7 +26,7 @@ from punctkit.files import PunctkitError, parse_json
 from punctkit.infer.engine import Engine, Labelled
 from punctkit.package import card_paths
 from punctkit.punctuator import OUTPUT_FORMATS
-from punctkit.serve.bodies import REQUEST, Request, label_batch, output_format, parse_body, render
+from punctkit.serve.bodies import REQUEST, Dropped, Request, label_batch, output_format, parse_body, render
 from punctkit.serve.errors import error, framework_message, internal_error, printable
 from punctkit.serve.limits import ADMITTED, RETRY_AFTER, Admission, HostCheck, RateLimit, ServeOptions
 
@@ -42,10 +45,33 @@ TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 @dataclass
 class Job:
-    """A request waiting for its labels."""
+    """A request waiting for its labels; `left` is set (for the model's thread to see) when its handler
+    was cancelled, its client having left."""
 
     request: Request
     done: asyncio.Future
+    left: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.done.add_done_callback(self._cancelled)
+
+    def _cancelled(self, done: asyncio.Future) -> None:
+        """`done`'s callback: a cancelled future (its handler cancelled) sets `left`."""
+        if done.cancelled():
+            self.left.set()
+
+
+@dataclass
+class Tally:
+    """The messages of one /stream websocket: received, and answered (or needing no answer)."""
+
+    received: int = 0
+    answered: int = 0
+
+    def dropped(self) -> str:
+        """What was dropped when its client left, for the log."""
+        n = self.received - self.answered
+        return f"{n} message{'' if n == 1 else 's'} dropped"
 
 
 @dataclass
@@ -60,6 +86,7 @@ class Service:
     requests: int = 0
     words: int = 0
     batches: int = 0
+    clients_gone: int = 0  # requests (and websockets) whose client left before its answer
     queue: asyncio.Queue | None = None
     pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, "punctkit-model"))
     limiter: RateLimit | None = None
@@ -83,24 +110,35 @@ class Service:
     async def batcher(self) -> None:
         """Forever: take the first waiting job and, unless others are already waiting (they queued while
         the model was busy), wait batch_wait_ms for more; label them all (up to about a chunk of words) in
-        one call on the model thread and hand each its labels."""
+        one call on the model thread and hand each its labels. Jobs whose client left are dropped."""
         assert self.queue is not None
         while True:
-            jobs = [await self.queue.get()]
+            job = await self.queue.get()
+            if job.left.is_set():
+                continue
+            jobs = [job]
             if self.queue.empty() and self.opts.batch_wait_ms > 0:
                 await asyncio.sleep(self.opts.batch_wait_ms / 1000)
-            size = jobs[0].request.parsed.words
+            size = job.request.parsed.words
             while size < self.punct.chunk_words and not self.queue.empty():
-                jobs.append(self.queue.get_nowait())
-                size += jobs[-1].request.parsed.words
-            self.batches += 1
-            await self.run_batch(jobs)
+                job = self.queue.get_nowait()
+                if not job.left.is_set():
+                    jobs.append(job)
+                    size += job.request.parsed.words
+            jobs = [j for j in jobs if not j.left.is_set()]  # some may have left while the batch waited
+            if jobs:
+                self.batches += 1
+                await self.run_batch(jobs)
 
     async def run_batch(self, jobs: list[Job]) -> None:
-        """Label `jobs` together; if that fails, each alone, so one bad request fails alone."""
+        """Label `jobs` together; if that fails, each alone, so one bad request fails alone. Labelling
+        stops at the next chunk of words once every job's client has left (`label_batch`: `Dropped`)."""
         loop = asyncio.get_running_loop()
         try:
-            results = await loop.run_in_executor(self.pool, label_batch, self.punct, [j.request for j in jobs])
+            results = await loop.run_in_executor(self.pool, label_batch, self.punct, [j.request for j in jobs],
+                                                 lambda: all(j.left.is_set() for j in jobs))
+        except Dropped:
+            return
         except Exception as e:  # noqa: BLE001 (handed to the requests, which answer it)
             if len(jobs) > 1:
                 for j in jobs:
@@ -145,7 +183,9 @@ class Service:
         input_format (text|jsonl), flush_on_final, capitalize, recase. A message that cannot be read is answered
         by the words still held (when there are any), then a JSON message `{"error": ...}`; the next
         message starts a new context. Even a bug is told in a JSON message (never an HTTP answer written
-        into the websocket), and then the server closes."""
+        into the websocket), and then the server closes. When the client leaves (its connection lost, or an
+        answer that cannot be written), the messages not answered are dropped and the websocket is logged
+        as `client gone` (`Service.left`)."""
         from punctkit.infer.stream import LineProtocol, PunctStream
 
         q = request.query
@@ -157,28 +197,39 @@ class Service:
         proto = LineProtocol(state, q.get("input_format"), flag(q, "flush_on_final", False), "message")
         ws = web.WebSocketResponse(max_msg_size=self.opts.max_body)
         await ws.prepare(request)
+        tally = Tally()
         try:
-            await self.talk(ws, proto)
+            await self.talk(ws, proto, tally)
+        except ConnectionError:  # an answer could not be written: the client has gone
+            request["gone"] = tally.dropped()
+        except asyncio.CancelledError:  # aiohttp cancels the handler when the connection is lost
+            if client_gone(request):
+                request["gone"] = tally.dropped()
+            raise
         except Exception as e:  # noqa: BLE001 (a bug: told to the client in the websocket's own terms)
             self.log(f"/stream: {internal_error(e)}")
             with contextlib.suppress(Exception):
                 await ws.send_json({"error": internal_error(e)})
-        request["words"] = state.arrived
-        self.words += state.arrived
-        await ws.close()
+        finally:
+            request["words"] = state.arrived
+            self.words += state.arrived
+        if "gone" not in request:
+            await ws.close()
         return ws
 
-    async def talk(self, ws: web.WebSocketResponse, proto: LineProtocol) -> None:
+    async def talk(self, ws: web.WebSocketResponse, proto: LineProtocol, tally: Tally) -> None:
         """The messages of one /stream websocket, each answered through `proto` on the
-        model's thread, until `{"eof": true}` or the client closes (`stream`)."""
+        model's thread, until `{"eof": true}` or the client closes (`stream`); counted in `tally`."""
         loop = asyncio.get_running_loop()
         async for msg in ws:
+            tally.received += 1
             try:
                 if msg.type != WSMsgType.TEXT:
                     raise PunctkitError("send text messages (plain words or JSON lines)")
                 if is_eof(msg.data):
                     rest = await loop.run_in_executor(self.pool, proto.end)
                     await ws.send_str(rest or "")
+                    tally.answered += 1
                     return
                 out = await loop.run_in_executor(self.pool, proto.line, msg.data)
             except PunctkitError as e:
@@ -186,9 +237,11 @@ class Service:
                 if rest is not None:
                     await ws.send_str(rest)
                 await ws.send_json({"error": str(e)})
+                tally.answered += 1
                 continue
             if out is not None:
                 await ws.send_str(out)
+            tally.answered += 1
 
     async def health(self, request: web.Request) -> web.Response:
         """GET /health: status, model, backend, uptime and counters."""
@@ -197,7 +250,8 @@ class Service:
             "model_file": self.model_path.name, "backend": self.punct.backend,
             "uptime_s": round(time.time() - self.started, 3), "requests": self.requests, "words": self.words,
             "batches": self.batches, "torch_loaded": "torch" in sys.modules,
-            "in_flight": self.admission.requests, "refused_busy": self.admission.refused})
+            "in_flight": self.admission.requests, "refused_busy": self.admission.refused,
+            "clients_gone": self.clients_gone})
 
     async def model(self, request: web.Request) -> web.Response:
         """GET /model: the package's card, naming no absolute path (`card_paths`: a card packed before
@@ -211,6 +265,10 @@ class Service:
         t0 = time.perf_counter()
         try:
             resp = await self.guarded(request, handler)
+        except asyncio.CancelledError:  # the client left (aiohttp cancels its handler), or the server stops
+            if client_gone(request):
+                self.left(request, t0)
+            raise
         except PunctkitError as e:
             resp = error(400, str(e))
         except (HttpProcessingError, web.RequestPayloadError) as e:  # a body aiohttp's parser refused as it
@@ -222,6 +280,11 @@ class Service:
                          {"Allow": e.headers["Allow"]} if "Allow" in e.headers else None)
         except Exception as e:  # noqa: BLE001 (a bug: answered, logged, the server goes on)
             resp = error(500, internal_error(e))
+            if client_gone(request):  # not a bug: the client left as its body was read (nobody to answer)
+                request["gone"] = "request dropped"
+        if "gone" in request:
+            self.left(request, t0)
+            return resp
         self.requests += 1
         self.log(f"{request.remote} {request.method} {printable(request.path_qs)} {resp.status} "
                  f"{request.get('words', 0)} words {1000 * (time.perf_counter() - t0):.1f} ms")
@@ -254,6 +317,15 @@ class Service:
                 return resp
             return await handler(request)
 
+    def left(self, request: web.Request, t0: float) -> None:
+        """Count and log (one line, `client gone: ...`) a request whose client left before its answer:
+        its work was dropped (`request["gone"]` says what, else the request)."""
+        self.requests += 1
+        self.clients_gone += 1
+        self.log(f"client gone: {request.method} {printable(request.path_qs)} ({request.remote}), "
+                 f"{request.get('gone', 'request dropped')} after {1000 * (time.perf_counter() - t0):.1f} ms "
+                 f"({request.get('words', 0)} words)")
+
     def log(self, line: str) -> None:
         """One line of the log, stamped (UTC)."""
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -268,6 +340,11 @@ async def off_loop(size: int, fn: Callable[..., Any], *args: Any) -> Any:
     if size > INLINE_BYTES:
         return await asyncio.to_thread(fn, *args)
     return fn(*args)
+
+
+def client_gone(request: web.BaseRequest) -> bool:
+    """Whether the request's client has gone: its connection was lost (aiohttp drops the transport)."""
+    return request.transport is None
 
 
 def is_eof(text: str) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from punctkit.data.formats import AsrUtterance, Format, TextInput, detect_for, get_format, names
 from punctkit.data.labels import default_substitution
@@ -83,14 +83,26 @@ def parse_body(punct: Engine, body: bytes, input_format: str | None = None,
     reader = (get_format(input_format, "units", "input format") if input_format
               else detect_for(src, "units", None, "serve", "the input_format parameter"))
     inv = punct.inventory
-    units = list(reader.units(src, inv, default_substitution(inv), None, [0]))  # type: ignore[misc]
+    units = list(reader.reader_units(bool(input_format))(src, inv, default_substitution(inv), None, [0]))
     return Parsed(reader, units, sum(len(u.words) for u in units))
 
 
-def label_batch(punct: Engine, requests: list[Request]) -> list[list[Labelled]]:
+class Dropped(Exception):
+    """A batch's labelling stopped because every request in it was dropped (its client left)."""
+
+
+def label_batch(punct: Engine, requests: list[Request],
+                dropped: Callable[[], bool] | None = None) -> list[list[Labelled]]:
     """The labelled utterances of several requests, split back per request: one `Engine.label` call
     over every request alike (forced marks, casing), each utterance its own stream (plain-text lines:
-    one stream), so batching never changes a label."""
+    one stream), so batching never changes a label. `dropped` (asked before each chunk of words is
+    decoded: `Engine.label`'s `stop`): when it says True, labelling stops there (`Dropped`)."""
+
+    def stop() -> None:
+        """`Engine.label`'s check before each chunk: `Dropped` once `dropped` says so."""
+        if dropped is not None and dropped():
+            raise Dropped("every request of the batch was dropped")
+
     out: list[list[Labelled]] = [[] for _ in requests]
     kinds: dict[tuple[bool, bool, bool], list[int]] = {}
     for k, r in enumerate(requests):
@@ -98,7 +110,8 @@ def label_batch(punct: Engine, requests: list[Request]) -> list[list[Labelled]]:
         kinds.setdefault((r.forced, casing.capitalize, casing.recase), []).append(k)
     for ks in kinds.values():
         first = requests[ks[0]]
-        done = punct.label([s for k in ks for s in requests[k].streams], forced=first.forced, casing=first.casing)
+        done = punct.label([s for k in ks for s in requests[k].streams], forced=first.forced, casing=first.casing,
+                           stop=stop)
         for k in ks:
             out[k] = [next(done) for _ in requests[k].parsed.units]
     return out

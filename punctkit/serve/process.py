@@ -118,7 +118,9 @@ async def run_service(service: Service) -> None:
     loop = asyncio.get_running_loop()
     service.queue = asyncio.Queue()
     batcher = asyncio.create_task(service.batcher())
-    runner = ServiceRunner(make_app(service), handler_class(service), access_log=None, handle_signals=False)
+    # handler_cancellation: a request whose client leaves is cancelled, its queued work dropped (app.Service.left)
+    runner = ServiceRunner(make_app(service), handler_class(service), access_log=None, handle_signals=False,
+                           handler_cancellation=True)
     await runner.setup()
     opts = service.opts
     try:
@@ -151,6 +153,6 @@ def serve(model: str | Path, opts: ServeOptions, threads: int = 0, backend: str 
     with contextlib.ExitStack() as stack:
         log = sys.stderr if opts.log is None else stack.enter_context(open(opts.log, "a", encoding="utf-8"))
         service = Service(punct, opts, model, log)
-        stack.callback(service.pool.shutdown)
+        stack.callback(service.pool.shutdown, cancel_futures=True)  # work still queued at exit is dropped
         stack.enter_context(route_framework_logs(service))
         asyncio.run(run_service(service))

@@ -1,15 +1,18 @@
 """A minimum-edit-distance alignment of two word sequences (case-insensitive), in numpy rows.
 
-Used by scoring (`punctkit score --align`: ASR output against a reference) and by mark projection
-(punctkit/mark_projection.py). Not to be confused with punctkit/align.py, the forced alignment of
+Used by scoring (`punctkit score --align`: ASR output against a reference, through `align_slots`, which
+takes a contraction split or whole as the same word) and by mark projection (punctkit/mark_projection.py). Not to be confused with punctkit/align.py, the forced alignment of
 words with audio (pocketsphinx). Hirschberg's divide and conquer keeps memory O(n+m); small
 sub-problems keep their whole matrix for the traceback.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+
+from punctkit.data.contractions import CLITICS, split_contraction
 
 # Sub-problems of at most this many DP cells keep their whole matrix for traceback.
 FULL_DP_CELLS = 4_000_000
@@ -105,4 +108,105 @@ def align_words(ref: Sequence[str], hyp: Sequence[str]) -> list[tuple[int | None
     b = np.array([vocab.setdefault(norm_word(w), len(vocab)) for w in hyp], dtype=np.int32)
     out: list[tuple[int | None, int | None]] = []
     _align(a, b, 0, 0, out)
+    return out
+
+
+@dataclass
+class WordPair:
+    """One scoring slot of `align_slots`: a reference and a hypothesis word (None: missing on that side).
+
+    `same`: both words there and equal as the aligner compares them (a contraction compared whole);
+    `joined`: a word that is not the last piece of a contraction the other side writes as one word
+    (`wo` of `wo n't` against `won't`), not unaligned; its mark, if any, is one the other side lacks.
+    `ref_start`/`hyp_start`: the first word of the contraction ending at `ref`/`hyp` (`It` of `It 's`,
+    whose case is the word's), else `ref`/`hyp` themselves; `inside`: of a joined word, the other side's
+    word it ends inside."""
+
+    ref: int | None
+    hyp: int | None
+    same: bool = False
+    joined: bool = False
+    ref_start: int | None = None
+    hyp_start: int | None = None
+    inside: int | None = None
+
+    def __post_init__(self) -> None:
+        self.ref_start = self.ref if self.ref_start is None else self.ref_start
+        self.hyp_start = self.hyp if self.hyp_start is None else self.hyp_start
+
+    def shifted(self, r0: int, h0: int) -> WordPair:
+        """The pair with its reference indices moved by `r0` and its hypothesis ones by `h0` (a part of
+        both sequences aligned on its own)."""
+        def move(k: int | None, by: int) -> int | None:
+            return None if k is None else k + by
+
+        return WordPair(move(self.ref, r0), move(self.hyp, h0), self.same, self.joined,
+                        move(self.ref_start, r0), move(self.hyp_start, h0),
+                        move(self.inside, h0 if self.ref is not None else r0))
+
+
+@dataclass
+class Piece:
+    """A word's piece as `align_slots` compares it (`wo` and `n't` of `won't`): its word, whether it ends it."""
+
+    key: str
+    word: int
+    last: bool
+
+
+def pieces(words: Sequence[str]) -> list[Piece]:
+    """The words split into pieces: a final clitic of data/contractions.py's CLITICS split off (`won't` ->
+    `wo` `n't`, `It's` -> `It` `'s`, `we've` -> `we` `'ve`), each piece case-folded, ’ read as '."""
+    out = []
+    for k, w in enumerate(words):
+        parts = split_contraction(w, CLITICS)
+        out += [Piece(norm_word(p).replace("’", "'"), k, n == len(parts) - 1) for n, p in enumerate(parts)]
+    return out
+
+
+def align_slots(ref: Sequence[str], hyp: Sequence[str]) -> list[WordPair]:
+    """A minimum-edit-distance alignment of two word sequences in which a contraction is the same word split
+    or whole (`won't` and `wo n't`, `It's` and `It 's`, `we've` and `we 've`): every word of both sides once,
+    in order. The words' `pieces` are aligned (`align_words`); words pair where their last pieces do (a word's
+    mark follows its last piece), a word ending inside the other side's word is a `joined` slot (`wo` of
+    `wo n't` against `won't`), and a word whose last piece the other side lacks pairs with the word that
+    ended inside it (`it's` against `it`: a substitution), else it is unaligned."""
+    rp, hp = pieces(ref), pieces(hyp)
+    rkey, hkey = [""] * len(ref), [""] * len(hyp)
+    for p in rp:
+        rkey[p.word] += p.key
+    for p in hp:
+        hkey[p.word] += p.key
+    out: list[WordPair] = []
+    r_from = h_from = None  # the first word of each side joined into the word pair being closed
+    for a, b in align_words([p.key for p in rp], [p.key for p in hp]):
+        r, h = (rp[a] if a is not None else None), (hp[b] if b is not None else None)
+        r_ends, h_ends = r is not None and r.last, h is not None and h.last
+        last = out[-1] if out else None
+        if r_ends and h_ends:
+            i0, j0 = (r.word if r_from is None else r_from), (h.word if h_from is None else h_from)
+            same = "".join(rkey[i0:r.word + 1]) == "".join(hkey[j0:h.word + 1])
+            out.append(WordPair(r.word, h.word, same, ref_start=i0, hyp_start=j0))
+            r_from = h_from = None
+        elif r_ends and h is not None:  # the reference word ends inside the hypothesis's
+            out.append(WordPair(r.word, None, joined=True, inside=h.word))
+            r_from = r.word if r_from is None else r_from
+        elif h_ends and r is not None:
+            out.append(WordPair(None, h.word, joined=True, inside=r.word))
+            h_from = h.word if h_from is None else h_from
+        elif r_ends:  # its last piece unaligned: it pairs with the hypothesis word that ended inside it
+            if last is not None and last.ref is None and last.inside == r.word:
+                out[-1] = WordPair(r.word, last.hyp, ref_start=r.word if r_from is None else r_from,
+                                   hyp_start=h_from)
+                h_from = None
+            else:
+                out.append(WordPair(r.word, None))
+            r_from = None
+        elif h_ends:
+            if last is not None and last.hyp is None and last.inside == h.word:
+                out[-1] = WordPair(last.ref, h.word, ref_start=r_from, hyp_start=h.word if h_from is None else h_from)
+                r_from = None
+            else:
+                out.append(WordPair(None, h.word))
+            h_from = None
     return out

@@ -10,4 +10,6 @@ else
 fi
 # Earnings-22 (calls in Rev's NLP format, for train_all_calls and the calls' valid and test sets)
 if [ -d "$_shared/earnings22" ]; then CALLS="$(cd "$_shared/earnings22" && pwd)"; else CALLS=""; fi
+# the meetings (AMI, ICSI, committees; JSON lines with speaker turns, for local/conversation.sh)
+if [ -d "$_shared/meetings" ]; then MEETINGS="$(cd "$_shared/meetings" && pwd)"; else MEETINGS=""; fi
 unset _shared

@@ -106,3 +106,26 @@ def test_cast_halves_and_widens_a_safetensors_file(tmp_path):
     assert torch.equal(f["w"], w["w"].half().float()) and torch.equal(f["ids"], w["ids"])
     r = run("cast", tmp_path / "nope.safetensors", tmp_path / "x.safetensors", "--dtype", "float16", cwd=tmp_path)
     assert r.returncode != 0 and "no such safetensors file" in r.stderr and not (tmp_path / "x.safetensors").exists()
+
+
+def test_import_refuses_a_hostile_archive_in_one_line(tmp_path):
+    """exps.tar comes back from another machine: a member outside the experiment folder is refused before
+    anything is written (on every Python: punctkit.archive.extract_tar)."""
+    import io
+
+    returned = tmp_path / "returned"
+    returned.mkdir()
+    buf = io.BytesIO()
+    torch.save({"model": {"w": torch.zeros(2, dtype=torch.float16)}, "averaged": [], "exp": "run"}, buf)
+    (returned / "avg16.pt.part0").write_bytes(buf.getvalue())
+    with tarfile.open(returned / "exps.tar", "w") as tar:
+        for name in ("exp/run/train.log", "exp/run/../../../evil.txt"):
+            info = tarfile.TarInfo(name)
+            info.size = 3
+            tar.addfile(info, io.BytesIO(b"log"))
+    here = tmp_path / "a" / "b" / "here"
+    here.mkdir(parents=True)
+    r = run("import", returned, cwd=here)
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "exp/run/../../../evil.txt" in r.stderr and "refused" in r.stderr
+    assert not (here / "exp").exists() and not (tmp_path / "a" / "evil.txt").exists()

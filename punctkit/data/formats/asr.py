@@ -23,7 +23,6 @@ Word times are read and kept (for the CTM, subtitle and timed-JSON outputs); no 
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -34,11 +33,21 @@ from punctkit.data.formats.base import (
     Source,
     input_lines,
     label_probs,
+    placed,
     source_name,
     word_spans,
 )
+from punctkit.data.formats.times import Timeline, checked, seconds
 from punctkit.data.labels import LabelSet, O, Substitution
-from punctkit.data.tokenize import is_mark_token, mark_after, read_passage, split_words, strip_space
+from punctkit.data.tokenize import (
+    NonWord,
+    is_mark_token,
+    mark_after,
+    passes_through,
+    read_passage,
+    split_words,
+    strip_space,
+)
 from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError, parse_json, where
 
@@ -82,16 +91,9 @@ def ctm_line(src: Source, i: int, line: str) -> CtmLine | None:
     if len(f) < 5:
         raise PunctkitError(f"{where(src, i)}: expected 'uttid channel start duration word [conf]', "
                             f"got {len(f)} fields")
-    try:
-        start, dur = float(f[2]), float(f[3])
-    except ValueError:
-        raise PunctkitError(f"{where(src, i, f[0])}: start and duration must be numbers, "
-                            f"got '{f[2]}' '{f[3]}'") from None
-    if not (math.isfinite(start) and math.isfinite(dur)):
-        raise PunctkitError(f"{where(src, i, f[0])}: start and duration must be finite numbers, "
-                            f"got '{f[2]}' '{f[3]}'")
-    if start < 0 or dur < 0:
-        raise PunctkitError(f"{where(src, i, f[0])}: negative start or duration")
+    loc = where(src, i, f[0])
+    start, dur = seconds(f[2], loc, "the start (field 3)"), seconds(f[3], loc, "the duration (field 4)")
+    checked(start + dur, loc, "the end (start + duration)", f"{f[2]} + {f[3]}")
     return CtmLine(i, f[0], f[1], f[2], f[3], f[4], f[5:], start, dur)
 
 
@@ -117,9 +119,14 @@ def read_ctm(src: Source, encoding: str | None = None) -> Iterator[tuple[str, li
 
 
 def add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, rules: Substitution) -> bool:
-    """Add one ASR token (a word, possibly with marks attached) to `utt`; False if it holds no word
-    (a bare mark gives its mark to the word before, when that has none)."""
+    """Add one ASR token (a word, possibly with marks attached) to `utt`; False if it is dropped, holding
+    no word (a bare mark gives its mark to the word before, when that has none). A token that is not a word
+    but passes through (tokenize.passes_through: `<unk>`, `[noise]`, a lone `-`) goes to `utt.tags`, with
+    its record, in its place."""
     token = strip_space(token)  # Whisper's leading space goes; a no-break space is the word's
+    if token and passes_through(token):
+        utt.tags.append(NonWord(len(utt.words), token, record))
+        return True
     if not token or is_mark_token(token):
         mk = mark_after(token, inventory, rules)
         if utt.words and mk != O and utt.marks[-1] == O:
@@ -155,15 +162,25 @@ def check_one_word_id(utt: AsrUtterance, src: Source, output: str) -> None:
                             f"{output} line cannot hold: use --format jsonl (or ids of one word)")
 
 
-def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source, *_: Any) -> Iterator[str]:
-    """CTM lines with each word as written, cased and its mark set (`Hello,`); JSON words get channel 1."""
+def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source, rows: Any = None,
+            opts: OutputOptions | None = None) -> Iterator[str]:
+    """CTM lines with each word as written, cased and its mark set (`Hello,`); a CTM input's fields as they
+    came, other words channel 1 and their times (monotone in the utterance: base.word_spans, counted in
+    `opts.time_repairs`)."""
     check_one_word_id(utt, src, "a CTM")
-    spans = word_spans(utt) if utt.words else []
+    from_ctm = bool(utt.records) and isinstance(utt.records[0], dict) and "channel" in utt.records[0]
+    timeline = Timeline(opts.time_repairs) if opts is not None and not from_ctm else None
+    spans = word_spans(utt, timeline) if utt.words else []
     if spans is None:
         raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: no word has a start time "
                             f"(--format ctm needs word times)")
     recs = utt.records + [None] * (len(shown) - len(utt.records))
+    tags = iter(utt.tags)
+    tag = next(tags, None)
     for k, (w, rec, (start, end)) in enumerate(zip(shown, recs, spans), 1):
+        while tag is not None and tag.at < k:  # the tokens that are not words before this one, as they came
+            yield _ctm_tag(utt, tag, spans, src)
+            tag = next(tags, None)
         if len(split_words(w)) != 1:  # a JSON word with a space: a CTM field cannot hold it unchanged
             raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: word {k} ({w!r}) contains a space, "
                                 f"which a CTM field cannot hold: use --format jsonl")
@@ -171,6 +188,26 @@ def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source,
             yield " ".join([utt.uttid, rec["channel"], rec["start"], rec["duration"], w, *rec["rest"]])
         else:
             yield f"{utt.uttid} 1 {start:.3f} {end - start:.3f} {w}"
+    while tag is not None:
+        yield _ctm_tag(utt, tag, spans, src)
+        tag = next(tags, None)
+
+
+def _ctm_tag(utt: AsrUtterance, tag: NonWord, spans: list[tuple[float, float]], src: Source) -> str:
+    """The CTM line of a token that is not a word: a CTM input's line as it came; else channel 1 at its own
+    times, or, without them, at the end of the word before it (else the start of the word after it)."""
+    rec = tag.record if isinstance(tag.record, dict) else {}
+    if "channel" in rec:
+        return " ".join([utt.uttid, rec["channel"], rec["start"], rec["duration"], tag.token, *rec["rest"]])
+    start, end = rec.get("start_s"), rec.get("end_s")
+    if start is None:
+        near = spans[tag.at - 1][1] if 0 < tag.at <= len(spans) else spans[tag.at][0] if tag.at < len(spans) else None
+        if near is None:
+            raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: {tag.token!r} has no time "
+                                f"(--format ctm needs word times)")
+        start = end = near
+    end = start if end is None or end < start else end
+    return f"{utt.uttid} 1 {start:.3f} {end - start:.3f} {tag.token}"
 
 
 # ---------------------------------------------------------------- JSON lines
@@ -181,18 +218,14 @@ def first_key(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
 
 
 def word_times(item: dict[str, Any], loc: str) -> tuple[float | None, float | None]:
-    """(start, end) in seconds of a JSON word (None where absent); numbers, finite, not negative."""
+    """(start, end) in seconds of a JSON word (None where absent; an end from `start` + `duration` where it has
+    those), each a time (times.seconds: else a one-line error at `loc`)."""
     start, end = first_key(item, START_KEYS), first_key(item, END_KEYS)
-    try:
-        if end is None and start is not None and "duration" in item:
-            end = float(start) + float(item["duration"])
-        times = (None if start is None else float(start)), (None if end is None else float(end))
-    except (TypeError, ValueError, OverflowError):
-        raise PunctkitError(f"{loc}: word times must be numbers, got {start!r} "
-                            f"{item.get('duration') if end is None else end!r}") from None
-    if any(t is not None and not (math.isfinite(t) and t >= 0) for t in times):
-        raise PunctkitError(f"{loc}: word times must be finite and not negative, got {times[0]} {times[1]}")
-    return times
+    start_s = None if start is None else seconds(start, loc, "the start")
+    if end is None and start_s is not None and item.get("duration") is not None:
+        dur = seconds(item["duration"], loc, "the duration")
+        return start_s, checked(start_s + dur, loc, "the end (start + duration)", f"{start} + {item['duration']}")
+    return start_s, None if end is None else seconds(end, loc, "the end")
 
 
 def json_objects(src: Source, encoding: str | None = None, what: str = "") -> Iterator[tuple[int, str, dict]]:
@@ -213,14 +246,24 @@ def json_objects(src: Source, encoding: str | None = None, what: str = "") -> It
 
 def text_shares(tokens: list[str], start: float, end: float) -> list[tuple[float, float]]:
     """Each token's share of [start, end] seconds, in proportion to its length (a segment's words, which
-    come without times of their own; an end before the start: all at the start)."""
-    span, total = max(end - start, 0.0), sum(len(t) for t in tokens) or 1
+    come without times of their own; an end before the start: all at the start); a token that is not a word
+    (tokenize.passes_through: `<s>`, `<unk>`) has none, standing where the word before it ends."""
+    sizes = [0 if passes_through(strip_space(tok)) else len(tok) for tok in tokens]
+    span, total = max(end - start, 0.0), sum(sizes) or 1
     out, t = [], start
-    for tok in tokens:
-        d = span * len(tok) / total
+    for size in sizes:
+        d = span * size / total
         out.append((round(t, 3), round(t + d, 3)))
         t += d
     return out
+
+
+def speaker_of(value: Any) -> str | None:
+    """A speaker label as the readers keep it: text (a number written as text), None for none ('', null, a
+    list or an object: no label a turn can be told by)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        return None
+    return str(value)
 
 
 def jsonl_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
@@ -230,7 +273,7 @@ def jsonl_units(src: Source, inventory: LabelSet, rules: Substitution, encoding:
     for i, loc, obj in json_objects(src, encoding):
         uttid = first_key(obj, ID_KEYS)
         uttid = f"{name}-{i:06d}" if uttid is None or uttid == "" else str(uttid)
-        utt = AsrUtterance(uttid, source=obj, lineno=i)
+        utt = AsrUtterance(uttid, source=obj, lineno=i, speaker=speaker_of(obj.get("speaker")))
         items = obj.get("words")
         span: list[tuple[float | None, float | None]] = []
         if items is None:
@@ -267,7 +310,7 @@ def jsonl_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Sourc
     if utt.lines_only:
         return
     obj = dict(utt.source) if isinstance(utt.source, dict) else {"id": utt.uttid}
-    obj["text"] = " ".join(shown)
+    obj["text"] = " ".join(placed(utt, shown))
     if utt.has_id:
         obj["labels"] = labels
     if rows is not None and opts is not None and opts.inventory is not None:

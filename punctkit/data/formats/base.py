@@ -6,7 +6,8 @@
   the input already had, each word as written, and per word the record it came from (CTM
   fields, JSON item) so that an output can give every word back as it came (every reader splits
   words with the one splitter, tokenize.split_words; every writer gives back the words as written,
-  `shown_words` where the mark goes elsewhere).
+  `shown_words` where the mark goes elsewhere), and the tokens that are not words (`tags`: `<unk>`,
+  `[noise]`, a lone `-`), which no model reads and the outputs give back in place (`placed`).
 - `TextInput`: an input already decoded to text (serve's request body), which every reader and
   detection take where they take a file's path (`-`: stdin): a `Source` is any of the three.
 """
@@ -17,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from punctkit.data.formats.times import Timeline, TimeRepairs
 from punctkit.data.labels import CaseLexicon, LabelSet, Substitution
-from punctkit.data.tokenize import Passage, Written, as_written, read_passage, split_words, unmarked
+from punctkit.data.tokenize import NonWord, Passage, Written, as_written, read_passage, split_words, unmarked
 from punctkit.data.utterance import Utterance  # noqa: F401 (the readers' and writers' type, re-exported)
 from punctkit.files import PunctkitError, iter_lines, shown, stdin_lines
 
@@ -50,6 +52,12 @@ class AsrUtterance:
     # run of them or of a table's blank lines): the outputs that give the input back (readable, an stm's stm)
     # write its lines, the others nothing, and punctuate does not count it as an utterance
     lines_only: bool = False
+    # who speaks its words (an NLP turn's speaker, an stm's, a service's label); None: the input does not say.
+    # Consecutive units of one stream with different speakers are a turn change (decode/boundary.py)
+    speaker: str | None = None
+    # the tokens that are not words (tokenize.passes_through: `<unk>`, `[noise]`, a lone `-`), each where it
+    # stood and with its record: no model reads them, and the outputs give them back in place (`placed`)
+    tags: list[NonWord] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,8 @@ class OutputOptions:
     max_line_chars: int = 42
     max_cue_lines: int = 2
     lexicon: CaseLexicon | None = None  # the model's Mixed forms (the shown words' case comes from them)
+    # what the timed writers did to times that went backwards (times.Timeline), for punctuate's report
+    time_repairs: TimeRepairs = field(default_factory=TimeRepairs, compare=False)
 
     def word_column(self, utt: AsrUtterance, shown: list[str]) -> list[str]:
         """Each word of `utt` as the input gave it, without the marks at its end (the output gives the
@@ -96,12 +106,38 @@ def given_words(utt: AsrUtterance) -> list[str]:
             for w, rec in zip(utt.written, utt.records + [None] * (len(utt.written) - len(utt.records)))]
 
 
-def word_spans(utt: AsrUtterance) -> list[tuple[float, float]] | None:
+def placed(utt: AsrUtterance, shown: list[str]) -> list[str]:
+    """The unit's tokens in input order, for outputs that write its text: each word as shown, and each token
+    that is not a word (`AsrUtterance.tags`) as it came, in its place."""
+    out: list[str] = []
+    tags = iter(utt.tags)
+    tag = next(tags, None)
+    for k in range(len(shown) + 1):
+        while tag is not None and (tag.at <= k or k == len(shown)):
+            out.append(tag.token)
+            tag = next(tags, None)
+        if k < len(shown):
+            out.append(shown[k])
+    return out
+
+
+def glued(utt: AsrUtterance, shown: list[str]) -> list[str]:
+    """`placed` as one string a word, for outputs that hold words apart (subtitle cues): the tokens that are
+    not words joined, with a space, to the word after them (those after the last word: to it)."""
+    out = [" ".join([t.token for t in utt.tags if t.at == k] + [s]) for k, s in enumerate(shown)]
+    after = [t.token for t in utt.tags if t.at >= len(shown)]
+    if out and after:
+        out[-1] = " ".join([out[-1], *after])
+    return out
+
+
+def word_spans(utt: AsrUtterance, timeline: Timeline | None = None) -> list[tuple[float, float]] | None:
     """Each word's (start, end) seconds for the outputs that need them (srt, vtt, ctm, stm): its own (an end
     defaults to the start); a word without a start (WhisperX's numerals, Gentle's words not found in the
     audio) lies between its neighbours, from the end of the timed word before it (else the start of the one
-    after) to the start of the timed word after it (else that same point). None when no word of the unit has
-    a start (the caller's one-line error)."""
+    after) to the start of the timed word after it (else that same point). Every span passes through
+    `timeline` (the output's; else one of the unit's own): times that go backwards are moved forward
+    (times.Timeline). None when no word of the unit has a start (the caller's one-line error)."""
     recs = [r if isinstance(r, dict) else {} for r in utt.records[:len(utt.words)]]
     recs += [{}] * (len(utt.words) - len(recs))
     own = [None if r.get("start_s") is None else
@@ -119,12 +155,13 @@ def word_spans(utt: AsrUtterance) -> list[tuple[float, float]] | None:
         after[k] = nxt
         nxt = own[k][0] if own[k] is not None else nxt
     spans = []
+    timeline = timeline if timeline is not None else Timeline()
     for t, a, b in zip(own, before, after):
         if t is None:
             start = a if a is not None else b
             t = (start, max(start, b if b is not None else start))  # type: ignore[type-var]
-        spans.append(t)
-    return spans  # type: ignore[return-value]
+        spans.append(timeline.span(*t))  # type: ignore[misc]
+    return spans
 
 
 def shown_words(utt: AsrUtterance, shown: list[str]) -> list[str]:

@@ -8,9 +8,13 @@ The header names the columns (Rev's files differ: some add `wer_tags`); `token`,
 `ts`, `endTs`, `punctuation` and `case` are the ones punctkit reads or writes, every other column
 is kept as it came. `case` is Rev's class of the token: LC lower, UC first letter upper, CA all
 capitals, MC mixed, N/A no letters. Times may be empty (tokens the aligner dropped).
+Speakers are any string (Rev's `0`, Speechmatics' `UU` and `S1`, letters, empty: ESPnet's recognizer).
+A file without a header line has Rev's columns in their order (`Header.rev`) and is written back
+without one; a header that names a column twice, or lacks one punctkit reads, is refused.
 
-Tokens in angle brackets (`<inaudible>`, `<crosstalk>`, `<laugh>`, ...) are not speech: they never
-become words (prepare counts them in its report), and punctuate writes their rows back unchanged.
+Tokens that are not words (tokenize.passes_through: tags in angle or square brackets, `<inaudible>`,
+`<crosstalk>`, `<laugh>`, `[noise]`, ..., and a lone dash) never become words (prepare counts them in its
+report), and punctuate writes their rows back unchanged.
 
 Read two ways, as every text format:
 - as a corpus (`read_nlp`: prepare, score): one utterance a file (a call is one stream), each
@@ -23,6 +27,7 @@ Read two ways, as every text format:
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -35,32 +40,49 @@ from punctkit.data.formats.base import (
     Source,
     Utterance,
     as_source,
-    given_words,
     input_lines,
+    shown_words,
     source_name,
 )
-from punctkit.data.labels import LabelSet, O, Substitution, mark_of
-from punctkit.data.tokenize import label_tokens, split_contraction, tokens
+from punctkit.data.formats.times import seconds
+from punctkit.data.labels import LabelSet, Substitution
+from punctkit.data.tokenize import NonWord, column_mark, label_tokens, passes_through, split_contraction, tokens
 from punctkit.files import PunctkitError, where
 
 REQUIRED = ("token", "speaker", "ts", "endTs", "punctuation", "case")
 ELLIPSIS = "…"
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def is_header(line: str) -> bool:
-    """Whether `line` is an NLP header (its first columns `token|speaker|`)."""
-    return line.strip().startswith("token|speaker|")
+    """Whether `line` is an NLP header: `|`-separated column names (letters, digits and `_`), 3 or more of
+    them the ones punctkit reads (REQUIRED), in any order (`token|speaker|ts|endTs|...`, `speaker|token|...`).
+    A header that names a column twice or lacks one of REQUIRED is still a header, refused by `Header.parse`."""
+    cols = line.strip().lstrip("\ufeff").split("|")
+    return (len(cols) >= 3 and len(set(cols) & set(REQUIRED)) >= 3
+            and all(not c or _NAME.fullmatch(c) for c in cols))
 
 
 def nlp_kind(line: str) -> str:
-    """`nlp` for an NLP header or token line (6+ `|`-separated fields, an integer speaker, times that
-    are numbers or empty), else ''."""
+    """`nlp` for an NLP header or token line, else ''. A token line has Rev's columns (7+ `|`-separated
+    fields: a token, a speaker of any kind, `0`, `UU`, `S1`, `A` or empty, then times that are numbers or
+    empty); it is what a file without a header line starts with (`Header.rev`)."""
     if is_header(line):
         return "nlp"
     f = line.rstrip("\r\n").split("|")
-    if len(f) < 7 or not f[0] or not f[1].isdigit():
+    if len(f) < 7 or not f[0].strip():
         return ""
     return "nlp" if all(_time_field(t) for t in f[2:4]) else ""
+
+
+def nlp_like(line: str) -> bool:
+    """Whether a line of what was read as plain text looks like an NLP row (text.looks_like): 5+ `|`-separated
+    fields, the first two (token, speaker) without white space, the first not empty. Prose with the odd `|`
+    (`Revenue | Q1 | Q2`, a table row `| a | b |`) does not."""
+    f = line.strip().split("|")
+    return len(f) >= 5 and bool(f[0]) and not any(c.isspace() for c in f[0] + f[1])
 
 
 def _time_field(t: str) -> bool:
@@ -74,9 +96,10 @@ def _time_field(t: str) -> bool:
 
 
 def non_speech(token: str) -> bool:
-    """Whether a token is a non-speech tag (`<inaudible>`, `<laugh>`) or empty."""
+    """Whether a token is empty or no word (tokenize.passes_through, the one rule of every reader: a tag,
+    `<inaudible>`, `<laugh>`, `[noise]`, or a lone dash)."""
     t = token.strip()
-    return not t or (t.startswith("<") and t.endswith(">"))
+    return not t or passes_through(t)
 
 
 @dataclass
@@ -104,9 +127,33 @@ class Turn:
 
 @dataclass
 class Header:
-    """The columns of an NLP file, in order."""
+    """The columns of an NLP file, in order, and whether the file has a header line naming them (`given`;
+    a file without one has Rev's columns, `Header.rev`, and is written back without one)."""
 
     columns: list[str] = field(default_factory=list)
+    given: bool = True
+
+    @classmethod
+    def parse(cls, src: Source, i: int, line: str) -> "Header":
+        """The header on line `i` (`is_header`); a column named twice (its rows' values would be read as
+        another column's) or a missing one of REQUIRED is a one-line error naming the line."""
+        cols = line.strip().lstrip("\ufeff").split("|")
+        twice = [c for c in dict.fromkeys(cols) if cols.count(c) > 1]
+        if twice:
+            raise PunctkitError(f"{where(src, i)}: the NLP header names the column(s) "
+                                f"{', '.join(repr(c) for c in twice)} more than once; name each column once "
+                                f"(token|speaker|ts|endTs|punctuation|prepunctuation|case|...)")
+        missing = [c for c in REQUIRED if c not in cols]
+        if missing:
+            raise PunctkitError(f"{where(src, i)}: the NLP header lacks the column(s) {', '.join(missing)}; "
+                                f"it names {', '.join(REQUIRED)} (and any others), each once")
+        return cls(cols)
+
+    @classmethod
+    def rev(cls, n: int) -> "Header":
+        """The columns of a file without a header line whose rows have `n` fields: Rev's (COLUMNS) in
+        their order, then `column12`, `column13`, ... for fields past them."""
+        return cls([*COLUMNS[:n], *(f"column{k}" for k in range(len(COLUMNS) + 1, n + 1))], given=False)
 
     def row(self, src: Source, i: int, line: str) -> Row:
         f = line.split("|")
@@ -117,25 +164,27 @@ class Header:
 
 
 def nlp_rows(src: Source, encoding: str | None = None) -> Iterator[tuple[Header, Row]]:
-    """The token rows of an NLP file (`-`: stdin), with its header; a missing header or column, or a
-    line with another number of fields, is a one-line error naming the line."""
+    """The token rows of an NLP file (`-`: stdin), with its header: the file's header line (`Header.parse`),
+    or, for a file that starts with a token line (`nlp_kind`), Rev's columns (`Header.rev`). A header
+    that names a column twice or lacks one, a first line that is neither, or a line with another number
+    of fields, is a one-line error naming the line."""
     header: Header | None = None
     for i, line in input_lines(src, encoding):
         if not line.strip():
             continue
         if header is None:
-            if not is_header(line):
+            if is_header(line):
+                header = Header.parse(src, i, line)
+                continue
+            if not nlp_kind(line):
                 raise PunctkitError(f"{where(src, i)}: an NLP file starts with its header line "
-                                    f"(token|speaker|ts|endTs|punctuation|...), got {line[:40]!r}")
-            cols = line.strip().split("|")
-            missing = [c for c in REQUIRED if c not in cols]
-            if missing:
-                raise PunctkitError(f"{where(src, i)}: the NLP header lacks the column(s) {', '.join(missing)}")
-            header = Header(cols)
-            continue
+                                    f"(token|speaker|ts|endTs|punctuation|...) or a token line of Rev's columns, "
+                                    f"got {line[:40]!r}; give --input-format for another format")
+            header = Header.rev(len(line.split("|")))
         yield header, header.row(src, i, line)
     if header is None:
-        raise PunctkitError(f"{src}: empty NLP file (no header line)")
+        raise PunctkitError(f"{where(src, 1)}: empty NLP file (no header line, no token line); give an NLP file, "
+                            f"or --input-format for another format")
 
 
 def token_word(token: str) -> str:
@@ -206,9 +255,12 @@ def nlp_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
             if utt is not None:
                 yield utt
             turn += 1
-            utt = AsrUtterance(f"{name}-{turn:06d}", source=Turn(header, speaker), lineno=row.lineno, has_id=False)
+            utt = AsrUtterance(f"{name}-{turn:06d}", source=Turn(header, speaker), lineno=row.lineno, has_id=False,
+                               speaker=speaker)
         if non_speech(row.token):
             (utt.records[-1]["after"] if utt.records else utt.source.before).append(row)
+            if row.token.strip():  # in place for the outputs that write text (its row: `after`, `before`)
+                utt.tags.append(NonWord(len(utt.words), row.token.strip(), {"row": row}))
             continue
         token = row.token.strip() + row.fields["punctuation"].strip()
         record = {"row": row, "after": [], "start_s": _time(src, row, "ts"), "end_s": _time(src, row, "endTs")}
@@ -224,13 +276,7 @@ def _time(src: Source, row: Row, col: str) -> float | None:
     t = row.fields[col].strip()
     if not t:
         return None
-    try:
-        v = float(t)
-    except ValueError:
-        raise PunctkitError(f"{where(src, row.lineno)}: {col} must be a number of seconds, got {t[:20]!r}") from None
-    if not (v >= 0 and v != float("inf")):
-        raise PunctkitError(f"{where(src, row.lineno)}: {col} must be finite and not negative, got {t[:20]!r}")
-    return v
+    return seconds(t, where(src, row.lineno), col)
 
 
 def rev_case(token: str) -> str:
@@ -248,12 +294,11 @@ def rev_case(token: str) -> str:
     return "MC"
 
 
-def split_shown(given: str, shown: str, label: str) -> tuple[str, str]:
-    """(token, punctuation) of a shown word: the given token re-cased, and the mark text after it."""
-    core = given
-    if shown.lower().startswith(core.lower()) and len(shown) >= len(core):
-        return shown[:len(core)], shown[len(core):]
-    return core, "" if mark_of(label) == O else shown[len(shown.rstrip(",.?!;:…")):]
+def recased(token: str, word: str) -> str:
+    """A row's `token` in the case `word` (the token as shown, without its mark) shows it in; as it came
+    where the word is not the token re-cased."""
+    head = word[:len(token)]
+    return head if head.casefold() == token.casefold() else token
 
 
 COLUMNS = ("token", "speaker", "ts", "endTs", "punctuation", "prepunctuation", "case", "tags", "oldTs", "oldEndTs",
@@ -263,32 +308,50 @@ COLUMNS = ("token", "speaker", "ts", "endTs", "punctuation", "prepunctuation", "
 def nlp_lines(units: Iterable[Punctuated], src: Source, opts: OutputOptions) -> Iterator[str]:
     """The NLP format: an NLP input written back (its header, then each row with its `token` re-cased
     and its `punctuation` and `case` filled; non-speech rows and every other column as they came);
-    an input of another format as new rows (Rev's columns: speaker 0, times where the input had them)."""
+    an input of another format as new rows (Rev's columns: speaker 0, times where the input had them), its
+    tokens that are not words (`<unk>`, a lone `-`) rows of their own in place, unlabelled. The `token` column
+    never holds the mark (a dotted word keeps its period: `U.S.`), `punctuation` holds the label's mark
+    (render.column_mark: `.` for `U.S.` ending a sentence)."""
     header_done = False
     for utt, labels, shown, _ in units:
         turn = utt.source if isinstance(utt.source, Turn) else None
         header = turn.header if turn is not None else None
         if not header_done:
-            yield "|".join(header.columns if header is not None else COLUMNS)
+            if header is None or header.given:  # a file without a header line is written back without one
+                yield "|".join(header.columns if header is not None else COLUMNS)
             header_done = True
         yield from (r.line for r in (turn.before if turn is not None else []))
-        given = given_words(utt)
+        words = shown_words(utt, shown)
+        tags = iter(utt.tags if turn is None else [])  # an NLP input's own rows: `before` and `after`
+        tag = next(tags, None)
         for k, (lab, text) in enumerate(zip(labels, shown)):
+            while tag is not None and tag.at <= k:
+                yield _tag_row(tag)
+                tag = next(tags, None)
             rec = utt.records[k] if k < len(utt.records) and isinstance(utt.records[k], dict) else {}
             row: Row | None = rec.get("row") if header is not None else None
-            token, punct = split_shown(row.token.strip() if row is not None else _bare(given[k]), text, lab)
+            token = recased(row.token.strip(), words[k]) if row is not None else words[k]
+            punct = column_mark(utt.written[k], text, lab)
             if row is not None:
                 fields = dict(row.fields, token=token, punctuation=punct, case=rev_case(token))
                 yield "|".join(fields[c] for c in header.columns)
                 yield from (r.line for r in rec["after"])
             else:
-                yield "|".join([token.replace("|", "/"), "0", _stamp(rec.get("start_s")), _stamp(rec.get("end_s")),
-                                punct, "", rev_case(token), "[]", "", "", ""])
+                yield _new_row(token, rec, punct)
+        while tag is not None:
+            yield _tag_row(tag)
+            tag = next(tags, None)
 
 
-def _bare(word: str) -> str:
-    """A word as given without the marks at its end (they go to the `punctuation` column)."""
-    return word.rstrip(",.?!;:…") or word
+def _new_row(token: str, rec: dict, punct: str) -> str:
+    """A row of Rev's columns (COLUMNS) for a token of another input format: speaker 0, its times."""
+    return "|".join([token.replace("|", "/"), "0", _stamp(rec.get("start_s")), _stamp(rec.get("end_s")),
+                     punct, "", rev_case(token), "[]", "", "", ""])
+
+
+def _tag_row(tag: NonWord) -> str:
+    """The row of a token that is not a word, from an input of another format: as it came, unlabelled."""
+    return _new_row(tag.token, tag.record if isinstance(tag.record, dict) else {}, "")
 
 
 def _stamp(t: float | None) -> str:

@@ -34,7 +34,8 @@ the ASR services' transcripts of services.py by their shapes).
 - pocketsphinx: PocketSphinx's JSON (`pocketsphinx single|live FILE`, `align`), one utterance a line:
   `{"b": begin, "d": duration, "p": probability, "t": "text", "w": [{"b", "d", "p", "t"}, ...]}`, seconds.
   The lines are one stream (`live` cuts at pauses, not sentences); a word's time is its `b` to `b + d`;
-  fillers (`<sil>`, `<s>`, `</s>`, `[NOISE]`, `++NOISE++`) are not words, and a pronunciation variant's
+  fillers (`<sil>`, `<s>`, `</s>`, `[NOISE]`, `++NOISE++`) are not words (tokenize.passes_through: they
+  pass through in place, docs/formats.md "Tokens that are not words"), and a pronunciation variant's
   number goes (`are(2)` is `are`, as the utterance's `t` writes it); without `w`, the words of `t` share
   the utterance's time.
 
@@ -49,8 +50,8 @@ import re
 from typing import Any, Iterator
 
 from punctkit.data.formats import services
-from punctkit.data.formats.asr import ID_KEYS, add_token, first_key, json_objects, text_shares, word_times
-from punctkit.data.formats.base import AsrUtterance, Source, given_words, source_name
+from punctkit.data.formats.asr import ID_KEYS, add_token, first_key, json_objects, speaker_of, text_shares, word_times
+from punctkit.data.formats.base import AsrUtterance, Source, given_words, placed, source_name
 from punctkit.data.formats.json_docs import (  # noqa: F401 (MAX_DOCUMENT_CHARS, read_json_text: re-exported)
     MAX_DOCUMENT_CHARS,
     json_error,
@@ -59,6 +60,7 @@ from punctkit.data.formats.json_docs import (  # noqa: F401 (MAX_DOCUMENT_CHARS,
     one_document,
     read_json_text,
 )
+from punctkit.data.formats.times import checked, seconds
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import split_words
 from punctkit.files import PunctkitError, parse_json, where
@@ -227,7 +229,8 @@ def whisper_units(src: Source, inventory: LabelSet, rules: Substitution, encodin
         words, said = seg.get("words"), seg.get("text")
         if not isinstance(words, (list, type(None))) or not isinstance(said, (str, type(None))):
             raise PunctkitError(f"{loc}: 'words' must be a list and 'text' a string")
-        utt = AsrUtterance(f"{name}-{k + 1:06d}", source=seg, lineno=lineno, has_id=False)
+        utt = AsrUtterance(f"{name}-{k + 1:06d}", source=seg, lineno=lineno, has_id=False,
+                           speaker=speaker_of(seg.get("speaker")))  # WhisperX's diarized segments
         if words:
             timed_words(utt, words, loc, inventory, rules, dropped, ("word", "text"))
         elif said:
@@ -243,8 +246,9 @@ def _segment_span(seg: dict[str, Any], loc: str, cpp: bool) -> tuple[float | Non
     off = seg.get("offsets")
     if not isinstance(off, dict):
         raise PunctkitError(f"{loc}: a whisper.cpp segment needs 'offsets' ({{\"from\", \"to\"}}, milliseconds)")
-    start, end = word_times({"start": off.get("from"), "end": off.get("to")}, loc)
-    return (None if start is None else start / 1000), (None if end is None else end / 1000)
+    start, end = (None if off.get(k) is None else seconds(off[k], loc, f"'offsets.{k}' (in milliseconds)", 1000)
+                  for k in ("from", "to"))
+    return start, end
 
 
 # ---------------------------------------------------------------- NeMo
@@ -287,8 +291,8 @@ def nemo_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source
         return
     obj = dict(utt.source) if isinstance(utt.source, dict) else {}
     if "pred_text" not in obj and "text" not in obj:
-        obj["pred_text"] = " ".join(given_words(utt))
-    obj["pred_text_punctuated"] = " ".join(shown)
+        obj["pred_text"] = " ".join(placed(utt, given_words(utt)))
+    obj["pred_text_punctuated"] = " ".join(placed(utt, shown))
     yield json.dumps(obj, ensure_ascii=False)
 
 
@@ -406,14 +410,15 @@ def _ticks(obj: dict[str, Any], loc: str) -> tuple[float | None, float | None]:
     start, dur = obj.get("Offset"), obj.get("Duration")
     if start is None:
         return None, None
-    a, b = word_times({"start": start, "duration": 0 if dur is None else dur}, loc)
-    return a / TICKS, b / TICKS  # type: ignore[operator]
+    a = seconds(start, loc, "'Offset' (in ticks)", TICKS)
+    if dur is None:
+        return a, a
+    seconds(dur, loc, "'Duration' (in ticks)", TICKS)
+    return a, checked((float(start) + float(dur)) / TICKS, loc, "the end ('Offset' + 'Duration')", f"{start} + {dur}")
 
 
 # ---------------------------------------------------------------- PocketSphinx
 
-# the filler dictionary's words: silence, sentence start and end, noises (`[NOISE]`, `[BREATH]`, `++UM++`)
-FILLER = re.compile(r"</?s>|<sil>|\[[A-Z_]+\]|\+\+[A-Z_]+\+\+")
 VARIANT = re.compile(r"\(\d+\)$")  # are(2): a dictionary's second pronunciation of `are`
 
 
@@ -433,15 +438,12 @@ def pocketsphinx_units(src: Source, inventory: LabelSet, rules: Substitution, en
                 wloc = f"{loc}, word {k + 1}"
                 if not (isinstance(item, dict) and isinstance(item.get("t"), str)):
                     raise PunctkitError(f"{wloc}: expected an object with a 't' string (the word)")
-                if FILLER.fullmatch(item["t"]):
-                    continue
                 start, stop = _span(item, wloc)
                 rec = {"index": k, "start_s": start, "end_s": stop}
                 if not add_token(utt, VARIANT.sub("", item["t"]), rec, inventory, rules) and dropped is not None:
                     dropped[0] += 1
         else:
-            text_words(utt, " ".join(t for t in obj["t"].split() if not FILLER.fullmatch(t)), inventory, rules,
-                       dropped, (begin, end))
+            text_words(utt, obj["t"], inventory, rules, dropped, (begin, end))
         if utt.words:
             n += 1
             utt.uttid = f"{name}-{n:06d}"

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, TextIO
 
@@ -42,6 +43,7 @@ from punctkit.data.formats.base import (
     Utterance,
     as_source,
     chosen_prob,
+    placed,
     source_name,
 )
 from punctkit.data.labels import LabelSet, O, Substitution, default_substitution, get_inventory, inventory_for
@@ -81,6 +83,7 @@ class Format:
     writer: Writer | None = None        # corpus writer (convert, decode, punctuate's corpus outputs)
     lines: Lines | None = None          # a corpus format's lines: its writer (a file), and a text stream's
     units: Units | None = None          # punctuate's input, streaming (stdin works)
+    lookalikes: bool = False            # plain text: `units` refuses lines like another format's unless `told`
     emit: Emit | None = None            # punctuate's output, one utterance at a time
     stream: StreamOut | None = None     # punctuate's output over all units (subtitles, timed JSON)
     line_kind: Callable[[str], str] | None = None  # detection: the format's name for a line that is its, else ''
@@ -95,6 +98,11 @@ class Format:
     def __post_init__(self) -> None:
         if self.lines is not None and self.writer is None:  # a format written line by line: its file writer
             object.__setattr__(self, "writer", _lines_writer(self.lines))
+
+    def reader_units(self, told: bool) -> Units:
+        """punctuate's reader of this format (`units`); `told`: the user gave the format, which is obeyed
+        (plain and Kaldi text, `lookalikes`, are then not refused for lines that look like another format's)."""
+        return partial(self.units, told=True) if told and self.lookalikes else self.units  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- adapters to the uniform signatures
@@ -144,8 +152,8 @@ def _write_datadir(utts: list[Utterance], path: str | Path, inventory: LabelSet 
 def readable_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: str | Path,
                  *_: object) -> Iterator[str]:
     """The input words as written, marks and case set, on the input's line (`AsrUtterance.frame`: trn, stm);
-    `uttid text` for other inputs with ids."""
-    line = " ".join(shown)
+    `uttid text` for other inputs with ids; the tokens that are not words (`<unk>`, a lone `-`) in place."""
+    line = " ".join(placed(utt, shown))
     if utt.frame is not None:
         yield (utt.frame[0] + line + utt.frame[1]).strip(" ")
         return
@@ -200,9 +208,9 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
     Format("punctuator2", "inline mark tokens, `so ,COMMA if we .PERIOD`, one utterance a line",
            reader=_read_p2, lines=labelled.punctuator2_out, line_kind=labelled.punctuator2_kind),
     Format("text", "punctuated text, one utterance (or document) a line", reader=_read_text(None),
-           lines=text.text_out, units=text.text_units, one_stream=True),
+           lines=text.text_out, units=text.text_units, lookalikes=True, one_stream=True),
     Format("kaldi_text", "Kaldi `text`: the utterance id, then its punctuated text", reader=_read_text(text.kaldi_text_lines),
-           lines=text.kaldi_text_out, units=text.kaldi_text_units, ids=True),
+           lines=text.kaldi_text_out, units=text.kaldi_text_units, lookalikes=True, ids=True),
     Format("trn", "sclite's and ESPnet's trn: the punctuated text, then the utterance id in parentheses, "
            "`So, what? (spk1-utt1)`", reader=_read_text(sclite.trn_lines), lines=sclite.trn_out,
            units=sclite.trn_units, line_kind=sclite.trn_kind, ids=True),
@@ -288,18 +296,19 @@ def detect_format(path: Source, encoding: str | None = None) -> str:
     """The format of a file (or of stdin, `-`, or a `TextInput`) from its content: the one detector of
     every command.
 
-    A directory is `datadir`. Otherwise a bounded sample of whole lines (the whole of a
-    small file or text; the head and evenly spaced slices of a large one; the head of stdin) is
-    classified, blank lines and CTM `;;` comments left out; but an input that starts with `{`
-    or `[` is first decoded as JSON values (its first 4 MiB; recognizers.json_kind): the
-    top-level keys say whisper (`segments`), vosk (`result`, `partial`), nemo (`pred_text`,
+    A directory is `datadir`. A head line that names a format decides it (`head_format`: an NLP
+    header, Whisper's TSV header, WEBVTT, a cue number and its timing line). Otherwise a bounded
+    sample of whole lines (the whole of a small file or text; the head and evenly spaced slices of
+    a large one; the head of stdin) is classified, blank lines and CTM `;;` comments left out;
+    but an input that starts with `{` or `[` is first decoded as JSON values (its first 4 MiB;
+    recognizers.json_kind): the top-level keys say whisper (`segments`), vosk (`result`, `partial`), nemo (`pred_text`,
     `audio_filepath`), a service's shape says its transcript (services.py: rev, aws, google, ...;
     a document longer than the head by its markers) or, with none and one object a line, jsonl;
     keys of two of them are an error naming both, and a first value that is not JSON (in an input that is not mostly
     JSON lines) is an error with json's line and column. Per line, the entries' classifiers
     in DETECT_ORDER:
-    - JSON: an object (whisper, vosk or nemo by its keys, else jsonl); ctm: 5+ fields with
-      numbers as fields 3 and 4;
+    - JSON: an object (whisper, vosk or nemo by its keys, else jsonl); nlp: 7+ `|`-separated
+      fields, times as fields 3 and 4, any speaker; ctm: 5+ fields with numbers as fields 3 and 4;
     - twocol: exactly two fields (split at the tab, else at spaces) whose second is a
       known label, empty (tab form), or label-like (upper-case letters, digits, `_`);
     - punctuator2: has a known mark token (`,COMMA`, `.PERIOD`, ...).
@@ -326,11 +335,24 @@ def detect_format(path: Source, encoding: str | None = None) -> str:
         kind = recognizers.json_kind(head, complete, str(path))
         if kind:
             return kind
-    if kind := cues.cues_kind(head):  # subtitles: a WEBVTT header, or a cue number and its timing line
+    if kind := head_format(head):  # a head line that names its format decides it
         return kind
     sample = path.sample() if isinstance(path, TextInput) else sample_lines(path, encoding)
     lines = [ln for ln in sample if ln.strip() and not ln.startswith(";;")]
     return classify_lines(lines, source_name(path), str(path))
+
+
+def head_format(head: str) -> str | None:
+    """The format that the head of a text names, which decides it (no share of lines overrules it, and a bad
+    line further on is that format's one-line error, not words): an NLP header (`nlp.is_header`:
+    `token|speaker|ts|...`, columns in any order), Whisper's TSV header (`start<TAB>end<TAB>text`), a WEBVTT
+    header or a first cue (`cues.cues_kind`: a cue number and its timing line); else None."""
+    first = next((ln for ln in head.lstrip("\ufeff").splitlines() if ln.strip()), "")
+    if nlp.is_header(first):
+        return "nlp"
+    if cues.tsv_kind(first) == "whisper-tsv":
+        return "whisper-tsv"
+    return cues.cues_kind(head)
 
 
 JSON_HEAD = 1 << 22  # bytes of a file decoded whole to tell a JSON document's format (stdin: 64 KiB)

@@ -18,12 +18,21 @@ marked references: TED-LIUM's, and what Kaldi's sclite scoring reads).
 """
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, Iterator
 
 from punctkit.data.formats.asr import NUMBER, add_token, check_one_word_id, text_shares
-from punctkit.data.formats.base import MAX_HELD, AsrUtterance, Source, input_lines, source_name, word_spans
+from punctkit.data.formats.base import (
+    MAX_HELD,
+    AsrUtterance,
+    OutputOptions,
+    Source,
+    input_lines,
+    placed,
+    source_name,
+    word_spans,
+)
+from punctkit.data.formats.times import Timeline, seconds
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import join_marked, read_passage, split_words
 from punctkit.data.utterance import Utterance
@@ -77,7 +86,7 @@ def trn_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
     for i, uttid, text in trn_lines(src, encoding):
         p = read_passage(split_words(text), inventory, rules)
         yield AsrUtterance(uttid, p.words, p.marks, p.written, [None] * len(p.words), lineno=i,
-                           frame=("", f" ({uttid})"))
+                           frame=("", f" ({uttid})"), tags=p.tags)
 
 
 def _writable_id(uttid: str) -> str:
@@ -142,7 +151,7 @@ def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
             uttid = f"{file}-{chan}-{round(start_s * 100):07d}-{round(end_s * 100):07d}"
         seen.add(uttid)
         head, text = line[:m.end()], line[m.end():]
-        utt = AsrUtterance(uttid, lineno=i, stream=f"{file} {chan}",
+        utt = AsrUtterance(uttid, lineno=i, stream=f"{file} {chan}", speaker=spk,
                            source={"id": uttid, "file": file, "channel": chan, "speaker": spk, "start": start_s,
                                    "end": end_s},
                            frame=("".join(c + "\n" for c in comments) + head, ""))
@@ -161,28 +170,23 @@ def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
 
 
 def _time(src: Source, i: int, value: str, what: str) -> float:
-    try:
-        t = float(value)
-    except ValueError:
-        t = math.nan
-    if not (math.isfinite(t) and t >= 0):
-        raise PunctkitError(f"{where(src, i)}: the segment's {what} time must be a number of seconds, not "
-                            f"negative, got {value!r}")
-    return t
+    return seconds(value, where(src, i), f"the segment's {what} time")
 
 
-def stm_emit(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source, *_: Any) -> Iterator[str]:
+def stm_emit(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source, rows: Any = None,
+             opts: OutputOptions | None = None) -> Iterator[str]:
     """punctuate's stm output: an stm input's lines as they came, transcripts punctuated (the readable
-    output); another timed input's unit as `id 1 id start end words`, its words' times."""
+    output); another timed input's unit as `id 1 id start end words`, its words' times (monotone:
+    base.word_spans, counted in `opts.time_repairs`)."""
     if utt.frame is not None and (utt.stream is not None or utt.lines_only):  # read from an stm
-        yield utt.frame[0] + " ".join(shown) + utt.frame[1]
+        yield utt.frame[0] + " ".join(placed(utt, shown)) + utt.frame[1]
         return
     if not utt.words:
         return
     check_one_word_id(utt, src, "an stm")
-    spans = word_spans(utt)
+    spans = word_spans(utt, Timeline(opts.time_repairs) if opts is not None else None)
     if spans is None:
         raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: no word has a start time (--format stm "
                             "needs word times)")
     start, end = min(a for a, _ in spans), max(b for _, b in spans)
-    yield f"{utt.uttid} 1 {utt.uttid} {start:.2f} {end:.2f} {' '.join(shown)}"
+    yield f"{utt.uttid} 1 {utt.uttid} {start:.2f} {end:.2f} {' '.join(placed(utt, shown))}"

@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterator
 from punctkit.data.formats.asr import add_token
 from punctkit.data.formats.base import AsrUtterance, Source, source_name
 from punctkit.data.formats.json_docs import one_document
+from punctkit.data.formats.times import checked
 from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import split_words
 from punctkit.files import PunctkitError, where
@@ -103,7 +104,7 @@ _DURATION = re.compile(r"PT(?:(\d+(?:\.\d*)?)H)?(?:(\d+(?:\.\d*)?)M)?(?:(\d+(?:\
 def seconds(value: Any, loc: str, scale: float = 1.0) -> float | None:
     """A time in seconds: a number (times `scale`: 0.001 for milliseconds, 1e-7 for ticks), a number as a
     string, Google's `"1.400s"` or `{"seconds", "nanos"}`, or an ISO 8601 duration (`PT1.5S`); None for
-    none. Anything else, or a time not finite or negative, is a Shape error."""
+    none. Anything else is a Shape error; a time not finite, negative or too late, times.checked's one-line error."""
     if value is None or value == "":
         return None
     t: float | None = None
@@ -120,11 +121,16 @@ def seconds(value: Any, loc: str, scale: float = 1.0) -> float | None:
                 t = float(s[:-1]) if s.endswith("s") else float(s) * scale
         elif isinstance(value, dict) and set(value) <= {"seconds", "nanos"}:
             t = float(value.get("seconds") or 0) + float(value.get("nanos") or 0) / 1e9
-    except (TypeError, ValueError, OverflowError):
+    except OverflowError:  # an integer beyond a float (10**400): a time too late
+        t = math.inf
+    except (TypeError, ValueError):
         t = None
-    if t is None or not math.isfinite(t) or t < 0:
-        raise Shape(f"{loc}: a time must be a finite number of seconds, not negative; got {str(value)[:40]!r}")
-    return t
+    if t is None:
+        raise Shape(f"{loc}: a time must be a number of seconds; got {str(value)[:40]!r}")
+    try:
+        return checked(t, loc, "the time", value)
+    except PunctkitError as e:  # named as the document's other errors are (read as which service)
+        raise Shape(str(e)) from None
 
 
 def turns_by_speaker(words: list[tuple[Word, str | None]]) -> Iterator[Turn]:
@@ -343,7 +349,8 @@ def azure_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
                 dur = seconds(w.get("durationInTicks"), wloc, 1e-7)
             else:
                 start, dur = seconds(w.get("offset"), wloc, 1e-7), seconds(w.get("duration"), wloc, 1e-7)
-            turn.words.append(Word(token, start, None if start is None or dur is None else start + dur))
+            end = None if start is None or dur is None else seconds(start + dur, wloc)
+            turn.words.append(Word(token, start, end))
         if not turn.words:
             turn.text = need(best.get("lexical", best.get("display", "")), str, ploc, "'lexical' must be a string")
         yield turn
@@ -476,7 +483,7 @@ def unit(turn: Turn, uttid: str, lineno: int, inventory: LabelSet, rules: Substi
     if turn.speaker is not None:
         source["speaker"] = turn.speaker
     source["words"] = [{"word": w.token, "start": w.start, "end": w.end} for w in tokens]
-    utt = AsrUtterance(uttid, source=source, lineno=lineno, has_id=False)
+    utt = AsrUtterance(uttid, source=source, lineno=lineno, has_id=False, speaker=turn.speaker)
     for k, w in enumerate(tokens):
         rec = {"index": k, "start_s": w.start, "end_s": w.end}
         if not add_token(utt, w.token, rec, inventory, rules) and dropped is not None:

@@ -12,7 +12,9 @@ without a model:
 - `sentences`: the sentences of a stream (a sentence end, or the end of an independent
   utterance, closes one).
 Cue and sentence times are the recognizer's own: the start of the first word and the end
-of the last (a word without an end ends at its start), unchanged.
+of the last (a word without an end ends at its start), unchanged, except where they go backwards: every
+word's times pass through the output's `times.Timeline` (moved forward, counted), and a cue is written in
+whole milliseconds, after the cue before it and ending after it starts (`Timeline.cue`).
 
 Units of one stream (text, Whisper, Vosk) are one flow of sentences; independent
 utterances (Kaldi text, CTM, JSON lines, NeMo) each close their last cue and sentence.
@@ -31,9 +33,11 @@ from punctkit.data.formats.base import (
     Source,
     chosen_prob,
     given_words,
+    glued,
     label_probs,
     word_spans,
 )
+from punctkit.data.formats.times import Timeline
 from punctkit.data.labels import SENTENCE_END, O, case_class, mark_of
 from punctkit.files import PunctkitError, where
 
@@ -132,9 +136,10 @@ def sentences(items: Iterable[tuple[Any, bool]]) -> Iterator[list[Any]]:
 
 # ---------------------------------------------------------------- from punctuated units
 
-def unit_spans(utt: Any, src: Source, fmt: str) -> list[tuple[float, float]]:
-    """(start, end) of each word of `utt` (base.word_spans); a unit without any time is a one-line error."""
-    spans = word_spans(utt)
+def unit_spans(utt: Any, src: Source, fmt: str, timeline: Timeline) -> list[tuple[float, float]]:
+    """(start, end) of each word of `utt` (base.word_spans, through the output's `timeline`); a unit without any
+    time is a one-line error."""
+    spans = word_spans(utt, timeline)
     if spans is None:
         raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: no word has a start time "
                             f"(--format {fmt} needs word times)")
@@ -153,21 +158,23 @@ def with_stream_ends(units: Iterable[Punctuated], opts: OutputOptions) -> Iterat
         yield prev, not opts.one_stream
 
 
-def cue_words(units: Iterable[Punctuated], src: Source, opts: OutputOptions, fmt: str) -> Iterator[TimedWord]:
-    """The words of punctuated units as TimedWords (the last word of an independent utterance, or of a
-    stream's last unit, is a hard end)."""
+def cue_words(units: Iterable[Punctuated], src: Source, opts: OutputOptions, fmt: str,
+              timeline: Timeline) -> Iterator[TimedWord]:
+    """The words of punctuated units as TimedWords, their times through the output's `timeline` (monotone; the
+    last word of an independent utterance, or of a stream's last unit, is a hard end). A token that is not a
+    word (`<unk>`, a lone `-`) stands in its place, with the word after it (base.glued)."""
     for (utt, labels, shown, _), ends in with_stream_ends(units, opts):
-        spans = unit_spans(utt, src, fmt) if labels else []
-        for k, (lab, text) in enumerate(zip(labels, shown)):
+        spans = unit_spans(utt, src, fmt, timeline) if labels else []
+        for k, (lab, text) in enumerate(zip(labels, glued(utt, shown))):
             start, end = spans[k]
             mk = mark_of(lab)
             yield TimedWord(text, start, end, mk in SENTENCE_END, mk != O and mk not in SENTENCE_END,
                             ends and k == len(labels) - 1)
 
 
-def stamp(t: float, sep: str) -> str:
-    """`HH:MM:SS,mmm` (SRT, sep `,`) or `HH:MM:SS.mmm` (WebVTT, sep `.`)."""
-    ms = round(t * 1000)
+def stamp(ms: int, sep: str) -> str:
+    """`HH:MM:SS,mmm` (SRT, sep `,`) or `HH:MM:SS.mmm` (WebVTT, sep `.`) of a time in whole milliseconds (more
+    digits of hours past 99: times.MAX_SECONDS is 2777 hours)."""
     h, ms = divmod(ms, 3_600_000)
     m, ms = divmod(ms, 60_000)
     s, ms = divmod(ms, 1000)
@@ -181,8 +188,10 @@ def limits_of(opts: OutputOptions) -> Limits:
 
 def srt_lines(units: Iterable[Punctuated], src: Source, opts: OutputOptions) -> Iterator[str]:
     """SubRip: numbered cues, `start --> end`, the lines, a blank line."""
-    for n, cue in enumerate(build_cues(cue_words(units, src, opts, "srt"), limits_of(opts)), 1):
-        yield from (str(n), f"{stamp(cue.start, ',')} --> {stamp(cue.end, ',')}", *cue.lines, "")
+    timeline = Timeline(opts.time_repairs)
+    for n, cue in enumerate(build_cues(cue_words(units, src, opts, "srt", timeline), limits_of(opts)), 1):
+        start, end = timeline.cue(cue.start, cue.end)
+        yield from (str(n), f"{stamp(start, ',')} --> {stamp(end, ',')}", *cue.lines, "")
 
 
 def vtt_text(line: str) -> str:
@@ -193,8 +202,10 @@ def vtt_text(line: str) -> str:
 def vtt_lines(units: Iterable[Punctuated], src: Source, opts: OutputOptions) -> Iterator[str]:
     """WebVTT: the header, then cues (`start --> end`, the lines, a blank line)."""
     yield from ("WEBVTT", "")
-    for cue in build_cues(cue_words(units, src, opts, "vtt"), limits_of(opts)):
-        yield from (f"{stamp(cue.start, '.')} --> {stamp(cue.end, '.')}", *map(vtt_text, cue.lines), "")
+    timeline = Timeline(opts.time_repairs)
+    for cue in build_cues(cue_words(units, src, opts, "vtt", timeline), limits_of(opts)):
+        start, end = timeline.cue(cue.start, cue.end)
+        yield from (f"{stamp(start, '.')} --> {stamp(end, '.')}", *map(vtt_text, cue.lines), "")
 
 
 def word_case(shown: str) -> str | None:
@@ -205,14 +216,19 @@ def word_case(shown: str) -> str | None:
 
 def json_words(units: Iterable[Punctuated], opts: OutputOptions) -> Iterator[tuple[dict[str, Any], bool]]:
     """Each word as a timed-JSON object, with whether a sentence (or an independent utterance, or a stream)
-    ends there."""
+    ends there; its times (null where it has none) through a Timeline of each stream (monotone within it: the
+    utterances of a CTM or JSON lines may each start at 0)."""
+    timeline = Timeline(opts.time_repairs)
     for (utt, labels, shown, rows), ends in with_stream_ends(units, opts):
         given = given_words(utt)
         for k, (lab, text) in enumerate(zip(labels, shown)):
             rec = utt.records[k] if k < len(utt.records) and isinstance(utt.records[k], dict) else {}
+            start, end = rec.get("start_s"), rec.get("end_s")
+            if start is not None:
+                start, moved = timeline.span(start, start if end is None else end)
+                end = None if end is None else moved
             mk = mark_of(lab)
-            word: dict[str, Any] = {"word": given[k], "punctuated": text,
-                                    "start": rec.get("start_s"), "end": rec.get("end_s"),
+            word: dict[str, Any] = {"word": given[k], "punctuated": text, "start": start, "end": end,
                                     "mark": mk, "case": word_case(text)}
             if utt.has_id:
                 word["utterance"] = utt.uttid
@@ -220,6 +236,8 @@ def json_words(units: Iterable[Punctuated], opts: OutputOptions) -> Iterator[tup
                 word["p"] = chosen_prob(rows[k], opts.inventory, lab)
                 word["probs"] = label_probs(rows[k], opts.inventory)
             yield word, mk in SENTENCE_END or (ends and k == len(labels) - 1)
+        if ends:
+            timeline = Timeline(opts.time_repairs)
 
 
 def sentence_json(words: list[dict[str, Any]]) -> dict[str, Any]:

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import html
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from punctkit.data.datadir import read_table
+from punctkit.data.formats import cues, nlp
 from punctkit.data.formats.base import (
+    MAX_HELD,
     AsrUtterance,
     Report,
     Source,
@@ -54,11 +57,12 @@ def all_unique_ids(firsts: list[str]) -> bool:
 
 
 def kaldi_text_lines(src: Source, encoding: str | None = None,
-                     lines: tuple[int, int] | None = None) -> Iterator[tuple[int, str, str]]:
+                     lines: tuple[int, int] | None = None, told: bool = True) -> Iterator[tuple[int, str, str]]:
     """(line number, utterance id, the rest of the line) of Kaldi `text`; lines without an id are
-    skipped, a repeated id is an error."""
+    skipped, a repeated id is an error; `told=False` (punctuate, the format detected): lines that look
+    like another format's are refused (`checked_lines`)."""
     seen: set[str] = set()
-    for i, line in input_lines(src, encoding, lines):
+    for i, line in checked_lines(src, encoding, told, lines):
         uttid, *rest = line.split(None, 1) or [""]
         if not uttid:
             continue
@@ -203,28 +207,80 @@ def _repaired(rows: Iterator[tuple[int, str, str]], p: Path | TextInput, opts: T
             yield i, uttid, fixed, line_tokens(fixed, opts, report, loc)
 
 
+# a line of plain text that looks like a JSON value of objects or strings (`{"text": ...`, `[{"start": ...`)
+JSON_LIKE = re.compile(r'^\s*(?:\{\s*"|\[\s*[{"\[])')
+LOOK_LINES = 100  # the non-blank lines of plain text checked for look-alikes (`check_lookalikes`)
+
+
+def looks_like(line: str) -> str:
+    """The format whose line a line of plain text looks like: `srt` or `vtt` (a timing line,
+    cues.timing_like), `nlp` (a row, nlp.nlp_like), `jsonl` (a JSON object or array, JSON_LIKE); else ''."""
+    if cues.timing_like(line):
+        return cues.timing_kind(line) or "srt"
+    if nlp.nlp_like(line):
+        return "nlp"
+    return "jsonl" if JSON_LIKE.match(line) else ""
+
+
+def check_lookalikes(src: Source, lines: Iterator[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The first lines of plain text (up to LOOK_LINES non-blank ones, or MAX_HELD characters), read off
+    `lines` and given back once checked: when 2 or more, and at least half, of the non-blank ones look like
+    one other format's lines (`looks_like`), the input is that format read as words, a one-line error
+    naming the first such line and the format to give. Prose with the odd `|`, `-->` or `{"` passes."""
+    held: list[tuple[int, str]] = []
+    kinds: list[tuple[int, str, str]] = []
+    size = 0
+    for i, line in lines:
+        held.append((i, line))
+        size += len(line)
+        if line.strip():
+            kinds.append((i, line, looks_like(line)))
+        if len(kinds) >= LOOK_LINES or size > MAX_HELD:
+            break
+    counts = Counter(k for *_, k in kinds if k)
+    if counts:
+        fmt, k = counts.most_common(1)[0]
+        if k >= 2 and k >= 0.5 * len(kinds):
+            i, line = next((i, line) for i, line, kind in kinds if kind == fmt)
+            raise PunctkitError(f"{where(src, i)}: {k} of the first {len(kinds)} lines look like {fmt} lines, "
+                                f"not plain text (e.g. {line.strip()[:40]!r}): give --input-format {fmt} to read "
+                                f"it as {fmt} (or --input-format text to punctuate these lines as words)")
+    return held
+
+
+def checked_lines(src: Source, encoding: str | None = None, told: bool = False,
+                  lines: tuple[int, int] | None = None) -> Iterator[tuple[int, str]]:
+    """`input_lines` of plain or Kaldi text read by punctuate, the head checked for lines that look like another
+    format's (`check_lookalikes`) unless `told` (the user gave the format: it is obeyed)."""
+    rows = input_lines(src, encoding, lines)
+    if not told:
+        yield from check_lookalikes(src, rows)
+    yield from rows
+
+
 def text_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-               dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+               dropped: list[int] | None = None, told: bool = False) -> Iterator[AsrUtterance]:
     """Plain text for punctuate, one unit per input line (lines without words give empty units);
-    the lines are one stream (a sentence may go on to the next line)."""
+    the lines are one stream (a sentence may go on to the next line). Unless `told` (the user gave
+    the format), lines that look like another format's are refused (`checked_lines`)."""
     name = source_name(src)
-    for i, line in input_lines(src, encoding):
+    for i, line in checked_lines(src, encoding, told):
         p = split_text(line, inventory, rules)
         yield AsrUtterance(f"{name}-{i:06d}", p.words, p.marks, p.written, [None] * len(p.words),
-                           lineno=i, has_id=False)
+                           lineno=i, has_id=False, tags=p.tags)
 
 
 def kaldi_text_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-                     dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+                     dropped: list[int] | None = None, told: bool = False) -> Iterator[AsrUtterance]:
     """Kaldi `text` for punctuate: `uttid words...` per line (an id without words gives an empty utterance),
     each its own stream; but a data directory's `text` (a file named `text` with `utt2spk` beside it) has its
     speakers' utterances run on, one after another, as `punctkit decode` of the directory has them
-    (`AsrUtterance.stream`: the speaker)."""
+    (`AsrUtterance.stream`: the speaker). Unless `told`, lines that look like another format's are refused."""
     speakers = speakers_beside(src)
-    for i, uttid, rest in kaldi_text_lines(src, encoding):
+    for i, uttid, rest in kaldi_text_lines(src, encoding, told=told):
         p = read_passage(split_words(rest), inventory, rules)
         yield AsrUtterance(uttid, p.words, p.marks, p.written, [None] * len(p.words), lineno=i,
-                           stream=speakers.get(uttid))
+                           stream=speakers.get(uttid), tags=p.tags)
 
 
 def speakers_beside(src: Source) -> dict[str, str]:

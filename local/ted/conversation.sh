@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Conversation: the meetings and the calls as users pass them (Rev's NLP, turns and times), and a model's use of
+# turns and pauses learned on them (punctkit/infer/boundary.py), its weight chosen on valid.
+#   local/conversation.sh --stage 1 --stop-stage 1                    # data/local: meetings_{train,val}, calls_*,
+#                                                                      # each as references and as blind inputs
+#   local/conversation.sh --stage 2 --model fast --tag fast           # exp/boundary_fast/boundary.json, valid.tsv
+#   local/conversation.sh --stage 3 --model fast --tag fast           # packed with it: exp/boundary_fast/model.pkt
+#   local/conversation.sh --stage 4 --model fast --tag fast           # scored as users run it: RESULTS blocks
+# Stage 4 scores `punctkit punctuate` itself on calls_valid, calls_test and meetings_val, each read with its words
+# only, + turns, + turns and times (exp/boundary_<tag>/score/<set>_<reading>/), the model before (--model) and after.
+set -euo pipefail
+stage=1
+stop_stage=4
+model=fast
+tag=
+threads=1
+max_meetings=0
+max_calls=0
+max_train_docs=0  # >0: the fusion learns from the first N documents of each training set (a slower model)
+train_sets="calls_train meetings_train"
+valid_sets="calls_valid meetings_val"
+test_sets="calls_valid calls_test meetings_val"
+help_message="Usage: $0 [--stage N] [--stop-stage N] [--model fast|accurate|PKG] [--tag NAME] [--threads 1]
+  [--max-meetings N] [--max-calls N] [--max-train-docs N]"
+. ./db.sh
+. utils/parse_options.sh
+tag=${tag:-$(basename "$model" .pkt)}
+exp=exp/boundary_$tag
+data=data/local
+mkdir -p "$data" "$exp"
+
+if [ "$stage" -le 1 ] && [ "$stop_stage" -ge 1 ]; then
+  [ -n "$MEETINGS" ] || { echo "$0: the meetings are not found (MEETINGS in db.sh)" >&2; exit 1; }
+  for x in train val; do
+    python local/meetings.py nlp "$MEETINGS/$x.jsonl" "$data/meetings_$x" --max-meetings "$max_meetings" \
+      > "$data/meetings_$x.scp"
+  done
+  for x in calls_train calls_valid calls_test; do
+    python local/calls.py scp "local/lists/$x.txt" "$CALLS" --max-calls "$max_calls" > "$data/$x.scp"
+  done
+  for x in meetings_train meetings_val calls_train calls_valid calls_test; do
+    python local/blind.py --scp "$data/$x.scp" "$data/${x}_blind" > "$data/${x}_blind.scp"
+    python local/blind.py --scp "$data/$x.scp" "$data/${x}_blind_words" --no-speakers --no-times \
+      > "$data/${x}_blind_words.scp"
+    python local/blind.py --scp "$data/$x.scp" "$data/${x}_blind_notimes" --no-times > "$data/${x}_blind_notimes.scp"
+  done
+fi
+
+if [ "$stage" -le 2 ] && [ "$stop_stage" -ge 2 ]; then
+  python local/fit_boundary.py --model "$model" --train "$train_sets" --valid "$valid_sets" --data "$data" \
+    --out "$exp" --threads "$threads" --max-docs "$max_train_docs" 2>&1 | tee "$exp/fit.log"
+fi
+
+if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
+  punctkit pack "$model" --boundary "$exp/boundary.json" -o "$exp/model.pkt"
+fi
+
+if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
+  for m in before after; do
+    pkg=$model; [ $m = after ] && pkg=$exp/model.pkt
+    for x in $test_sets; do
+      for reading in words turns turns+times; do
+        case $reading in words) in=${x}_blind_words;; turns) in=${x}_blind_notimes;; *) in=${x}_blind;; esac
+        d=$exp/score/$m/${x}_$reading
+        mkdir -p "$d/hyp"
+        while read -r uid path; do
+          punctkit punctuate "$path" -m "$pkg" --threads "$threads" --format nlp -o "$d/hyp/$uid.nlp"
+        done < "$data/$in.scp" 2> "$d/punctuate.log"
+        python local/score_scp.py "$data/$x.scp" "$d/hyp" > "$d/score.txt"
+        echo "$m $x $reading: $(tail -1 "$d/score.txt")"
+      done
+    done
+  done
+fi

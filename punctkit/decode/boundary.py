@@ -1,0 +1,177 @@
+"""What the input says about the boundary after each word, beside its words: a speaker turn change and the pause.
+
+Diarized and timed transcripts carry two signals the words do not: who speaks (a turn change ends a sentence
+77-85 % of the time in conversation) and when (a pause of a second or more ends a sentence far more often than a
+pause-less join). Each word gets a *boundary id* for what follows it:
+
+    turn:  0 no turn change known (the same speaker goes on, or the input has no speakers), 1 another speaker
+    pause: 0 unknown (no times), else the gap to the next word's start in PAUSE_EDGES' buckets
+           (1: < 0.05 s, 2: 0.05-0.2, 3: 0.2-0.5, 4: 0.5-1, 5: >= 1 s)
+    id = turn * N_PAUSES + pause              (0: nothing known)
+
+`BoundaryFusion` is a model's use of them, learned on training text with turns and times (recipes/ted
+local/fit_boundary.py) and packed beside the network (`boundary.json`): per boundary id, a scale of the network's
+log-probabilities and a bias per mark,
+
+    log p'(label) = (1 + weight * (scale[b] - 1)) * log p(label) + weight * bias[b, mark(label)]   (renormalised)
+
+with `weight` chosen on valid: a cue, not a rule. Boundary id 0 is the network alone (scale 1, bias 0), so an
+input without speakers or times is labelled exactly as without the fusion.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from punctkit.data.labels import LabelSet, mark_of
+from punctkit.files import PunctkitError
+
+PAUSE_EDGES = (0.05, 0.2, 0.5, 1.0)     # seconds: the pause buckets' upper edges
+N_PAUSES = len(PAUSE_EDGES) + 2          # unknown, then the buckets
+N_TURNS = 2                              # no change known, another speaker
+N_BOUNDARIES = N_TURNS * N_PAUSES
+TURN_NONE, TURN_CHANGE = 0, 1
+NOTHING = 0                              # the boundary id of a word nothing is known after
+
+
+def pause_bucket(gap: float | None) -> int:
+    """The pause part of a boundary id: 0 unknown (None, not finite), else 1 + the bucket of `gap` seconds (an
+    overlap, a negative gap, is no pause)."""
+    if gap is None or not math.isfinite(gap):
+        return 0
+    for k, edge in enumerate(PAUSE_EDGES):
+        if gap < edge:
+            return 1 + k
+    return len(PAUSE_EDGES) + 1
+
+
+def boundary_id(turn: int, gap: float | None) -> int:
+    """The boundary id of a turn state (TURN_*) and a pause (seconds, None unknown)."""
+    return turn * N_PAUSES + pause_bucket(gap)
+
+
+Times = tuple[float | None, float | None]  # a word's (start, end) seconds, None unknown
+
+
+def word_times(records: Sequence[Any], n: int) -> list[Times]:
+    """(start, end) seconds of each of `n` words from their reader's records (`start_s`, `end_s`; None where
+    a record has none)."""
+    out: list[Times] = []
+    for k in range(n):
+        rec = records[k] if k < len(records) and isinstance(records[k], dict) else {}
+        start, end = rec.get("start_s"), rec.get("end_s")
+        out.append((start, end if end is not None else start))
+    return out
+
+
+def between(speaker: str | None, times: Times, next_speaker: str | None, next_times: Times) -> int:
+    """The boundary id between a word and the next one of its stream (speakers and times None where unknown)."""
+    turn = TURN_CHANGE if speaker is not None and next_speaker is not None and speaker != next_speaker else TURN_NONE
+    end, nxt = times[1], next_times[0]
+    return boundary_id(turn, None if end is None or nxt is None else nxt - end)
+
+
+def boundaries(speakers: Sequence[str | None], times: Sequence[Times]) -> list[int]:
+    """The boundary id after each word of a stream, from each word's speaker (None unknown) and (start, end)
+    seconds. The stream's last word: nothing known (the stream's end is decode/stream_end.py's)."""
+    n = len(speakers)
+    return [between(speakers[k], times[k], speakers[k + 1], times[k + 1]) for k in range(n - 1)] + [NOTHING] * (n > 0)
+
+
+def unit_boundaries(lines: Sequence[Any]) -> list[int]:
+    """The boundary ids of the words of consecutive lines of one stream (`AsrUtterance`s: each line's `speaker`,
+    its words' times in its records)."""
+    speakers: list[str | None] = []
+    times: list[Times] = []
+    for u in lines:
+        n = len(u.words)
+        speakers += [getattr(u, "speaker", None)] * n
+        times += word_times(u.records, n)
+    return boundaries(speakers, times)
+
+
+# ---------------------------------------------------------------- the fusion
+
+MAX_ABS = 50.0  # bound on a packed scale or bias (a package is data: checked on reading)
+
+
+@dataclass(frozen=True)
+class BoundaryFusion:
+    """A model's use of the boundary ids (see the module's docstring): `scale` (N_BOUNDARIES,), `bias`
+    (N_BOUNDARIES x marks, the columns named by `marks`), `weight` (valid's choice)."""
+
+    marks: tuple[str, ...]
+    scale: np.ndarray
+    bias: np.ndarray
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.scale.shape != (N_BOUNDARIES,) or self.bias.shape != (N_BOUNDARIES, len(self.marks)):
+            raise PunctkitError(f"boundary fusion: scale {self.scale.shape} and bias {self.bias.shape} do not fit "
+                                f"{N_BOUNDARIES} boundaries x {len(self.marks)} marks")
+        if not (np.all(np.isfinite(self.scale)) and np.all(np.isfinite(self.bias)) and math.isfinite(self.weight)):
+            raise PunctkitError("boundary fusion: a value is not finite")
+        if np.abs(self.scale).max() > MAX_ABS or np.abs(self.bias).max(initial=0) > MAX_ABS \
+                or not 0 <= self.weight <= MAX_ABS:
+            raise PunctkitError(f"boundary fusion: a value beyond +-{MAX_ABS}")
+
+    @classmethod
+    def identity(cls, marks: Sequence[str]) -> "BoundaryFusion":
+        return cls(tuple(marks), np.ones(N_BOUNDARIES), np.zeros((N_BOUNDARIES, len(marks))), 1.0)
+
+    def with_weight(self, weight: float) -> "BoundaryFusion":
+        return BoundaryFusion(self.marks, self.scale, self.bias, float(weight))
+
+    def columns(self, inventory: LabelSet) -> np.ndarray:
+        """Per label of `inventory`: the column of its mark in `bias` (a mark it lacks: an error)."""
+        try:
+            return np.array([self.marks.index(mark_of(lab)) for lab in inventory.labels])
+        except ValueError:
+            raise PunctkitError(f"boundary fusion: its marks ({', '.join(self.marks)}) do not cover the inventory "
+                                f"{inventory.name}") from None
+
+    def apply(self, rows: np.ndarray, ids: Sequence[int], inventory: LabelSet) -> np.ndarray:
+        """`rows` (words x labels, probabilities) fused with the words' boundary ids; rows whose id is NOTHING are
+        returned as they are (the same numbers, not recomputed)."""
+        ids_a = np.asarray(ids, dtype=np.int64)
+        known = ids_a != NOTHING
+        if rows.shape[0] == 0 or not known.any():
+            return rows
+        out = np.array(rows, dtype=np.float64, copy=True)
+        sub = ids_a[known]
+        logp = np.log(np.maximum(out[known], 1e-12)) * (1 + self.weight * (self.scale[sub] - 1))[:, None]
+        logp += self.weight * self.bias[sub][:, self.columns(inventory)]
+        logp -= logp.max(axis=1, keepdims=True)
+        p = np.exp(logp)
+        out[known] = p / p.sum(axis=1, keepdims=True)
+        return out.astype(rows.dtype, copy=False)
+
+    # ---- as data in a package
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": 1, "pause_edges": list(PAUSE_EDGES), "marks": list(self.marks),
+                "scale": [round(float(x), 6) for x in self.scale],
+                "bias": [[round(float(x), 6) for x in r] for r in self.bias], "weight": float(self.weight)}
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "boundary.json") -> "BoundaryFusion":
+        """A fusion read from a package's data, every field checked (a package is data, never trusted)."""
+        try:
+            if not isinstance(d, dict) or d.get("format") != 1:
+                raise ValueError("not a format-1 boundary fusion")
+            if [float(x) for x in d["pause_edges"]] != list(PAUSE_EDGES):
+                raise ValueError(f"pause edges {d['pause_edges']} are not this punctkit's {list(PAUSE_EDGES)}")
+            marks = d["marks"]
+            if not (isinstance(marks, list) and marks and all(isinstance(m, str) and len(m) < 32 for m in marks)):
+                raise ValueError("marks must be a list of names")
+            scale = np.array(d["scale"], dtype=np.float64)
+            bias = np.array(d["bias"], dtype=np.float64)
+            weight = float(d["weight"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise PunctkitError(f"{where}: {e}") from None
+        try:
+            return cls(tuple(marks), scale, bias, weight)
+        except PunctkitError as e:
+            raise PunctkitError(f"{where}: {e}") from None
