@@ -1,16 +1,33 @@
 """punctkit: punctuation and casing restoration for speech transcripts.
 
-    >>> from punctkit import Punctuator
-    >>> Punctuator.load("fast").punctuate("so i'm here do you know why")
+    >>> import punctkit
+    >>> punctkit.load("fast").punctuate("so i'm here do you know why")
 
-The public names (`Punctuator`, `Ensemble`, `Engine`, `Labelled`, `Backend`, `load_model`: punctkit/infer/)
-are imported on first use, so `import punctkit` stays light (no torch)."""
+The public names (`load` and its `Model`: punctkit/api.py, docs/api.md; `PunctStream`; the engine's
+`Punctuator`, `Ensemble`, `Engine`, `Labelled`, `Backend`, `load_model`: punctkit/infer/) are imported
+on first use, so `import punctkit` stays light (no numpy, onnxruntime or torch until one is used)."""
 __version__ = "0.1.0"
+
+# each public name and the module it is imported from on first use
+_PUBLIC = {
+    "load": "punctkit.api", "Model": "punctkit.api",
+    "PunctStream": "punctkit.infer.stream",
+    "Backend": "punctkit.infer", "Engine": "punctkit.infer", "Ensemble": "punctkit.infer",
+    "Labelled": "punctkit.infer", "Punctuator": "punctkit.infer", "load_model": "punctkit.infer",
+}
+__all__ = list(_PUBLIC)
 
 
 def __getattr__(name: str):
-    if name in ("Backend", "Engine", "Ensemble", "Labelled", "Punctuator", "load_model"):
-        import punctkit.infer
+    """A public name, imported from its module (`_PUBLIC`) on first use."""
+    home = _PUBLIC.get(name)
+    if home is None:
+        raise AttributeError(f"module 'punctkit' has no attribute {name!r}")
+    import importlib
 
-        return getattr(punctkit.infer, name)
-    raise AttributeError(f"module 'punctkit' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
+
+
+def __dir__() -> list[str]:
+    """The module's own names and the public ones not imported yet."""
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -19,6 +19,7 @@ from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import INVENTORIES
 from punctkit.files import PunctkitError, shown
 from punctkit.pretrained import SHIPPED, default_model
+from punctkit.progress import process_seconds
 
 
 def _echo(message: object = "", err: bool = False, **kwargs: Any) -> None:
@@ -70,8 +71,12 @@ def _one_of(*choices: str):  # noqa: ANN202 (a click callback)
     return check
 
 
-ENCODING = typer.Option(None, help="text encoding of the inputs, e.g. latin-1 "
-                                   "(default: UTF-8, or UTF-16/32 by its BOM)")
+ENCODING_HELP = "text encoding of the inputs, e.g. latin-1 (default: UTF-8, or UTF-16/32 by its BOM)"
+ENCODING = typer.Option(None, help=ENCODING_HELP)
+QUIET_HELP = "no progress bar or summary (warnings and errors still print)"
+
+# the panels `punctuate --help` groups its options in
+INPUT, OUTPUT, MODEL, DECODING, ADVANCED = "Input", "Output", "Model", "Decoding", "Advanced"
 
 
 def _lines_opt(spec: Optional[str]) -> Optional[tuple[int, int]]:
@@ -117,7 +122,14 @@ def convert(
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_FILE_HELP),
     encoding: Optional[str] = ENCODING,
 ) -> None:
-    """Convert punctuated data between formats."""
+    """Convert punctuated data between formats.
+
+    \b
+    Examples:
+      punctkit convert data/test test.tsv --to twocol
+      punctkit convert call.nlp call.txt
+      punctkit convert test.tsv data/test_copy/
+    """
     from punctkit.data.formats import convert as do_convert
 
     n, w = do_convert(src, dst, from_fmt, to_fmt, inventory, overwrite=overwrite, encoding=encoding)
@@ -154,8 +166,17 @@ def prepare(
                                                   "e.g. '(Translator|Reviewer):'"),
     split_contractions: bool = typer.Option(False, "--split-contractions", help="split contractions as "
                                             "IWSLT's files do: don't -> do n't, it's -> it 's (not 've, 'd)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar and no report on standard output "
+                               "(the report is in OUT/prepare.log; errors still print)"),
 ) -> None:
-    """Punctuated text -> data directory (text, labels, utt2spk), with a repair report."""
+    """Punctuated text -> data directory (text, labels, utt2spk), with a repair report.
+
+    \b
+    Examples:
+      punctkit prepare train.txt -o data/train --block-len 100
+      punctkit prepare --file-list talks.lst -o data/train --rechunk 25-50
+      punctkit prepare call.nlp -o data/call --inventory truecase4
+    """
     from punctkit.data.formats.text import TextOptions, line_pattern
     from punctkit.data.prepare import prepare as do_prepare
 
@@ -163,8 +184,10 @@ def prepare(
                        split_contractions, one_stream)
     report = do_prepare(inputs or [], out, fmt=fmt, inventory=inventory, rules=rules, lowercase=lowercase,
                         rechunk_spec=rechunk, block_len=block_len, seed=seed, strict=strict, name=name, lines=lines,
-                        overwrite=overwrite, encoding=encoding, text_opts=opts, file_list=file_list)
-    _echo("\n".join([f"prepare: {out}"] + report.lines()))
+                        overwrite=overwrite, encoding=encoding, text_opts=opts, file_list=file_list,
+                        show_progress=not quiet)
+    if not quiet:
+        _echo("\n".join([f"prepare: {out}"] + report.lines()))
 
 
 @app.command()
@@ -195,7 +218,14 @@ def score(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="also write score.txt and score.json here"),
     encoding: Optional[str] = ENCODING,
 ) -> None:
-    """Score HYP against REF: P/R/F1 per class and overall, SER, CER, confusion matrix; case and exact-form case F1 for a cased REF."""
+    """Score HYP against REF: P/R/F1 per class and overall, SER, CER, confusion matrix; case and exact-form case F1 for a cased REF.
+
+    \b
+    Examples:
+      punctkit score ref.txt hyp.txt
+      punctkit score ref.txt asr_hyp.txt --align --json
+      punctkit score data/test hyp.tsv --bootstrap hyp2.tsv -o score_dir
+    """
     from punctkit.files import require_stdout
     from punctkit.score import format_report, score_files, to_json, write_score
 
@@ -305,9 +335,17 @@ def decode(
                                                                   "(e.g. 0.6,0.4; default equal)"),
     threads: Optional[int] = typer.Option(None, "--threads", min=0, help="CPU threads (0: the library's default; "
                                                                          "default: the model's training threads)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ) -> None:
     """Predict one label per word of a data directory; the options it ran with go to
-    OUT/decode_options.yaml (OUT.decode_options.yaml for a file)."""
+    OUT/decode_options.yaml (OUT.decode_options.yaml for a file).
+
+    \b
+    Examples:
+      punctkit decode exp/drnn data/test exp/drnn/decode_test
+      punctkit decode fast data/test decode_fast.tsv --format twocol
+      punctkit decode exp/a exp/b data/test decode_ab --weights 0.6,0.4
+    """
     from punctkit.infer.backends import passive_waits
 
     passive_waits()  # first: torch's OpenMP threads sleep while they wait (RESULTS.md, "Load"), if it loads
@@ -317,7 +355,7 @@ def decode(
                batch_size=batch_size, checkpoint=checkpoint, ngpu=ngpu, window=window, step=step,
                log=lambda m: _echo(m, err=True), overwrite=overwrite, config=config, probs=probs,
                weights=weights, stream_end=stream_end, threads=threads, overlap=overlap,
-               capital_threshold=capital_threshold, capital_weight=capital_weight)  # logs its summary
+               capital_threshold=capital_threshold, capital_weight=capital_weight, quiet=quiet)  # logs its summary
 
 
 @app.command("average-checkpoints")
@@ -634,7 +672,14 @@ def pack(
                                             "and pauses weigh on its marks (recipes/ted local/fit_boundary.py's "
                                             "boundary.json)"),
 ) -> None:
-    """Pack a trained model (weights, frontend, config, labels, card) into one file; several: an ensemble."""
+    """Pack a trained model (weights, frontend, config, labels, card) into one file; several: an ensemble.
+
+    \b
+    Examples:
+      punctkit pack exp/drnn -o drnn.pkt --card-results exp/drnn/decode_test/score.json
+      punctkit pack exp/drnn --onnx --int8 -o drnn-int8.pkt
+      punctkit pack exp/a exp/b --weights 0.6,0.4 -o ensemble.pkt
+    """
     from punctkit.packing import pack as do_pack
     from punctkit.packing import pack_ensemble
 
@@ -681,72 +726,130 @@ def pack(
 
 
 @app.command()
-def models() -> None:
-    """List the models shipped with punctkit (-m NAME) with their cards: size, training data, licences, figures."""
+def models(
+    long: bool = typer.Option(False, "--long", "-l", help="each model's card: file, training data, licences, "
+                                                          "speed, the command that rebuilds it, every figure"),
+) -> None:
+    """List the models shipped with punctkit (-m NAME), one line each: size, model and labels, speed, test F1
+    (punctuation/case); --long: their cards."""
     from punctkit.package import read_package
-    from punctkit.pretrained import SHIPPED, shipped_path
+    from punctkit.package.card import card_details, card_summary
+    from punctkit.pretrained import DEFAULT_NAME, SHIPPED, shipped_path
 
     for name in SHIPPED:
         path = shipped_path(name)
         card = read_package(path).manifest.get("card", {})
-        _echo(f"{name}{' (default)' if name == next(iter(SHIPPED)) else ''}: {path.name}, "
-                   f"{path.stat().st_size / 1e6:.1f} MB, {card.get('model', '?')} ({card.get('inventory', '?')})")
-        for key in ("training_data", "licence", "speed", "rebuild"):
-            if card.get(key):
-                _echo(f"  {key.replace('_', ' ')}: {card[key]}")
-        for test, r in sorted((card.get("results") or {}).items()):
-            case = f", exact-form case F1 {r['case_f1']:.1f}" if isinstance(r.get("case_f1"), (int, float)) else ""
-            _echo(f"  {test.replace('decode_', '')}: punctuation F1 {r.get('f1', 0):.1f}{case}")
+        title = f"{name}{' (default)' if name == DEFAULT_NAME else ''}"
+        size = f"{path.stat().st_size / 1e6:.1f} MB"
+        if not long:
+            _echo(f"{title}: {size}, {card_summary(card)}")
+            continue
+        _echo(f"{title}: {path.name}, {size}, {card.get('model', '?')} ({card.get('inventory', '?')})")
+        for line in card_details(card):
+            _echo(f"  {line}")
+
+
+@app.command()
+def formats() -> None:
+    """List the formats punctkit reads and writes (the format registry): what each is, whether punctuate
+    reads or writes it, and how it is detected from the content (docs/formats.md)."""
+    from punctkit.data.formats.registry import REGISTRY, detection
+
+    _echo("A format given (punctuate --input-format, convert --from, ...) is obeyed; otherwise it is detected from "
+          "the content:\nJSON by its keys, then a first line that names a format, then the kind of most lines "
+          "(docs/formats.md).\n")
+    written = punctuate_outputs()
+
+    def roles(who: str, reads: bool, writes: bool) -> list[str]:
+        return [f"{who} {' and '.join(r for r, has in (('reads', reads), ('writes', writes)) if has)}"] \
+            if reads or writes else []
+
+    for name, f in REGISTRY.items():
+        what = roles("punctuate", f.units is not None, name in written) + \
+            roles("convert", f.reader is not None, f.writer is not None)
+        _echo(f"{name}: {'; '.join(what)}")
+        _echo(f"  {f.summary}")
+        told = detection(name)
+        _echo(f"  detected: {told}" if told else "  an output: never read")
 
 
 @app.command()
 def punctuate(
-    src: str = typer.Argument("-", help="input file, or - for standard input"),
-    model: Optional[List[Path]] = typer.Option(None, "--model", "-m", help="a shipped model's name (fast: the "
-                                               "default, or accurate; punctkit models lists them) or a packed "
-                                               "model (punctkit pack); repeat for an ensemble (label "
-                                               "probabilities averaged)"),
-    weights: Optional[str] = typer.Option(None, "--weights", help="ensemble weights, one per -m (e.g. 0.6,0.4; "
-                                                                  "default equal, or an ensemble package's)"),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="output file (default: standard output)"),
-    input_format: Optional[str] = typer.Option(None, "--input-format", callback=_one_of(*names("units")), help=f"{PUNCT_IN} (default: detected from the content)"),
-    encoding: Optional[str] = ENCODING,
-    fmt: str = typer.Option("readable", "--format", callback=_one_of(*punctuate_outputs()), help=PUNCT_OUT),
-    probs: bool = typer.Option(False, "--probs", help="add each word's label probabilities (jsonl, timed-json; "
-                                                      "twocol: the chosen label's, a third column)"),
-    max_cue_seconds: float = typer.Option(7.0, min=0.001, help="srt/vtt: a cue's longest duration (seconds)"),
-    max_line_chars: int = typer.Option(42, min=1, help="srt/vtt: characters a line (a longer word stands alone)"),
-    max_cue_lines: int = typer.Option(2, min=1, help="srt/vtt: lines a cue"),
-    keep_input_marks: bool = typer.Option(False, help="keep the marks the input has; predict only the other slots"),
-    capitalize: bool = typer.Option(True, "--capitalize/--no-capitalize", help="set case (--no-capitalize: every "
-                                    "word as it came, marks only)"),
-    recase: bool = typer.Option(False, "--recase", help="the model's case everywhere, also where the input "
-                                "carries case (default: a cased input keeps its case inside sentences)"),
-    threads: int = typer.Option(0, min=0, help="CPU threads (0: one a CPU this process may use); threads "
-                                "that wait sleep rather than spin, which holds on a busy machine"),
-    batch_size: Optional[int] = typer.Option(None, min=1, help="windows per batch (default: the "
-                                            "config's, 16 at most; an int8 model: 1)"),
-    beam: Optional[int] = typer.Option(None, min=1, help="beam size for encoder-decoders (default: the config's)"),
-    chunk_words: int = typer.Option(10000, min=1, help="words decoded at once (bounds memory)"),
-    step: Optional[int] = typer.Option(None, min=1, help="words between windows (default: the packed config's; "
-                                                  "up to the window: fewer windows, faster)"),
-    quantize: bool = typer.Option(False, help="int8 weights for Linear/GRU/LSTM layers (CPU): faster; "
-                                              "recurrent models' labels differ slightly, pre-trained "
-                                              "encoders' more (MPNet: -7.6 F1 on test2011, RESULTS.md)"),
-    ngpu: int = typer.Option(0, min=0, max=1, help="0: CPU, 1: the first CUDA device"),
-    backend: str = typer.Option("auto", callback=_one_of("auto", "torch", "onnx"), help="torch | onnx (models packed with --onnx) | auto: onnx when "
-                                             "the model has it and onnxruntime is installed"),
-    overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_FILE_HELP),
-    stream: bool = typer.Option(False, "--stream", help="read words as they come (plain words, or JSON lines "
-                                "{\"text\": ..., \"final\": true|false}); write each line's committed words "
-                                "at once"),
-    lookahead: Optional[str] = typer.Option(None, help="with --stream: decide each mark with at most L words "
-                                            "after it (taggers; default inf: as offline, a window later)"),
-    flush_on_final: bool = typer.Option(False, "--flush-on-final", help="with --stream: a final result ends "
-                                        "the context (all its words committed; the next starts a sentence)"),
+    src: str = typer.Argument("-", metavar="INPUT", help="input file, or - for standard input (default)",
+                              show_default=False),
+    input_format: Optional[str] = typer.Option(None, "--input-format", metavar="FORMAT",
+                                               callback=_one_of(*names("units")), rich_help_panel=INPUT,
+                                               help="default: detected from the content (punctkit formats)"),
+    encoding: Optional[str] = typer.Option(None, metavar="NAME", help=ENCODING_HELP, rich_help_panel=INPUT),
+    lines: str = typer.Option("stream", "--lines", metavar="AS", callback=_one_of("stream", "turns", "documents"),
+                              rich_help_panel=INPUT, show_default=False,
+                              help="plain text's lines: one stream (default: sentences run across them), "
+                                   "speaker turns, or documents"),
+    stream: bool = typer.Option(False, "--stream", rich_help_panel=INPUT,
+                                help="read words (or JSON lines: text, final) as they come, write committed "
+                                     "words at once"),
+    flush_on_final: bool = typer.Option(False, "--flush-on-final", rich_help_panel=INPUT,
+                                        help="with --stream: a final result ends the context (the next starts "
+                                             "a sentence)"),
+    out: Optional[str] = typer.Option(None, "--out", "-o", metavar="FILE", rich_help_panel=OUTPUT,
+                                      help="output file (default: standard output)"),
+    fmt: str = typer.Option("readable", "--format", metavar="FORMAT", callback=_one_of(*punctuate_outputs()),
+                            rich_help_panel=OUTPUT, help=f"{PUNCT_OUT} (default: readable)", show_default=False),
+    probs: bool = typer.Option(False, "--probs", rich_help_panel=OUTPUT,
+                               help="add label probabilities (jsonl, timed-json, twocol)"),
+    keep_input_marks: bool = typer.Option(False, "--keep-input-marks", rich_help_panel=OUTPUT,
+                                          help="keep the input's marks; predict only the other slots"),
+    capitalize: bool = typer.Option(True, "--capitalize/--no-capitalize", rich_help_panel=OUTPUT,
+                                    show_default=False, help="set case (default), or not: marks only"),
+    recase: bool = typer.Option(False, "--recase", rich_help_panel=OUTPUT,
+                                help="the model's case also inside sentences of a cased input"),
+    max_cue_seconds: float = typer.Option(7.0, min=0.001, metavar="S", rich_help_panel=OUTPUT, show_default=False,
+                                          help="srt/vtt: a cue's longest duration (default: 7.0 seconds)"),
+    max_line_chars: int = typer.Option(42, min=1, metavar="N", rich_help_panel=OUTPUT, show_default=False,
+                                       help="srt/vtt: characters a line (default: 42)"),
+    max_cue_lines: int = typer.Option(2, min=1, metavar="N", rich_help_panel=OUTPUT, show_default=False,
+                                      help="srt/vtt: lines a cue (default: 2)"),
+    overwrite: bool = typer.Option(False, "--overwrite", rich_help_panel=OUTPUT,
+                                   help="replace (or write into) an output punctkit did not write"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", rich_help_panel=OUTPUT,
+                               help=QUIET_HELP),
+    model: Optional[List[Path]] = typer.Option(None, "--model", "-m", metavar="MODEL", rich_help_panel=MODEL,
+                                               help="fast (default), accurate (punctkit models) or a packed model; "
+                                                    "repeated: an ensemble"),
+    weights: Optional[str] = typer.Option(None, "--weights", metavar="W,W", rich_help_panel=MODEL,
+                                          help="ensemble weights, one per -m (default: equal, or the package's)"),
+    threads: int = typer.Option(0, min=0, metavar="N", rich_help_panel=MODEL, show_default=False,
+                                help="CPU threads (default 0: one a CPU this process may use)"),
+    ngpu: int = typer.Option(0, min=0, max=1, metavar="N", rich_help_panel=MODEL, show_default=False,
+                             help="0: CPU (default), 1: the first CUDA device"),
+    beam: Optional[int] = typer.Option(None, min=1, metavar="N", rich_help_panel=DECODING,
+                                       help="beam size for encoder-decoders (default: the model's)"),
+    step: Optional[int] = typer.Option(None, min=1, metavar="N", rich_help_panel=DECODING,
+                                       help="words between windows (default: the model's; up to the window: "
+                                            "fewer windows, faster)"),
+    lookahead: Optional[str] = typer.Option(None, metavar="L", rich_help_panel=DECODING,
+                                            help="with --stream: decide each mark at most L words after it "
+                                                 "(default inf: a window later)"),
+    backend: str = typer.Option("auto", metavar="NAME", callback=_one_of("auto", "torch", "onnx"),
+                                rich_help_panel=ADVANCED, show_default=False, help="torch | onnx | auto "
+                                "(default: onnx if the model has it and onnxruntime is installed)"),
+    quantize: bool = typer.Option(False, "--quantize", rich_help_panel=ADVANCED,
+                                  help="int8 weights (CPU): faster, labels differ slightly (RESULTS.md)"),
+    batch_size: Optional[int] = typer.Option(None, min=1, metavar="N", rich_help_panel=ADVANCED,
+                                             help="windows per batch (default: the model's, 16 at most; int8: 1)"),
+    chunk_words: int = typer.Option(10000, min=1, metavar="N", rich_help_panel=ADVANCED, show_default=False,
+                                    help="words decoded at once: bounds memory (default: 10000)"),
 ) -> None:
     """Restore punctuation (and casing) in text, Kaldi text, CTM, JSON lines, Whisper, NeMo or Vosk output;
-    write text, JSON, CTM, subtitles (srt, vtt) or timed JSON."""
+    write text, JSON, CTM, subtitles (srt, vtt) or timed JSON. The words stay as they are: only their marks
+    and case change.
+
+    \b
+    Examples:
+      punctkit punctuate talk.txt -o talk.punct.txt
+      punctkit punctuate data/test/text -o text.punct
+      punctkit punctuate talk.ctm --format srt -o talk.srt
+    """
     from punctkit.files import require_stdin, require_stdout
     from punctkit.punctuator import check_punctuate_output, punctuate_file
 
@@ -756,6 +859,9 @@ def punctuate(
         require_stdout()
     if not stream and (lookahead is not None or flush_on_final):
         raise PunctkitError("--lookahead and --flush-on-final go with --stream")
+    if stream and lines != "stream":
+        raise PunctkitError("--lines is for a file: --stream reads its lines as one stream (JSON lines may give "
+                            "each its \"speaker\")")
     if stream and (keep_input_marks or fmt != "readable" or out not in (None, "-")):
         raise PunctkitError("--stream writes readable text to standard output: drop --keep-input-marks, "
                             "--format and -o")
@@ -763,28 +869,26 @@ def punctuate(
         check_punctuate_output(src, out, fmt, overwrite=overwrite, probs=probs)  # before the model is loaded
     opts = dict(ngpu=ngpu, threads=threads, batch_size=batch_size, beam=beam, chunk_words=chunk_words, step=step,
                 quantize=quantize, backend=backend)
-    model = model or [default_model()]
-    if len(model) > 1 or weights:
-        from punctkit.infer.ensemble import Ensemble
+    from punctkit.infer.ensemble import load_model
 
-        punct = Ensemble.load(model, weights, **opts)
-    else:
-        from punctkit.infer.ensemble import load_model
-
-        punct = load_model(model[0], **opts)
+    punct = load_model(model or [default_model()], weights or None, **opts)  # several or weights: an ensemble
     _loaded()
     casing = punct.casing(capitalize, recase)
     if stream:
         from punctkit.infer.stream import punctuate_stream
 
         n = punctuate_stream(punct, src, input_format, encoding, lookahead, flush_on_final, casing)
-        _echo(f"punctuate: {n} words streamed", err=True)
+        if not quiet:
+            _echo(f"punctuate: {n:,} words streamed", err=True)
         return
     stats = punctuate_file(punct, src, out, input_format=input_format, fmt=fmt, keep_input_marks=keep_input_marks,
                            casing=casing,
                            overwrite=overwrite, encoding=encoding, probs=probs, max_cue_seconds=max_cue_seconds,
-                           max_line_chars=max_line_chars, max_cue_lines=max_cue_lines)
-    _echo(f"punctuate: {stats.summary()}", err=True)
+                           max_line_chars=max_line_chars, max_cue_lines=max_cue_lines, show_progress=not quiet,
+                           lines=lines)
+    stats.total_seconds = process_seconds()
+    for line in [f"warning: {w}" for w in stats.warnings()] if quiet else [stats.summary()]:
+        _echo(f"punctuate: {line}", err=True)
 
 
 @app.command()
@@ -815,14 +919,16 @@ def serve(
                                                    "localhost, 127.0.0.1, [::1] and --host (repeatable; * : any); "
                                                    "others get 403 (DNS rebinding guard)"),
 ) -> None:
-    """HTTP service: POST /punctuate (text or any punctuate input), GET /health, GET /model; stops on SIGTERM."""
-    try:
-        from punctkit.serve import ServeOptions, parse_hosts, parse_rate, parse_size
-        from punctkit.serve import serve as run
-    except ModuleNotFoundError as e:
-        if e.name != "aiohttp":
-            raise
-        raise PunctkitError("punctkit serve needs aiohttp: pip install 'punctkit[serve]'") from None
+    """HTTP service: POST /punctuate (any punctuate input), a page at GET /, GET /health, /model; stops on SIGTERM.
+
+    \b
+    Examples:
+      punctkit serve -m fast --port 8080
+      punctkit serve -m accurate --host 0.0.0.0 --allow-host punct.example.org
+      curl --data-binary @talk.txt http://127.0.0.1:8080/punctuate
+    """
+    from punctkit.serve import ServeOptions, parse_hosts, parse_rate, parse_size  # no aiohttp: one line (extras.py)
+    from punctkit.serve import serve as run
     opts = ServeOptions(host, port, parse_size(max_body), batch_wait_ms, parse_rate(rate_limit), log,
                         max_queue=max_queue, max_queue_bytes=parse_size(max_queue_bytes, "--max-queue-bytes"),
                         allow_hosts=parse_hosts(allow_host or []))

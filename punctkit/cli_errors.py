@@ -2,7 +2,8 @@
 
 Every error is one line on stderr: usage errors (status 2), errors the user can fix (`PunctkitError`)
 and failing file operations (`OSError`, status 1, naming the file, even one being written when a write
-or close failed); an unexpected exception is a one-line bug report request. PUNCTKIT_DEBUG=1 or
+or close failed); a module that an extra installs, missing, names the extra (punctkit/extras.py); an
+unexpected exception is a one-line bug report request. PUNCTKIT_DEBUG=1 or
 `--debug` adds the traceback. Closed standard streams are guarded (`guard_std_streams`), stdout is
 UTF-8, and control characters in a message are escaped (`shown`), so quoted input cannot drive the
 terminal.
@@ -18,6 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any, List, NoReturn, Optional
 
+from punctkit.extras import missing_extra
 from punctkit.files import CLOSED, PunctkitError, guard_std_streams, shown, utf8_stdout
 from punctkit.files.errors import WorkingDirGone, working_dir_gone
 from punctkit.files.streams import STDOUT_CLOSED
@@ -114,6 +116,18 @@ def _torch_outside_a_removed_cwd() -> None:
         os.close(here)
 
 
+def _internal_error(e: Exception) -> NoReturn:
+    """An unexpected exception: one line asking for a bug report."""
+    first = (str(e).strip().splitlines() or [""])[0][:300]
+    _fail(f"internal error: {type(e).__name__}: {first} -- this is a bug; rerun with "
+          f"PUNCTKIT_DEBUG=1 and report the traceback", 1)
+
+
+def _command(argv: List[str]) -> Optional[str]:
+    """The command named in `argv` (its first word that is not an option), for messages."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def run_cli(app: Any, argv: Optional[List[str]] = None) -> None:
     """Run the Typer `app` (punctkit.cli.main): every error the user can cause is one line on stderr, never a
     traceback.
@@ -149,6 +163,11 @@ def run_cli(app: Any, argv: Optional[List[str]] = None) -> None:
             _quiet_stdout()  # what is still buffered would fail again at exit
         gone = working_dir_gone(None if name is None else str(name)) if e.errno == errno.ENOENT else None
         _fail(f"error: {gone or _os_message(e, None if name is None else str(name))}", 1)
+    except ModuleNotFoundError as e:
+        missing = missing_extra(e, _command(sys.argv[1:] if argv is None else argv))
+        if missing is None:
+            _internal_error(e)
+        _fail(f"error: {missing}", 1)
     except Exception as e:
         code = getattr(e, "exit_code", None)
         if isinstance(code, int) and callable(getattr(e, "format_message", None)):
@@ -160,9 +179,7 @@ def run_cli(app: Any, argv: Optional[List[str]] = None) -> None:
             sys.exit(code)
         if type(e).__name__ == "Abort":  # typer.Abort (also raised for EOF at a prompt)
             _fail("aborted", 1)
-        first = (str(e).strip().splitlines() or [""])[0][:300]
-        _fail(f"internal error: {type(e).__name__}: {first} -- this is a bug; rerun with "
-              f"PUNCTKIT_DEBUG=1 and report the traceback", 1)
+        _internal_error(e)
     if rv == 130:  # typer turns Ctrl-C into Exit(130), which non-standalone mode returns
         _fail("aborted", 130)
     if isinstance(rv, int) and rv:  # non-standalone click returns Exit's status

@@ -11,6 +11,7 @@ The engine (punctkit/infer/: `Punctuator.from_experiment`, `.from_package`, `Ens
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,6 +35,7 @@ from punctkit.infer.engine import Engine, Punctuator
 from punctkit.infer.ensemble import Ensemble
 from punctkit.package import EnsemblePackage, Package, read_package
 from punctkit.pretrained import SHIPPED
+from punctkit.progress import WordProgress
 
 
 def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, out: str | Path, *,
@@ -43,7 +45,7 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
                overwrite: bool = False, config: str | Path | None = None, probs: bool = False,
                weights: str | None = None, stream_end: str | None = None,
                threads: int | None = None, overlap: str | None = None, capital_threshold: float | None = None,
-               capital_weight: float | None = None) -> dict[str, Any]:
+               capital_weight: float | None = None, quiet: bool = False) -> dict[str, Any]:
     """Label every word of `data_dir` and write `out` in the resolved format (+ an `nbest` file
     when nbest > 1, + a `probs` file with `probs`: each word's label distribution, data/probs.py)
     and the resolved options (`decode_options.yaml` in a data-directory `out`,
@@ -62,6 +64,8 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     A model that is a file is a package (`punctkit pack`): its packed config and decoding options
     (under the command line's), its backend as `punctuate` picks it; --checkpoint and n-best lists
     need an experiment dir. `threads`: CPU threads (None: the first model's training threads).
+    `log` gets the notes on the options and the summary line; `quiet`: no summary and no progress bar
+    (one over the words, on standard error while it is a terminal: progress.WordProgress).
     """
     dirs = list(model_dir) if isinstance(model_dir, (list, tuple)) else [model_dir]
     given = {"format": fmt, "beam": beam, "nbest": nbest, "batch_size": batch_size, "checkpoint": checkpoint,
@@ -99,8 +103,8 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     units = split_utterances(streams) if nbest > 1 else streams
     if threads is None:  # the first model's training threads, if any
         threads = int(confs[0].get("train", {}).get("threads") or 0)
-    members = [Punctuator.from_experiment(d, o, conf=c, ngpu=ngpu, threads=threads, show=True) if p is None
-               else Punctuator.from_package(p, ngpu=ngpu, threads=threads, options=o, show=True)
+    members = [Punctuator.from_experiment(d, o, conf=c, ngpu=ngpu, threads=threads) if p is None
+               else Punctuator.from_package(p, ngpu=ngpu, threads=threads, options=o)
                for d, p, c, o in zip(dirs, pkgs, confs, all_opts)]
     words = [w for s in units for w in s.words]
     for d, m in zip(dirs, members):
@@ -113,15 +117,18 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     lexicon = engine.frontend.case_lexicon if inv.true_case else None
     opens = {s.uttids[0] for s in units}  # a stream's first utterance begins a sentence
     ended = True  # the utterance before (in order, a stream's after one another) ended one
-    for done in engine.label(units, probs=probs, extra=extra, nbest=nbest):  # the one labelling call
-        u = done.utt
-        shown = cased_words(u.words, done.labels, inv, lexicon, start=u.uttid in opens or ended)
-        ended = bool(done.labels) and mark_of(done.labels[-1]) in SENTENCE_END
-        utts.append(Utterance(u.uttid, shown, done.labels))
-        if probs:
-            rows[u.uttid] = done.rows
-        nbest_lines += [f"{u.uttid} {r} {score:.4f} {' '.join(inv.labels[i] for i in ids)}"
-                        for r, (ids, score) in enumerate(done.hyps or [], 1)]
+    started = time.monotonic()
+    with WordProgress("decode", total=len(words), show=not quiet) as bar:
+        for done in engine.label(units, probs=probs, extra=extra, nbest=nbest):  # the one labelling call
+            u = done.utt
+            bar.update(len(u.words))
+            shown = cased_words(u.words, done.labels, inv, lexicon, start=u.uttid in opens or ended)
+            ended = bool(done.labels) and mark_of(done.labels[-1]) in SENTENCE_END
+            utts.append(Utterance(u.uttid, shown, done.labels))
+            if probs:
+                rows[u.uttid] = done.rows
+            nbest_lines += [f"{u.uttid} {r} {score:.4f} {' '.join(inv.labels[i] for i in ids)}"
+                            for r, (ids, score) in enumerate(done.hyps or [], 1)]
     if opts.format == "datadir":
         files = {OPTIONS_FILE: options_lines(opts), **({"nbest": nbest_lines} if nbest > 1 else {})}
         if probs:  # sorted as write_data_dir sorts text and labels
@@ -136,8 +143,11 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
         if probs:
             write_probs(f"{out}.{PROBS_FILE}", ((u, rows[u]) for u in sorted(rows)))
     n_words = sum(len(u.words) for u in utts)
-    if log:
-        log(f"decode: {len(utts)} utterances, {n_words} words -> {out}")
+    seconds = time.monotonic() - started
+    if log and not quiet:
+        rate = n_words / seconds if seconds > 0 else 0.0
+        log(f"decode: {len(utts):,} utterances, {n_words:,} words in {seconds:.2f} s ({rate:,.0f} words/s "
+            f"labelling and writing, the models loaded) -> {out}")
     return {"utterances": len(utts), "words": n_words, "out": str(out), "options": opts}
 
 

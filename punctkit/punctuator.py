@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
@@ -19,9 +19,11 @@ from punctkit.data.formats import Format, detect_for, get_format, names, write
 from punctkit.data.formats.base import OutputOptions
 from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import default_substitution
-from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file, require_stdout
+from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file, is_stream, require_stdout
+from punctkit.files.text_codec import ReadMeter
 from punctkit.infer.engine import Engine, Labelled
 from punctkit.infer.render import Casing
+from punctkit.progress import WordProgress
 from punctkit.text.frontend import Frontend
 
 INPUT_FORMATS = names("units")
@@ -39,7 +41,8 @@ class PunctuateStats:
     empty: int = 0           # lines or utterances without any word (written empty)
     dropped_tokens: int = 0  # CTM/JSON tokens without a word (a bare mark goes to the word before)
     times_moved: str = ""    # the timed writers' report of times that went backwards (times.TimeRepairs)
-    seconds: float = 0.0
+    seconds: float = 0.0     # of `punctuate_file`: reading, labelling and writing (the model loaded before)
+    total_seconds: float | None = None  # of the whole process, start-up and model loading included (the CLI's)
 
     def count(self, words: list[str], frontend: Frontend) -> None:
         """Count one line or utterance."""
@@ -49,16 +52,27 @@ class PunctuateStats:
         self.unknown += sum(frontend.unk_id in frontend.word_ids(w) for w in words)
 
     def summary(self) -> str:
+        """The line `punctkit punctuate` ends with: what it read, words/s of its own work (reading,
+        labelling, writing: the model loaded), the whole run's seconds where known, and warnings."""
         rate = self.words / self.seconds if self.seconds else 0.0
-        out = f"{self.utterances} {self.unit}, {self.words} words in {self.seconds:.2f} s ({rate:,.0f} words/s)"
+        out = (f"{self.utterances:,} {self.unit}, {self.words:,} words in {self.seconds:.2f} s "
+               f"({rate:,.0f} words/s reading, labelling and writing")
+        if self.total_seconds is not None:
+            out += f"; {self.total_seconds:.2f} s in all, with start-up and loading the model"
+        out += ")"
+        return "".join([out] + [f"; warning: {w}" for w in self.warnings()])
+
+    def warnings(self) -> list[str]:
+        """What the user should look at (the summary's warnings; --quiet prints them alone)."""
+        out = []
         if self.empty:
-            out += f"; warning: {self.empty} {self.unit} without words (written empty)"
+            out.append(f"{self.empty} {self.unit} without words (written empty)")
         if self.dropped_tokens:
-            out += f"; warning: {self.dropped_tokens} tokens without a word dropped"
+            out.append(f"{self.dropped_tokens} tokens without a word dropped")
         if self.times_moved:
-            out += f"; warning: {self.times_moved}"
+            out.append(self.times_moved)
         if self.words and self.unknown > self.words / 2:
-            out += f"; warning: {100 * self.unknown / self.words:.0f}% of the words are unknown to the model"
+            out.append(f"{100 * self.unknown / self.words:.0f}% of the words are unknown to the model")
         return out
 
 
@@ -68,6 +82,16 @@ def _open_out(out: str | Path | None) -> Any:
             require_stdout()
         return contextlib.nullcontext(sys.stdout)
     return atomic_write(out)
+
+
+def _unit_words(unit: Any) -> int:
+    """The words of a unit as a reader gives it (infer.engine.Unit: an utterance, a line, a list of
+    words or of utterances), for the share of what was read that is labelled (about: a line's by spaces)."""
+    if isinstance(unit, str):
+        return len(unit.split())
+    if hasattr(unit, "words"):
+        return len(unit.words)
+    return sum(1 if isinstance(u, str) else _unit_words(u) for u in unit)
 
 
 def output_options(engine: Engine, one_stream: bool, max_cue_seconds: float = 7.0, max_line_chars: int = 42,
@@ -121,11 +145,35 @@ def check_punctuate_output(src: str | Path, out: str | Path | None, fmt: str = "
     return writer
 
 
+def input_reader(src: str | Path, input_format: str | None = None, encoding: str | None = None,
+                 option: str = "--input-format") -> Format:
+    """punctuate's reader of `src`: the entry of `input_format` when given, else the format detected from the
+    content (one line naming what punctuate reads, and `option`, when it reads no such format)."""
+    if input_format:
+        return get_format(input_format, "units", "input format")
+    return detect_for(src, "units", encoding, "punctuate", option)
+
+
+LINES = ("stream", "turns", "documents")  # what plain text's lines are (punctuate --lines)
+
+
+def lines_as(reader: Format, lines: str) -> bool:
+    """Whether the units of `reader` are one stream, plain text's lines read as `lines` (LINES); another input
+    format with `lines` other than `stream` is a one-line error (its own units say what its lines are)."""
+    if lines not in LINES:
+        raise PunctkitError(f"--lines {lines!r}: expected one of {', '.join(LINES)}")
+    if lines != "stream" and reader.name != "text":
+        raise PunctkitError(f"--lines {lines} is for plain text; input format {reader.name} says itself what its "
+                            f"units are")
+    return reader.one_stream and lines != "documents"
+
+
 def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = None, *,
                    input_format: str | None = None, fmt: str = "readable", keep_input_marks: bool = False,
                    capitalize: bool = True, casing: Casing | None = None, overwrite: bool = False,
                    encoding: str | None = None, probs: bool = False, max_cue_seconds: float = 7.0,
-                   max_line_chars: int = 42, max_cue_lines: int = 2) -> PunctuateStats:
+                   max_line_chars: int = 42, max_cue_lines: int = 2, show_progress: bool = True,
+                   lines: str = "stream") -> PunctuateStats:
     """Punctuate `src` (`-`: stdin) into `out` (None or `-`: stdout) in `fmt`.
 
     `out` is never `src`; a `datadir` output is written by `write_data_dir` (`overwrite` there).
@@ -138,11 +186,14 @@ def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = Non
     within `max_cue_*`/`max_line_chars`; timed-json), or a corpus format (text, kaldi_text,
     punctuator2, datadir; these too write the words as given, are collected in memory and need
     `-o`). `probs` adds probabilities to the outputs that show them (jsonl, timed-json, twocol).
-    `casing`: how words are shown (`engine.casing(capitalize)` when None).
+    `casing`: how words are shown (`engine.casing(capitalize)` when None). `show_progress`: a bar on
+    standard error while it is a terminal and the input is long (progress.WordProgress; False: --quiet).
+    `lines`: what plain text's lines are (LINES): one stream (sentences run across them), speaker turns (a turn
+    change at each line break: a model's boundary fusion weighs it), or documents (each its own stream).
     """
     t0 = time.time()
-    reader = (get_format(input_format, "units", "input format") if input_format
-              else detect_for(src, "units", encoding, "punctuate", "--input-format"))
+    reader = input_reader(src, input_format, encoding)
+    one_stream = lines_as(reader, lines)
     writer = check_punctuate_output(src, out, fmt, overwrite=overwrite, probs=probs)  # fail before punctuating
     streamed = writer.emit is not None or writer.stream is not None
     inputs = [] if str(src) == "-" else [src]
@@ -151,19 +202,35 @@ def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = Non
         raise PunctkitError(f"--format {fmt} needs word times, which input format {reader.name} does not carry: "
                             f"give an input with them ({timed})")
     inv = engine.inventory
-    opts = output_options(engine, reader.one_stream, max_cue_seconds, max_line_chars, max_cue_lines)
+    opts = output_options(engine, one_stream, max_cue_seconds, max_line_chars, max_cue_lines)
     stats = PunctuateStats(unit="lines" if reader.one_stream else "utterances")
     dropped = [0]
     units = reader.reader_units(bool(input_format))(src, inv, default_substitution(inv), encoding, dropped)
+    if lines == "turns":
+        units = (replace(u, speaker=f"line {u.lineno}") for u in units)
+    meter, read_words = ReadMeter(), [0]
+    size = Path(src).stat().st_size if not is_stream(src) and Path(src).is_file() else None  # bytes: time left
+
+    def read() -> Iterator[Any]:
+        for u in units:
+            read_words[0] += _unit_words(u)
+            yield u
+
+    def labelled_bytes() -> int:
+        """The bytes read, times the share of the words read that are labelled (the engine reads ahead)."""
+        return meter.bytes_read() * min(stats.words, read_words[0]) // read_words[0] if read_words[0] else 0
+
+    bar = WordProgress("punctuate", size=size, read=labelled_bytes, show=show_progress)
 
     def counted() -> Iterator[Labelled]:
-        for done in engine.label(units, one_stream=reader.one_stream, forced=keep_input_marks,
+        for done in engine.label(read(), one_stream=one_stream, forced=keep_input_marks,
                                  casing=casing or engine.casing(capitalize), probs=probs):
             if not done.utt.lines_only:  # an input's comment lines alone are no utterance
                 stats.count(done.utt.words, engine.frontend)
+                bar.update(len(done.utt.words))
             yield done
 
-    with _open_out(out if streamed else None) as f:
+    with meter, bar, _open_out(out if streamed else None) as f:
         write_units(writer, counted(), opts, f if streamed else out, src, overwrite, inputs)  # type: ignore[arg-type]
     stats.dropped_tokens = dropped[0]
     stats.times_moved = opts.time_repairs.warning()

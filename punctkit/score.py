@@ -73,6 +73,7 @@ from punctkit.data.labels import (
     case_of,
     inventory_for,
     mark_of,
+    starts_with_letter,
 )
 from punctkit.data.tokenize import recasable
 from punctkit.files import PunctkitError, atomic_write, iter_lines, read_json_file, require_file, where
@@ -400,15 +401,16 @@ def case_metrics(ref: Transcript, hyp: Transcript, pairs: Pairs) -> dict | None:
 def contradictions(hyp: Transcript, hyp_forms: Sequence[str], ref_forms: Sequence[str], pairs: Pairs) -> dict:
     """Where the hypothesis's marks and case contradict each other (decode/joint.py):
     `lower_after_end`: words after a sentence-final mark whose first letter is lower case (of
-    `after_end` such words that have letters and whose case punctuate may change: tokens that pass
-    through as written, `/seg`, `@user`, `2-year-old`, are not counted); `capital_inside`: words after
+    `after_end` such words that begin with a letter and whose case punctuate may change: tokens that pass
+    through as written, `/seg`, `@user`, `2-year-old`, and words that begin with a digit, `1st`, are not counted);
+    `capital_inside`: words after
     a comma, another non-final mark or none, written with a capital where the reference writes them
     in lower case."""
     starts = sentence_starts(hyp)
     after_end = lower_after_end = 0
     for j in np.flatnonzero(starts[1:]) + 1:
         first = next((c for c in hyp_forms[j] if c.isalpha()), "")
-        if first and recasable(hyp_forms[j]):
+        if first and recasable(hyp_forms[j]) and starts_with_letter(hyp_forms[j]):
             after_end += 1
             lower_after_end += first.islower()
     capital_inside = 0

@@ -243,3 +243,21 @@ def test_speakers_of_every_kind_of_input_reach_the_model(turns_pkg: Path, tmp_pa
     ends = [len(TURNS[0][1].split()) - 1, len(TURNS[0][1].split()) + len(TURNS[1][1].split()) - 1]
     assert all(marks[True][k] in ("PERIOD", ".") for k in ends), (outs[True], marks[True])
     assert marks[False][ends[0]] == "COMMA" and marks[False][ends[1]] == "O"  # the network alone: what it says
+
+
+def test_plain_text_lines_as_a_stream_turns_or_documents(turns_pkg: Path, tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("so what do you\nthink nasa will do next\nyeah\nokay i met them in new york\n")
+    default = cli("punctuate", tmp_path / "a.txt").stdout
+    assert cli("punctuate", tmp_path / "a.txt", "--lines", "stream").stdout == default
+    first = default.splitlines()[0]
+    assert first[-1] not in ".?!" and default.splitlines()[1][0].islower()  # a sentence runs on across lines
+    docs = cli("punctuate", tmp_path / "a.txt", "--lines", "documents").stdout.splitlines()
+    assert all(line[0].isupper() and line[-1] in ".?!" for line in docs), docs  # each line its own document
+    # turns: a model without a fusion reads them as the stream; with one, each line break is a turn change
+    assert cli("punctuate", tmp_path / "a.txt", "--lines", "turns").stdout == default
+    turns = cli("punctuate", tmp_path / "a.txt", "--lines", "turns", "-m", turns_pkg).stdout.splitlines()
+    assert all(line[-1] in ".?!" for line in turns), turns
+    (tmp_path / "t.nlp").write_text(nlp([("yeah", "0", "", "")]))
+    for args in (["--lines", "turns", tmp_path / "t.nlp"], ["--stream", "--lines", "turns", tmp_path / "a.txt"]):
+        r = cli("punctuate", *args, ok=False)
+        assert r.returncode == 1 and "--lines" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

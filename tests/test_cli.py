@@ -22,7 +22,7 @@ def run(*args, ok=True):
 STAGES = (
     "prepare", "convert", "stats", "score", "results", "prepare-inputs", "bpe", "w2v-train", "train",
     "decode", "average-checkpoints", "split-data", "combine-data", "validate-data-dir", "extract-feats",
-    "compute-cmvn", "synthesize", "align", "recognize", "s2v-train", "pack", "models", "punctuate", "serve",
+    "compute-cmvn", "synthesize", "align", "recognize", "s2v-train", "pack", "models", "formats", "punctuate", "serve",
 )
 COMMANDS_DOC = Path(__file__).resolve().parents[1] / "docs" / "commands.md"
 

@@ -106,11 +106,18 @@ def test_decode_text_only_dir_to_twocol(trained, tmp_path):
     assert [w for u in utts for w in u.words] == [w for u in ref.utterances for w in u.words]
 
 
-def test_decode_shows_progress_over_batches(trained, tmp_path, capsys):
+def test_decode_shows_no_bar_off_a_terminal_and_logs_its_rate(trained, tmp_path, capsys):
+    """A progress bar is for a terminal (tests/test_progress.py has one): decoding with standard error
+    captured shows none; the summary says what its words/s count."""
     capsys.readouterr()
-    decode_dir(trained / "exp", trained / "valid", tmp_path / "o", batch_size=4)
+    logged: list[str] = []
+    decode_dir(trained / "exp", trained / "valid", tmp_path / "o", batch_size=4, log=logged.append)
     err = capsys.readouterr().err
-    assert re.search(r"decode: +0%\|.*\| 0/\d+ .*batch", err), err
+    assert "%|" not in err and "\r" not in err, err
+    assert re.fullmatch(r"decode: [\d,]+ utterances, [\d,]+ words in [\d.]+ s \([\d,]+ words/s labelling and "
+                        r"writing, the models loaded\) -> .*", logged[-1]), logged
+    decode_dir(trained / "exp", trained / "valid", tmp_path / "q", log=logged.append, quiet=True)
+    assert len([m for m in logged if m.startswith("decode: ")]) == 1
 
 
 def test_decode_errors(trained, tmp_path):

@@ -298,3 +298,146 @@ def test_absolute_paths_work_in_a_removed_working_directory(tmp_path: Path) -> N
         return [w.strip(",.?!").lower() for w in t.split()]
 
     assert words((tmp_path / "out.txt").read_text()) == words(TEXT.read_text()) != []
+
+
+# ---------------------------------------------------------------- errors that help (issue 81, item 7)
+
+def _compressed(kind: str, path: Path, data: bytes) -> Path:
+    """`data` compressed as `kind` (gzip, bzip2, xz, zip) into `path`."""
+    import bz2
+    import gzip
+    import lzma
+    import zipfile
+
+    if kind == "zip":
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("talk.txt", data)
+    else:
+        path.write_bytes({"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}[kind](data))
+    return path
+
+
+COMPRESSED = [("gzip", "talk.txt.gz", "gunzip -k", "zcat"), ("bzip2", "talk.txt.bz2", "bunzip2 -k", "bzcat"),
+              ("xz", "talk.txt.xz", "unxz -k", "xzcat"), ("zip", "talk.zip", "unzip", "unzip -p")]
+
+
+@pytest.mark.parametrize("kind, name, unpack, cat", COMPRESSED)
+def test_a_compressed_input_says_so_and_how_to_decompress_it(tmp_path: Path, kind: str, name: str, unpack: str,
+                                                             cat: str) -> None:
+    """Not "give --encoding latin-1" (which would punctuate the compressed bytes as words): the input is
+    compressed, and the command that decompresses it on its way in; with any --encoding, for every command
+    that reads text, and on standard input."""
+    src = _compressed(kind, tmp_path / name, b"so what do you think nasa will do next\n" * 50)
+    for args in (["punctuate", src], ["punctuate", src, "--encoding", "latin-1", "-o", tmp_path / "out.txt"],
+                 ["score", src, TEXT], ["score", TEXT, src], ["convert", src, tmp_path / "x.txt"]):
+        line = one_line(run(*args), 1)
+        assert line == (f"punctkit: error: {src}: {kind}-compressed, not text; decompress it first ({unpack} {src}), "
+                        f"or on its way in: {cat} {src} | punctkit punctuate -"), line
+        assert "latin-1" not in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no output written
+    with open(src, "rb") as stdin:
+        r = subprocess.run([sys.executable, "-m", "punctkit.cli", "punctuate", "-"], stdin=stdin,
+                           capture_output=True, text=True, timeout=60)
+    assert one_line(r, 1) == (f"punctkit: error: stdin: {kind}-compressed, not text; decompress it on its way in: "
+                              f"{cat} FILE | punctkit punctuate -")
+
+
+def test_text_that_starts_like_a_compressed_file_is_text(tmp_path: Path) -> None:
+    for words in ("BZh9 is a word here", "PK is a word here"):
+        (tmp_path / "in.txt").write_text(words + "\n", encoding="utf-8")
+        r = run("punctuate", tmp_path / "in.txt")
+        assert r.returncode == 0, r.stderr
+        assert [w.strip(",.?!").lower() for w in r.stdout.split()] == words.lower().split()
+
+
+def test_a_compressed_request_body_says_how_to_send_it() -> None:
+    import gzip
+    import io
+
+    from punctkit.files import PunctkitError, decode_lines
+
+    with pytest.raises(PunctkitError, match=r"^request: gzip-compressed, not text; send the text, or gzip it and "
+                                            r"say so with the header Content-Encoding: gzip$"):
+        list(decode_lines(io.BytesIO(gzip.compress(b"so what\n")), "request", None, option="charset"))
+
+
+def test_punctuate_of_a_directory_without_text_names_what_it_holds(tmp_path: Path) -> None:
+    """A directory that is no data directory (no `text`): what it holds, never a DIR/text that is not there."""
+    d = tmp_path / "audio"
+    d.mkdir()
+    line = one_line(run("punctuate", d), 1)
+    assert line == f"punctkit: error: {d}: an empty directory, which punctuate does not read; give it a file"
+    (d / "wav.scp").write_text("u1 u1.wav\n")
+    (d / "utt2spk").write_text("u1 s1\n")
+    line = one_line(run("punctuate", d), 1)
+    assert line == (f"punctkit: error: {d}: a directory holding utt2spk, wav.scp (no text file), which punctuate "
+                    f"does not read; give it a file")
+    for i in range(5):
+        (d / f"talk{i}.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\nso what\n")
+    (d / "sub").mkdir()
+    line = one_line(run("punctuate", d), 1)
+    assert f"{d}: a directory holding sub/, talk0.srt, talk1.srt, talk2.srt and 4 more (no text file)" in line
+    assert str(d / "text") not in line
+    (d / "text").write_text("u1 so what\n")  # a data directory: its text file is named, and decode
+    line = one_line(run("punctuate", d), 1)
+    assert f"give its text file ({d / 'text'})" in line and "punctkit decode MODEL" in line
+
+
+NO_XATTRS = """
+import os, sys
+del os.setxattr, os.getxattr  # a file system that keeps no user attributes (NFS, FAT, older tmpfs)
+from punctkit.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("xattrs", [True, False], ids=["with-xattrs", "without-xattrs"])
+def test_o_replaces_its_own_output_and_nothing_else_with_or_without_xattrs(tmp_path: Path, xattrs: bool) -> None:
+    """`-o` replaces a file only as punctkit left it (its mark is in the file's modification time, which file
+    systems keep): a rerun replaces its output where extended attributes are dropped; a file the user edited
+    since, a copy (`cp -a`: shutil.copy2) and a file of the user's are refused in one line naming --overwrite."""
+    import contextlib
+    import shutil
+
+    code = None if xattrs else NO_XATTRS
+    src, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    src.write_text("so what do you think\n")
+    for _ in range(2):  # the second run replaces the first's output
+        r = run("punctuate", src, "-o", out, code=code)
+        assert r.returncode == 0, r.stderr
+    if xattrs:  # the attribute dropped on the way (a copy back from NFS, a backup tool): still punctkit's
+        with contextlib.suppress(OSError):
+            os.removexattr(out, "user.punctkit")
+        assert run("punctuate", src, "-o", out).returncode == 0
+    shutil.copy2(out, tmp_path / "copy.txt")
+    with open(out, "a") as f:
+        f.write("my note\n")
+    for target in (out, tmp_path / "copy.txt"):
+        before = target.read_bytes()
+        line = one_line(run("punctuate", src, "-o", target, code=code), 1)
+        assert line == (f"punctkit: error: {target}: exists and punctkit did not write it (or it changed since); "
+                        f"name another output, move it away, or give --overwrite to replace it")
+        assert target.read_bytes() == before
+    assert run("punctuate", src, "-o", out, "--overwrite", code=code).returncode == 0
+    assert out.read_text().startswith("So what")
+
+
+@pytest.mark.parametrize("args, module, distribution", [
+    (["train", "--config", "c.yaml", "--train-dir", "data", "--exp", "exp"], "torch", "torch"),
+    (["decode", "exp", "data", "out"], "torch", "torch"),
+    (["bpe", "train", "data", "bpe"], "subword_nmt", "subword-nmt"),
+    (["w2v-train", "data", "w2v.txt"], "gensim", "gensim"),
+    (["compute-cmvn", "data"], "kaldi_native_fbank", "kaldi-native-fbank"),
+])
+def test_a_command_without_its_extra_names_it(tmp_path: Path, args: list, module: str, distribution: str) -> None:
+    """A light install (no torch, ...): the command that needs a module of the `train` extra says which, and
+    how to install it, in one line (the real thing: tests/test_light_install.py)."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "text").write_text("u1 so what do you think\nu2 i think so\n")
+    (tmp_path / "data" / "labels").write_text("u1 COMMA O O O QUESTION\nu2 O O PERIOD\n")
+    (tmp_path / "c.yaml").write_text("model: {type: drnn_lwma}\n")
+    (tmp_path / "exp").mkdir()
+    code = f"import sys\nsys.modules[{module!r}] = None\nfrom punctkit.cli import main\nmain()\n"
+    line = one_line(run(*args, code=code, cwd=tmp_path), 1)
+    assert line == (f"punctkit: error: punctkit {args[0]} needs {distribution}, which is not installed: "
+                    f"pip install 'punctkit[train]'")

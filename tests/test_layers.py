@@ -20,7 +20,7 @@ REPO = ROOT.parent
 # A layer may import its own modules and those of lower layers; layers on one level import neither
 # each other (`train` and `decode` in particular).
 LEVELS: dict[str, int] = {
-    "files": 0, "progress": 0, "archive": 0,
+    "files": 0, "progress": 0, "archive": 0, "extras": 0,
     "data": 1, "config": 1, "pretrained": 1,
     "text": 2, "feats": 2, "nn": 2,
     "score": 3, "mark_projection": 3, "align": 3, "batch": 3,
@@ -31,7 +31,7 @@ LEVELS: dict[str, int] = {
     "package": 8,
     "infer": 9,
     "punctuator": 10, "decode_data": 10, "packing": 10,
-    "serve": 11, "cli_errors": 11,
+    "serve": 11, "cli_errors": 11, "api": 11,
     "cli": 12,
 }
 TORCH_FREE = ("data", "score")
@@ -312,10 +312,15 @@ def script_files() -> list[Path]:
 def defined_names(path: Path, known: dict[str, Path], seen: frozenset = frozenset()) -> set[str]:
     """What `from MODULE import name` finds in the module at `path`: its module-level defs, classes,
     assignments and imports (in if/try/with blocks too), the names of `from x import *`, the
-    submodules of a package, and the names a module-level `__getattr__` answers (its string constants)."""
+    submodules of a package, and the names a module-level `__getattr__` answers (its string constants, and
+    those of the module-level tables it reads, such as a dict of lazy names)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     mod = module_name(path)
     names: set[str] = set()
+    tables: set[str] = set()  # the module-level names `__getattr__` reads
+    for st in tree.body:
+        if isinstance(st, ast.FunctionDef) and st.name == "__getattr__":
+            tables |= {n.id for n in ast.walk(st) if isinstance(n, ast.Name)}
 
     def targets(t: ast.AST) -> None:
         for n in ast.walk(t):
@@ -332,6 +337,9 @@ def defined_names(path: Path, known: dict[str, Path], seen: frozenset = frozense
             elif isinstance(st, ast.Assign):
                 for t in st.targets:
                     targets(t)
+                if any(isinstance(t, ast.Name) and t.id in tables for t in st.targets):
+                    names.update(c.value for c in ast.walk(st.value) if isinstance(c, ast.Constant)
+                                 and isinstance(c.value, str) and c.value.isidentifier())
             elif isinstance(st, (ast.AnnAssign, ast.AugAssign)):
                 targets(st.target)
             elif isinstance(st, ast.Import):
@@ -417,7 +425,7 @@ def test_the_import_check_sees_a_moved_module(tmp_path: Path):
     """A function-level import of a module that is gone, or of a name its module lacks, is caught;
     a package's re-exports and submodules, a lazy `__getattr__` name and a plain import are not."""
     script = tmp_path / "scales.py"
-    script.write_text("import punctkit.data.streams\nfrom punctkit import Punctuator, __version__\n"
+    script.write_text("import punctkit.data.streams\nfrom punctkit import Punctuator, PunctStream, load, __version__\n"
                       "from punctkit.data import formats\nfrom punctkit.files import PunctkitError\n\n"
                       "def f():\n    from punctkit.train.dataset import collate\n"
                       "    from punctkit.batch import collate, no_such_name\n    import punctkit.nothing_here\n",

@@ -1,6 +1,8 @@
 """Shipped models by name (`-m fast`, `-m accurate`), `punctkit models`, and initials as a class of words."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from punctkit.files import PunctkitError
@@ -20,8 +22,28 @@ def test_a_shipped_models_name_is_its_package_and_an_unknown_name_one_line(tmp_p
     assert r.returncode != 0 and r.stderr.count("\n") == 1 and "(fast, accurate)" in r.stderr
 
 
-def test_models_lists_both_with_their_cards():
-    out = cli("models").stdout
+def test_models_lists_a_line_per_model():
+    """`punctkit models`: one line each, size, model and labels, speed and test F1 (punctuation/case) in short."""
+    lines = cli("models").stdout.splitlines()
+    assert [ln.split(":")[0] for ln in lines] == ["fast (default)", "accurate"]
+    for ln, model in zip(lines, ("drnn_lwma", "plm_tagger")):
+        assert re.search(rf": \d+\.\d MB, {model} \(truecase4\), [\d,]+(-[\d,]+)? words/s; F1 punctuation/case: "
+                         rf"calls_test \d+\.\d/\d+\.\d, test_cased \d+\.\d/\d+\.\d$", ln), ln
+        assert "rebuild" not in ln and "CC BY" not in ln
+    from punctkit.package import read_package
+    from punctkit.package.card import card_summary
+
+    card = read_package(model_path("fast")).manifest["card"]
+    f1 = card["results"]["decode_test_cased"]
+    assert f"test_cased {f1['f1']:.1f}/{f1['case_f1']:.1f}" in lines[0] and lines[0].endswith(card_summary(card))
+    # a card without speed or case figures, or quoting no test set: what it has
+    assert card_summary({"model": "m", "inventory": "punct4", "results": {"decode_valid": {"f1": 61.26}}}) == \
+        "m (punct4); F1 punctuation/case: valid 61.3"
+    assert card_summary({}) == "? (?)"
+
+
+def test_models_long_lists_both_with_their_cards():
+    out = cli("models", "--long").stdout
     fast, accurate = out.split("\naccurate: ")
     assert fast.startswith("fast (default): fast.pkt, ") and accurate.startswith("accurate.pkt, ")
     for card in (fast, accurate):  # each: data, both licences, how to rebuild, speed, test2011 with case
@@ -122,7 +144,7 @@ def test_the_accurate_model_weighs_capitals_inside_sentences(tmp_path):
     from punctkit import Punctuator
     from punctkit.data.datadir import read_data_dir, write_data_dir
     from punctkit.data.formats import Utterance
-    from punctkit.data.labels import SENTENCE_END, case_of, get_inventory, mark_of
+    from punctkit.data.labels import SENTENCE_END, case_of, get_inventory, mark_of, starts_with_letter
 
     if not (IWSLT / "test2011").is_file():
         pytest.skip("the IWSLT copy in ../shared is missing")
@@ -137,8 +159,8 @@ def test_the_accurate_model_weighs_capitals_inside_sentences(tmp_path):
     assert kept and all(accurate.frontend.case_prior.capital_share(w) < accurate.options.capital_threshold
                         for w in kept)  # capitals inside sentences the threshold refused
     for labels in (weighed, threshold):
-        assert not any(mark_of(a) in SENTENCE_END and case_of(b) == "L" and any(ch.isalpha() for ch in w)
-                       for a, b, w in zip(labels, labels[1:], words[1:]))
+        assert not any(mark_of(a) in SENTENCE_END and case_of(b) == "L" and starts_with_letter(w)
+                       for a, b, w in zip(labels, labels[1:], words[1:]))  # `20s` begins with no letter
     write_data_dir(tmp_path / "data", [Utterance("talk-1", words, ["L_O"] * len(words))], get_inventory("truecase4"),
                    {"talk-1": "talk"})
     cli("decode", "accurate", tmp_path / "data", tmp_path / "hyp", "--threads", "1", "--capital-weight", "0")

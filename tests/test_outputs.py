@@ -18,16 +18,15 @@ TINY = tiny_conf({"type": "transformer_tagger", "n_layers": 1, "d_model": 16, "n
 
 
 def marks_files(d: Path) -> bool:
-    """Whether the file system of `d` keeps user attributes (the mark of punctkit's files)."""
-    import os
+    """Whether the file system of `d` keeps the mark of punctkit's files (files.outputs._mark_ours: nanosecond
+    modification times, or user attributes)."""
+    from punctkit.files import atomic_write, written_by_punctkit
 
-    probe = d / ".xattr-probe"
-    probe.write_text("")
+    probe = d / ".mark-probe"
+    with atomic_write(probe) as f:
+        f.write("")
     try:
-        os.setxattr(probe, "user.punctkit", b"1")
-        return True
-    except OSError:
-        return False
+        return written_by_punctkit(probe)
     finally:
         probe.unlink()
 
@@ -302,7 +301,8 @@ def test_what_punctkit_wrote_carries_its_mark(tmp_path):
     from punctkit.files import atomic_write, check_output_file, written_by_punctkit
 
     if not marks_files(tmp_path):
-        pytest.skip("this file system keeps no user attributes: every existing file counts as the user's")
+        pytest.skip("this file system keeps neither nanosecond times nor user attributes: every existing file "
+                    "counts as the user's")
 
     p = tmp_path / "f.txt"
     p.write_text("the user's\n")

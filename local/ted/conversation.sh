@@ -6,8 +6,9 @@
 #   local/conversation.sh --stage 2 --model fast --tag fast           # exp/boundary_fast/boundary.json, valid.tsv
 #   local/conversation.sh --stage 3 --model fast --tag fast           # packed with it: exp/boundary_fast/model.pkt
 #   local/conversation.sh --stage 4 --model fast --tag fast           # scored as users run it: RESULTS blocks
-# Stage 4 scores `punctkit punctuate` itself on calls_valid, calls_test and meetings_val, each read with its words
-# only, + turns, + turns and times (exp/boundary_<tag>/score/<set>_<reading>/), the model before (--model) and after.
+# Stage 4 scores `punctkit punctuate` itself on calls_valid, calls_test and meetings_val (exp/boundary_<tag>/score/
+# {before,after}/<set>_<reading>/, exp/boundary_<tag>/score.log): the model before (--model: it reads the words only)
+# and after, read with its words only, + turns, + turns and times (the calls; the meetings have no times).
 set -euo pipefail
 stage=1
 stop_stage=4
@@ -52,23 +53,34 @@ if [ "$stage" -le 2 ] && [ "$stop_stage" -ge 2 ]; then
 fi
 
 if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
-  punctkit pack "$model" --boundary "$exp/boundary.json" -o "$exp/model.pkt"
+  punctkit pack "$model" --boundary "$exp/boundary.json" -o "$exp/model.pkt" \
+    --card-note "boundary_data=speaker turns and pauses (boundary.json, local/conversation.sh --stage 2): fitted on the \
+Earnings-22 calls of local/ted/lists/calls_train.txt and the meetings of the shared meetings/train.jsonl (QMSum's AMI, \
+ICSI, Welsh Parliament and House of Commons of Canada committee transcripts), the network frozen; its weight chosen \
+on calls_valid and the meetings' val.jsonl" \
+    --card-note "boundary_licence=the meetings: AMI Meeting Corpus, CC BY 4.0; ICSI Meeting Corpus, CC BY 4.0; Welsh \
+Parliament committee records, Open Government Licence; House of Commons of Canada committee records, reproduction \
+permitted for non-commercial use (QMSum, github.com/Yale-LILY/QMSum, MIT); the calls: Earnings-22, CC BY-SA 4.0"
 fi
 
 if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
-  for m in before after; do
-    pkg=$model; [ $m = after ] && pkg=$exp/model.pkt
-    for x in $test_sets; do
-      for reading in words turns turns+times; do
-        case $reading in words) in=${x}_blind_words;; turns) in=${x}_blind_notimes;; *) in=${x}_blind;; esac
-        d=$exp/score/$m/${x}_$reading
-        mkdir -p "$d/hyp"
-        while read -r uid path; do
-          punctkit punctuate "$path" -m "$pkg" --threads "$threads" --format nlp -o "$d/hyp/$uid.nlp"
-        done < "$data/$in.scp" 2> "$d/punctuate.log"
-        python local/score_scp.py "$data/$x.scp" "$d/hyp" > "$d/score.txt"
-        echo "$m $x $reading: $(tail -1 "$d/score.txt")"
-      done
+  # before: the model as given, which reads words only (turns and times change nothing: one reading);
+  # after: the model packed with its fusion, read with its words only, + turns, + turns and times (the calls)
+  for x in $test_sets; do
+    readings="words turns"; case $x in calls*) readings="words turns turns+times";; esac
+    for run in before:words $(for r in $readings; do echo "after:$r"; done); do
+      m=${run%%:*}; reading=${run#*:}
+      pkg=$model; [ "$m" = after ] && pkg=$exp/model.pkt
+      case $reading in words) in=${x}_blind_words;; turns) in=${x}_blind_notimes;; *) in=${x}_blind;; esac
+      d=$exp/score/$m/${x}_$reading
+      mkdir -p "$d/hyp"
+      : > "$d/punctuate.log"
+      while read -r uid path; do
+        punctkit punctuate "$path" -m "$pkg" --threads "$threads" --format nlp -o "$d/hyp/$uid.nlp" --overwrite \
+          2>> "$d/punctuate.log"
+      done < "$data/$in.scp"
+      python local/score_scp.py "$data/$x.scp" "$d/hyp" > "$d/score.txt"
+      echo "$m $x $reading: $(tail -1 "$d/score.txt")"
     done
-  done
+  done | tee "$exp/score.log"
 fi

@@ -25,7 +25,7 @@ from punctkit.files import PunctkitError, atomic_write, iter_lines
 from punctkit.infer.boundary_fit import Doc, Variant, collect, fit, score_docs
 from punctkit.infer.ensemble import load_model
 
-WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
+WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0)
 READINGS = {"words": Variant(False, False), "turns": Variant(True, False), "turns+times": Variant(True, True)}
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Score a set of documents as one: each `id path` reference of an scp against `HYPDIR/<id>.nlp`, the words of all
-of them joined in order (`punctkit score`'s report, then one summary line: punctuation F1, exact-form case F1).
+of them joined in order (`punctkit score`'s report, then one summary line: punctuation F1, exact-form case F1, and
+the share of speaker turn changes whose last word has no mark, in the hypothesis and in the reference).
 
     python local/score_scp.py data/local/calls_valid.scp exp/boundary_fast/score/after/calls_valid_turns/hyp
 """
@@ -10,8 +11,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from punctkit.data.formats.nlp import nlp_units
+from punctkit.data.labels import O, default_substitution, get_inventory
 from punctkit.files import PunctkitError, iter_lines
 from punctkit.score import Transcript, format_report, read_transcript, score
+
+INV = get_inventory("truecase4")
+
+
+def turn_ends(path: Path) -> list[str]:
+    """The mark (O for none) after the last word of each speaker turn that another speaker's turn follows."""
+    units = [u for u in nlp_units(path, INV, default_substitution(INV)) if u.words]
+    return [a.marks[-1] for a, b in zip(units, units[1:]) if a.speaker != b.speaker]
 
 
 def joined(parts: list[Transcript], name: str) -> Transcript:
@@ -33,18 +44,27 @@ def main() -> None:
     args = ap.parse_args()
     try:
         refs, hyps = [], []
+        ends_ref: list[str] = []
+        ends_hyp: list[str] = []
         for _, line in iter_lines(args.scp):
             if not line.strip():
                 continue
             uid, path = line.split(maxsplit=1)
             refs.append(read_transcript(path.strip(), "nlp", "truecase4"))
             hyps.append(read_transcript(args.hypdir / f"{uid}.nlp", "nlp", "truecase4"))
+            r, h = turn_ends(Path(path.strip())), turn_ends(args.hypdir / f"{uid}.nlp")
+            if len(r) == len(h):  # the hypothesis kept the reference's turns (an input read with its speakers)
+                ends_ref += r
+                ends_hyp += h
         if not refs:
             raise PunctkitError(f"{args.scp}: no documents")
         result = score(joined(refs, str(args.scp)), joined(hyps, str(args.hypdir)), align=False)
         print(format_report(result))
         case = result["case"]["exact"]["f1"] if result.get("case") else float("nan")
-        print(f"punctuation F1 {result['overall']['f1']:.1f}  exact-form case F1 {case:.1f}  "
+        bare = (f"turn changes without a mark {100 * ends_hyp.count(O) / len(ends_hyp):.1f} % "
+                f"(reference {100 * ends_ref.count(O) / len(ends_ref):.1f} %, {len(ends_ref)} turn changes)  "
+                if ends_ref else "")
+        print(f"punctuation F1 {result['overall']['f1']:.1f}  exact-form case F1 {case:.1f}  {bare}"
               f"({result['counts']['ref_words']} words, {len(refs)} documents)")
     except PunctkitError as e:
         sys.exit(f"{Path(sys.argv[0]).name}: {e}")

@@ -131,7 +131,7 @@ def case_class(word: str) -> str:
 
 
 def capitalise(word: str) -> str:
-    """`word` with its first letter upper-cased (a leading quote or digit kept: `'em` stays)."""
+    """`word` with its first letter upper-cased (a leading quote or digit kept: `'em` -> `'Em`, `5g` -> `5G`)."""
     for i, c in enumerate(word):
         if c.isalpha():
             return word[:i] + c.upper() + word[i + 1:]
@@ -195,9 +195,13 @@ def apply_case(word: str, style: str | None, lexicon: CaseLexicon | None = None,
     (`INITIALISM`) are a class of their own: shown with a capital, every letter is one (`J.P.`, not
     `J.p.`), and letters joined by `&` are never lower case (`Q&A`, `M&A`); `i.e.` in lower case stays. A word with a
     contraction that the training text splits off (`tv's`, `mcdonald's`) is cased on its stem, the
-    contraction lower case: `TV's`, `McDonald's`, as the labels of `TV 's` and `McDonald 's` show them."""
+    contraction lower case: `TV's`, `McDonald's`, as the labels of `TV 's` and `McDonald 's` show them. Words of
+    letters and digits are cased as words are (`q3` -> `Q3`, `5g` -> `5G`, `covid-19` -> `COVID-19`), and a false
+    start by its letters, its `-` kept (`so-` -> `So-`)."""
     if style is None:
         return word
+    if word.endswith("-") and len(word) > 1:  # a false start (`so-`, `th-`): cased by its letters, the `-` kept
+        return apply_case(word[:-1], style, lexicon, start) + "-"
     stem, *rest = split_contraction(word)
     if rest:
         return apply_case(stem, style, lexicon, start) + rest[0].lower()
@@ -213,10 +217,20 @@ def apply_case(word: str, style: str | None, lexicon: CaseLexicon | None = None,
     return sentence_start_case(form) if start else form
 
 
+def starts_with_letter(word: str) -> bool:
+    """Whether the first letter or digit of `word` is a letter (`well`, `'em`, `q3`, `so-`), the one whose case
+    shows a sentence start; a word that begins with a digit (`1st`, `5G`, `3D`, `2-year-old`) shows none."""
+    first = next((c for c in word if c.isalnum()), "")
+    return first.isalpha()
+
+
 def sentence_start_case(word: str) -> str:
     """`word` as it begins a sentence: its first letter upper case (`sub-Saharan` -> `Sub-Saharan`,
-    `ex-US` -> `Ex-US`, `well` -> `Well`), except where its lower-case first letters run straight into
-    a capital, a name written so (`iPhone`, `eBay`, `fMRI` stay): as the training text writes both."""
+    `ex-US` -> `Ex-US`, `well` -> `Well`, `so-` -> `So-`), except where its lower-case first letters run straight
+    into a capital, a name written so (`iPhone`, `eBay`, `fMRI` stay): as the training text writes both; a word
+    that begins with a digit (`1st`, `5g`: `starts_with_letter`) stays as it is."""
+    if not starts_with_letter(word):
+        return word
     i = next((k for k, c in enumerate(word) if c.isalpha()), len(word))
     j = i
     while j < len(word) and word[j].islower():

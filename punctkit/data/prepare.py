@@ -24,10 +24,9 @@ from punctkit.data.labels import (
 )
 from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError, iter_lines, where
-from punctkit.progress import progress
+from punctkit.progress import WordProgress
 
 NLP_OPTS = TextOptions(split_contractions=True)  # the one text option an NLP input takes
-SHOW_PROGRESS = 20  # inputs from which prepare shows a progress bar
 
 
 SENTENCES = "sentences"  # --rechunk sentences: each sentence its own unit (Faber's unrechunked data)
@@ -182,7 +181,7 @@ def prepare(inputs: list[Path], out: Path, *, fmt: str | None = None, inventory:
             block_len: int | None = None, seed: int = 1, strict: bool = False,
             name: str | None = None, lines: tuple[int, int] | None = None, overwrite: bool = False,
             encoding: str | None = None, text_opts: TextOptions = PLAIN,
-            file_list: Path | None = None) -> Report:
+            file_list: Path | None = None, show_progress: bool = True) -> Report:
     """Build the data directory `out` from punctuated text files; returns the repair report.
 
     Streams (`block_len`): each input is one document cut into consecutive blocks
@@ -191,7 +190,8 @@ def prepare(inputs: list[Path], out: Path, *, fmt: str | None = None, inventory:
     `text_opts.one_stream`). Rechunked data: each chunk is its own unit.
     `file_list` (instead of `inputs`): `id path` lines; each input's document id is its id.
     `out` is written by `write_data_dir` (see there for `overwrite`); no input may be
-    one of its files.
+    one of its files. `show_progress`: a bar over the inputs' bytes and words, on standard error
+    while it is a terminal and the corpus is large (progress.WordProgress; False: --quiet).
     """
     check_block_len(block_len)
     if rechunk_spec is not None:
@@ -209,16 +209,22 @@ def prepare(inputs: list[Path], out: Path, *, fmt: str | None = None, inventory:
         (name if len(inputs) == 1 else f"{name}-{k + 1:03d}", Path(p)) for k, p in enumerate(inputs)]
     utts: list[Utterance] = []
     utt2spk: dict[str, str] = {}
-    for doc, path in progress(sources, show=len(sources) >= SHOW_PROGRESS, desc="prepare", unit="file"):
-        got = read_input(path, fmt, inv, subst, lowercase, report, lines, encoding, text_opts)
-        if block_len is not None:
-            got = blocks(got, block_len, doc)
-            utt2spk.update({u.uttid: doc for u in got})
-        else:
-            for u in got:
-                u.uttid = doc if text_opts.one_stream else f"{doc}-{u.uttid}"
-                utt2spk[u.uttid] = u.uttid
-        utts += got
+    sizes = [p.stat().st_size if p.is_file() else None for _, p in sources]  # a pipe's: unknown
+    done = [0]  # bytes of the inputs read
+    total = None if None in sizes else sum(n or 0 for n in sizes)
+    with WordProgress("prepare", size=total, read=lambda: done[0], show=show_progress) as bar:
+        for (doc, path), size in zip(sources, sizes):
+            got = read_input(path, fmt, inv, subst, lowercase, report, lines, encoding, text_opts)
+            if block_len is not None:
+                got = blocks(got, block_len, doc)
+                utt2spk.update({u.uttid: doc for u in got})
+            else:
+                for u in got:
+                    u.uttid = doc if text_opts.one_stream else f"{doc}-{u.uttid}"
+                    utt2spk[u.uttid] = u.uttid
+            utts += got
+            done[0] += size or 0
+            bar.update(sum(len(u.words) for u in got))
     if rechunk_spec is not None:
         utts = rechunk(utts, rechunk_spec, seed, name)
         utt2spk = {u.uttid: u.uttid for u in utts}

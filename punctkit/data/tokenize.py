@@ -41,6 +41,15 @@ def model_lowercase(inventory: LabelSet) -> bool:
 ABBREVIATIONS = frozenset(
     "dr. mr. mrs. ms. prof. st. jr. sr. vs. mt. e.g. i.e. a.m. p.m. u.s. u.k. u.n.".split()
 )
+# Titles before a name (lower-case keys): their dot ends no sentence (`Mr. Smith`), and no subtitle cue ends on one.
+TITLES = frozenset("mr. mrs. ms. mx. dr. prof. rev. hon. sen. rep. gov. gen. col. capt. lt. sgt. messrs.".split())
+
+
+def is_title(shown: str) -> bool:
+    """Whether a word as shown (leading quotes and brackets allowed) is a title with its dot (`Mr.`, `(Dr.`):
+    `TITLES`."""
+    return shown.lstrip(OPENERS).lower() in TITLES
+
 
 _TOKEN = re.compile(
     r"""
@@ -290,9 +299,14 @@ CLOSERS = "\"'”’»›)]}"
 TRAILING_MARKS = ",.?!;:…"
 # Letters with inner periods (`ph.d`, `u.s.a`): the period after them is theirs too.
 _DOTTED = re.compile(r"[^\W\d_]{1,3}(?:\.[^\W\d_]{1,3})+")
-# A word whose case punctuate may change: letters, with inner ' . - & / (`don't`, `u.s.`, `e-mail`, `'s`, `q&a`,
-# `and/or`: `And/or` where it begins a sentence).
-_RECASABLE = re.compile(r"['’]?[^\W\d_]+(?:['’.\-&/][^\W\d_]+)*\.?")
+# A word whose case punctuate may change (docs/formats.md, "Case"):
+# - letters, with inner ' . - & / (`don't`, `u.s.`, `e-mail`, `'s`, `q&a`, `and/or`: `And/or` where it begins a
+#   sentence);
+# - letters and digits, joined by `-`, with a letter before the first `-` (`q3`, `5g`, `mp3s`, `covid-19`,
+#   `covid-19's`, `1st`; never `2-year-old`, `3.5mm`, `www.a.org/3`: numbers, addresses and paths pass through);
+# - either, ending in the `-` of a false start (`so-`, `th-`, `it's-`, `q3-`): cased by its letters, the `-` kept.
+_RECASABLE = re.compile(r"(?:['’]?[^\W\d_]+(?:['’.\-&/][^\W\d_]+)*\.?"
+                        r"|(?=[^\W_]*[^\W\d_])[^\W_]+(?:-[^\W_]+)*(?:['’][^\W\d_]+)?)-?")
 
 
 @dataclass(frozen=True)
@@ -310,13 +324,15 @@ class Written:
 
     @property
     def recasable(self) -> bool:
-        """Whether the core is alphabetic words (its case may change); never URLs, numbers, symbols."""
+        """Whether the core is a word whose case may change (`_RECASABLE`: letters, letters and digits, a false
+        start); never URLs, numbers, symbols."""
         return _RECASABLE.fullmatch(self.core) is not None
 
 
 def recasable(token: str) -> bool:
     """Whether punctuate may change a whitespace-free token's case: its core (what is left without
-    leading and closing marks) is alphabetic words; URLs, numbers, symbols pass through (`/seg`, `@user`)."""
+    leading and closing marks) is words (`_RECASABLE`: `well`, `q3`, `so-`); URLs, numbers, symbols pass through
+    (`/seg`, `@user`)."""
     return written(token, model_word(token)).recasable
 
 

@@ -13,7 +13,7 @@ pause-less join). Each word gets a *boundary id* for what follows it:
 local/fit_boundary.py) and packed beside the network (`boundary.json`): per boundary id, a scale of the network's
 log-probabilities and a bias per mark,
 
-    log p'(label) = (1 + weight * (scale[b] - 1)) * log p(label) + weight * bias[b, mark(label)]   (renormalised)
+    log p'(label) = max(1 + weight * (scale[b] - 1), MIN_SCALE) * log p(label) + weight * bias[b, mark(label)]
 
 with `weight` chosen on valid: a cue, not a rule. Boundary id 0 is the network alone (scale 1, bias 0), so an
 input without speakers or times is labelled exactly as without the fusion.
@@ -96,6 +96,7 @@ def unit_boundaries(lines: Sequence[Any]) -> list[int]:
 # ---------------------------------------------------------------- the fusion
 
 MAX_ABS = 50.0  # bound on a packed scale or bias (a package is data: checked on reading)
+MIN_SCALE = 0.05  # the least a weighted scale of the network's log-probabilities may be
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,8 @@ class BoundaryFusion:
             return rows
         out = np.array(rows, dtype=np.float64, copy=True)
         sub = ids_a[known]
-        logp = np.log(np.maximum(out[known], 1e-12)) * (1 + self.weight * (self.scale[sub] - 1))[:, None]
+        scale = np.maximum(1 + self.weight * (self.scale[sub] - 1), MIN_SCALE)  # a weight past 1 never inverts
+        logp = np.log(np.maximum(out[known], 1e-12)) * scale[:, None]
         logp += self.weight * self.bias[sub][:, self.columns(inventory)]
         logp -= logp.max(axis=1, keepdims=True)
         p = np.exp(logp)

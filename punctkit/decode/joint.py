@@ -10,11 +10,12 @@ word's label from its distribution under two rules over neighbouring labels:
    word's first letter is upper case: its case class is C or U, or M where its lexicon form
    starts upper case or lower case (`iPhone`, `eBay`, `ex-US`: shown there as
    punctkit.data.labels.sentence_start_case shows it, `iPhone`, `eBay`, `Ex-US`), and a word without
-   letters takes any class;
+   letters, or that begins with a digit (`1st`, `5G`: `starts_with_letter`), takes any class;
 2. inside a sentence (after a comma, another non-final mark, or none) a word takes a capital (C)
    only when the training text writes it with one inside sentences often enough (`CasePrior`
    share at least `threshold`: names, `I`), or when the training text has too few of it inside
-   sentences to tell (then the model decides alone).
+   sentences to tell (then the model decides alone); a word that begins with a digit shows no sentence-start
+   capital (`5G`, `1st`): the model decides alone.
 
 Each word's label maximises its own log-probability plus, with `lookahead` 1, the best
 log-probability of the next word's labels that rule 1 allows after it: so a period that would
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from punctkit.data.case_prior import CasePrior
-from punctkit.data.labels import SENTENCE_END, CaseLexicon, LabelSet, case_of, mark_of
+from punctkit.data.labels import SENTENCE_END, CaseLexicon, LabelSet, case_of, mark_of, starts_with_letter
 
 THRESHOLD = 0.1   # rule 2: the share of capitals inside sentences from which a word may take one (valid chose)
 LOOKAHEAD = 1     # words after a word whose distribution its decision weighs (0 or 1; valid chose)
@@ -100,11 +101,12 @@ class JointDecision:
     def _pair_of(self, w: str) -> int:
         """The index of one word's (after a final mark, inside a sentence) costs, remembered (`costs`
         bounds it). Words share a few distinct pairs, by what decides them: whether the word has letters,
-        whether rule 1 forbids its Mixed form after a final mark, and rule 2's cost of a capital."""
+        whether rule 1 forbids its Mixed form after a final mark, and rule 2's cost of a capital. A word that begins
+        with a digit (`5g`, `1st`) is as one without letters: its case shows no sentence start."""
         got = self._memo.get(w)
         if got is not None:
             return got
-        if any(ch.isalpha() for ch in w):
+        if starts_with_letter(w):
             form = self.lexicon.forms.get(w.lower()) if self.lexicon is not None else None
             # Mixed after a final mark: allowed when its form starts upper case or lower case (`iPhone`)
             mixed_forbidden = form is not None and not form[:1].isupper() and not form[:1].islower()

@@ -2,18 +2,20 @@
 never replace or delete what punctkit did not write (`check_not_input`, `check_output_file`,
 `output_dir`).
 
-Every file `atomic_write` writes carries the extended attribute `user.punctkit` (set on the
-temporary file before the rename), so a later command knows a file at its output path as its
-own: a file output (`punctuate -o`, `convert`, `decode --format text`) replaces an existing file
-only when punctkit wrote it, or with `--overwrite`. A copy (`cp`) or an edit that writes a new
-file drops the mark; where the file system keeps no user attributes, every existing file counts
-as the user's. A file replaced keeps its permissions (and its group where allowed: `replace_mode`),
+Every file `atomic_write` writes carries punctkit's mark (`_mark_ours`, set on the temporary file
+before the rename), so a later command knows a file at its output path as its own, as it left it: a
+file output (`punctuate -o`, `convert`, `decode --format text`) replaces an existing file only when
+punctkit wrote it and it has not changed since, or with `--overwrite`. The mark is in the file's
+modification time, which every file system keeps (extended attributes, which NFS, older tmpfs and
+FAT drop, only back it up where times are coarse): an edit, a copy (`cp`, `cp -a`) or a file of
+the user's has none. A file replaced keeps its permissions (and its group where allowed: `replace_mode`),
 so a private 0600 output stays private; a new one gets the umask's default."""
 from __future__ import annotations
 
 import contextlib
 import errno
 import fnmatch
+import hashlib
 import os
 import stat
 import tempfile
@@ -90,18 +92,48 @@ def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
             f.write(ln + "\n")
 
 
-OWNER_ATTR = "user.punctkit"  # on every file atomic_write wrote
+OWNER_ATTR = "user.punctkit"  # where user attributes are kept: `INODE:SIZE:MTIME_NS` of a file atomic_write wrote
+_STAMP = 10 ** 6  # the mark in a modification time: its nanoseconds below the millisecond
+
+
+def _stamp(st: os.stat_result, ms: int) -> int:
+    """The nanoseconds below millisecond `ms` that mark the modification time of a file punctkit wrote: a
+    checksum of the file's inode, size and that millisecond (a file of the user's has it by chance once in
+    a million)."""
+    digest = hashlib.blake2b(f"{st.st_ino}:{st.st_size}:{ms}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % _STAMP
+
+
+def _owner_attr(st: os.stat_result) -> bytes:
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}".encode()  # a copy with its attributes: another inode
 
 
 def _mark_ours(path: str | os.PathLike) -> None:
-    with contextlib.suppress(OSError, AttributeError):  # no user attributes there: unmarked
-        os.setxattr(path, OWNER_ATTR, b"1")
+    """Mark the closed file at `path` as punctkit's, as it is now: its modification time moved within its
+    millisecond to `_stamp` (kept by every file system with nanosecond times: ext4, XFS, btrfs, tmpfs, NFS,
+    ...), and OWNER_ATTR naming its inode, size and time where user attributes are kept (for coarser times)."""
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        ms = st.st_mtime_ns // _STAMP
+        os.utime(path, ns=(st.st_atime_ns, ms * _STAMP + _stamp(st, ms)))
+        with contextlib.suppress(OSError, AttributeError):  # no user attributes there: the time alone
+            os.setxattr(path, OWNER_ATTR, _owner_attr(os.stat(path)))  # the time as kept (rounded, maybe)
 
 
 def written_by_punctkit(path: str | os.PathLike) -> bool:
-    """Whether the file at `path` is one punctkit wrote (it carries `OWNER_ATTR`)."""
+    """Whether the file at `path` is a regular file punctkit wrote and nobody changed since (`_mark_ours`):
+    its modification time carries the stamp of its inode and size, or OWNER_ATTR names its inode, size and time.
+    Extended attributes alone do not decide it: file systems drop them, and an edit in place keeps them."""
     try:
-        return os.getxattr(path, OWNER_ATTR) == b"1"
+        st = os.stat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    if st.st_mtime_ns % _STAMP == _stamp(st, st.st_mtime_ns // _STAMP):
+        return True
+    try:
+        return os.getxattr(path, OWNER_ATTR) == _owner_attr(st)
     except (OSError, AttributeError):
         return False
 
@@ -113,8 +145,8 @@ def check_output_file(out: str | os.PathLike, inputs: Iterable[str | os.PathLike
     check_not_input(out, inputs)
     p = Path(out)
     if p.is_file() and not overwrite and not written_by_punctkit(p):
-        raise PunctkitError(f"{p}: exists and punctkit did not write it; name another output, move it away, "
-                            f"or give --overwrite to replace it")
+        raise PunctkitError(f"{p}: exists and punctkit did not write it (or it changed since); name another "
+                            f"output, move it away, or give --overwrite to replace it")
 
 
 def _resolved(path: str | os.PathLike) -> Path:

@@ -12,9 +12,12 @@ Inputs that can be read only once (standard input, a FIFO, a pipe such as `<(zca
 from __future__ import annotations
 
 import codecs
+import contextlib
 import itertools
 import os
+import re
 import stat
+from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
 from punctkit.files.errors import PunctkitError, require_file
@@ -73,6 +76,46 @@ def _encoding_fix(codec: str, option: str) -> str:
         return f"name its {option} (e.g. {option}=latin-1) or send UTF-8"
     return ("give --encoding latin-1 (or the file's encoding)" if codec == "utf-8"
             else "give --encoding with the file's encoding") + " or convert it to UTF-8"
+
+
+@dataclass(frozen=True)
+class Compression:
+    """A compressed file format, told by how its files start, and the commands that decompress one."""
+
+    name: str
+    magic: bytes     # how its files start
+    unpack: str      # the command that decompresses FILE into a file beside it
+    cat: str         # the command that writes FILE decompressed to standard output
+    after: bytes = b""  # a pattern the bytes after `magic` match (bzip2: a block size and a block's magic)
+
+    def starts(self, head: bytes) -> bool:
+        """Whether a file that starts with `head` is in this format."""
+        return head.startswith(self.magic) and re.match(self.after, head[len(self.magic):]) is not None
+
+
+COMPRESSIONS = (Compression("gzip", b"\x1f\x8b", "gunzip -k", "zcat"),
+                Compression("bzip2", b"BZh", "bunzip2 -k", "bzcat", rb"[1-9](?:1AY&SY|\x17rE8P\x90)"),
+                Compression("xz", b"\xfd7zXZ\x00", "unxz -k", "xzcat"),
+                Compression("zstd", b"\x28\xb5\x2f\xfd", "unzstd", "zstdcat"),
+                Compression("zip", b"PK\x03\x04", "unzip", "unzip -p"))
+MAGIC_BYTES = 10  # enough of a head to tell each of COMPRESSIONS
+
+
+def check_not_compressed(head: bytes, name: str, option: str = ENCODING_OPTION) -> None:
+    """A one-line error when an input named `name` that starts with `head` is a compressed file (gzip, bzip2,
+    xz, zstd, zip) rather than text, saying how to decompress it (no encoding reads it: it is not text);
+    `option` other than --encoding: an HTTP body, which the server decompresses when its Content-Encoding
+    says gzip."""
+    c = next((c for c in COMPRESSIONS if c.starts(head)), None)
+    if c is None:
+        return
+    if option != ENCODING_OPTION:
+        fix = "send the text, or gzip it and say so with the header Content-Encoding: gzip"
+    elif name == "stdin":
+        fix = f"decompress it on its way in: {c.cat} FILE | punctkit punctuate -"
+    else:
+        fix = f"decompress it first ({c.unpack} {name}), or on its way in: {c.cat} {name} | punctkit punctuate -"
+    raise PunctkitError(f"{name}: {c.name}-compressed, not text; {fix}")
 
 
 def _decode_error(name: str, lineno: int, offset: int, e: UnicodeError, codec: str, option: str) -> PunctkitError:
@@ -139,6 +182,12 @@ def decode_lines(stream: BinaryIO, name: str, encoding: str | None = None,
     read from the stream. `lines=(first, last)` keeps that inclusive range.
     """
     head = _stream_head(stream, head)
+    while len(head) < MAGIC_BYTES and any(c.magic.startswith(head) or head.startswith(c.magic) for c in COMPRESSIONS):
+        more = stream.read1(MAGIC_BYTES - len(head))  # as soon as it arrives: a live stream is not waited on
+        if not more:
+            break
+        head += more
+    check_not_compressed(head, name, option)
     codec, skip = codec_of(head, encoding, option)
     first, last = lines or (1, None)
     if "\n".encode(codec) != b"\n":  # UTF-16/32: decode first, then split
@@ -215,8 +264,44 @@ def iter_lines(path: str | os.PathLike, lines: tuple[int, int] | None = None,
         yield from _stream_lines(path, encoding, lines)
         return
     p = require_file(path)
-    with open(p, "rb") as f:
+    with open(p, "rb") as f, _metered(f):
         yield from decode_lines(f, str(p), encoding, lines)
+
+
+class ReadMeter:
+    """Bytes read so far of the files `iter_lines` opens while the meter is on (`with ReadMeter() as m`,
+    then `m.bytes_read()`): a progress bar's measure of the work done on an input of known size."""
+
+    def __init__(self) -> None:
+        self.files: list[BinaryIO] = []  # open now
+        self.done = 0                    # bytes read of the files closed
+
+    def __enter__(self) -> "ReadMeter":
+        _meters.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _meters.remove(self)
+
+    def bytes_read(self) -> int:
+        return self.done + sum(f.tell() for f in self.files if not f.closed)
+
+
+_meters: list[ReadMeter] = []
+
+
+@contextlib.contextmanager
+def _metered(f: BinaryIO) -> Iterator[None]:
+    """`f` counted by the meters that are on while it is read."""
+    meters = list(_meters)
+    for m in meters:
+        m.files.append(f)
+    try:
+        yield
+    finally:
+        for m in meters:
+            m.files.remove(f)
+            m.done += f.tell()
 
 
 def stdin_lines(encoding: str | None = None) -> Iterator[tuple[int, str]]:

@@ -20,7 +20,16 @@ from punctkit.data.formats.nlp import nlp_units
 from punctkit.data.labels import LabelSet, default_substitution, mark_of
 from punctkit.data.tokenize import as_written
 from punctkit.data.utterance import Utterance
-from punctkit.decode.boundary import N_BOUNDARIES, NOTHING, BoundaryFusion, Times, boundaries, word_times
+from punctkit.decode.boundary import (
+    N_BOUNDARIES,
+    N_PAUSES,
+    N_TURNS,
+    NOTHING,
+    BoundaryFusion,
+    Times,
+    boundaries,
+    word_times,
+)
 from punctkit.files import PunctkitError
 from punctkit.infer.engine import Engine
 from punctkit.infer.render import UnitRenderer
@@ -90,7 +99,11 @@ def doc_boundaries(doc: Doc, variant: Variant = ALL) -> np.ndarray:
 def fit(docs: Sequence[Doc], inventory: LabelSet, *, seed: int = 1, l2: float = 1e-3,
         variants: Sequence[Variant] = VARIANTS, max_iter: int = 200) -> BoundaryFusion:
     """The fusion that maximises the reference labels' likelihood over `docs`, each read as one of `variants`
-    drawn at random (`seed`); `l2` pulls scales to 1 and biases to 0. Boundary id 0 stays the network alone."""
+    drawn at random (`seed`); `l2` pulls scales to 1 and biases to 0. Boundary id 0 stays the network alone.
+
+    The turn and the pause add up: a boundary's bias is its turn's plus its pause's, and its scale 1 plus theirs
+    (turn 0 and pause 0, nothing known, add nothing), so that what a turn change says is learned from every turn
+    change, timed or not, and what a pause says from every timed word, whoever speaks."""
     from scipy.optimize import minimize
 
     rng = random.Random(seed)
@@ -111,10 +124,22 @@ def fit(docs: Sequence[Doc], inventory: LabelSet, *, seed: int = 1, l2: float = 
         raise PunctkitError("no word with a turn or a time to learn from")
     onehot_col = np.eye(n_marks)[col]                  # (labels, marks)
 
+    nt, npause = N_TURNS - 1, N_PAUSES - 1  # the turn's and the pause's own values (0: nothing known)
+    turn_of = np.arange(N_BOUNDARIES) // N_PAUSES
+    pause_of = np.arange(N_BOUNDARIES) % N_PAUSES
+    sizes = (nt, npause, nt * n_marks, npause * n_marks)
+    cuts = np.cumsum(sizes)[:-1]
+
+    def tables(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(turn scale, pause scale, turn bias, pause bias), each with a zero row for nothing known."""
+        st, sp, bt, bp = np.split(theta, cuts)
+        return (np.concatenate([[0.0], st]), np.concatenate([[0.0], sp]),
+                np.vstack([np.zeros(n_marks), bt.reshape(nt, n_marks)]),
+                np.vstack([np.zeros(n_marks), bp.reshape(npause, n_marks)]))
+
     def unpack(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        scale = np.concatenate([[1.0], theta[:N_BOUNDARIES - 1]])
-        bias = np.vstack([np.zeros(n_marks), theta[N_BOUNDARIES - 1:].reshape(N_BOUNDARIES - 1, n_marks)])
-        return scale, bias
+        st, sp, bt, bp = tables(theta)
+        return 1.0 + st[turn_of] + sp[pause_of], bt[turn_of] + bp[pause_of]
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
         scale, bias = unpack(theta)
@@ -129,12 +154,13 @@ def fit(docs: Sequence[Doc], inventory: LabelSet, *, seed: int = 1, l2: float = 
         g_scale = np.bincount(B, weights=(dz * L).sum(axis=1), minlength=N_BOUNDARIES)
         g_bias = np.zeros((N_BOUNDARIES, n_marks))
         np.add.at(g_bias, B, dz @ onehot_col)
-        reg = l2 * (((scale - 1) ** 2).sum() + (bias ** 2).sum())
-        g_scale += 2 * l2 * (scale - 1)
-        g_bias += 2 * l2 * bias
-        return nll + reg, np.concatenate([g_scale[1:], g_bias[1:].ravel()])
+        g = [np.bincount(turn_of, g_scale, N_TURNS)[1:], np.bincount(pause_of, g_scale, N_PAUSES)[1:],
+             np.stack([g_bias[turn_of == t].sum(axis=0) for t in range(1, N_TURNS)]).ravel(),
+             np.stack([g_bias[pause_of == p].sum(axis=0) for p in range(1, N_PAUSES)]).ravel()]
+        reg = l2 * (theta ** 2).sum()
+        return nll + reg, np.concatenate(g) + 2 * l2 * theta
 
-    theta0 = np.concatenate([np.ones(N_BOUNDARIES - 1), np.zeros((N_BOUNDARIES - 1) * n_marks)])
+    theta0 = np.zeros(sum(sizes))
     res = minimize(loss, theta0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
     scale, bias = unpack(res.x)
     return BoundaryFusion(marks, np.clip(scale, -49, 49), np.clip(bias, -49, 49), 1.0)

@@ -34,7 +34,7 @@ import numpy as np
 
 from punctkit.data.formats import split_text
 from punctkit.data.formats.base import AsrUtterance, placed
-from punctkit.data.labels import LabelSet, O, default_substitution, get_inventory
+from punctkit.data.labels import LabelSet, O, Substitution, default_substitution, get_inventory
 from punctkit.data.streams import IGNORE, Extra, Stream
 from punctkit.data.tokenize import Written
 from punctkit.decode.boundary import NOTHING, BoundaryFusion, between, unit_boundaries, word_times
@@ -52,7 +52,7 @@ from punctkit.pretrained import default_model
 from punctkit.text.frontend import Frontend
 
 Forced = list[str | None]  # per word: the mark the input forces on it (--keep-input-marks), or None (predicted)
-Unit = AsrUtterance | Sequence[str] | Sequence[AsrUtterance] | Stream  # what `Engine.label` takes (see there)
+Unit = AsrUtterance | str | Sequence[str] | Sequence[AsrUtterance] | Stream  # what `Engine.label` takes (see there)
 
 
 @dataclass
@@ -65,12 +65,47 @@ class Labelled:
     shown: list[str]
     rows: np.ndarray | None = None
     hyps: Hyps | None = None  # with `nbest` > 1: the search's n-best label ids and scores, ends closed
+    columns: tuple[str, ...] = ()  # the labels of the columns of `rows` (the inventory's, in order)
+
+    @property
+    def words(self) -> list[str]:
+        """The input's words, without the marks the input had (`utt.written`: each as written)."""
+        return self.utt.words
+
+    @property
+    def text(self) -> str:
+        """The words as shown, one space apart, the input's tokens that are not words (`<unk>`) in place:
+        what `punctuate` writes for them."""
+        return " ".join(placed(self.utt, self.shown))
+
+    @property
+    def probabilities(self) -> list[dict[str, float]] | None:
+        """Per word, each label's probability ({label: p}, the inventory's order); None unless asked for
+        (`probs`)."""
+        if self.rows is None:
+            return None
+        return [{lab: float(p) for lab, p in zip(self.columns, row)} for row in self.rows]
+
+    @property
+    def times(self) -> list[tuple[float | None, float | None]]:
+        """Per word, its (start, end) seconds where the input gave them (a CTM, Whisper's words, ...), else
+        (None, None)."""
+        return word_times(self.utt.records, len(self.utt.words))
 
 
 def as_unit(words: Sequence[str], forced: Forced | None = None, uttid: str = "s0") -> AsrUtterance:
     """Words (and the marks forced on them) as an utterance for `Engine.label`, each word as written."""
     marks = [O if m is None else m for m in (forced or [None] * len(words))]
     return AsrUtterance(uttid, list(words), marks, [Written("", w) for w in words], has_id=False)
+
+
+def text_unit(text: str, inventory: LabelSet, uttid: str, lineno: int = 0,
+              rules: Substitution | None = None) -> AsrUtterance:
+    """A text as an utterance for `Engine.label`: its words (split on white space, line breaks too), each
+    as written, the marks it has as the input's marks (kept with `forced`), the tokens that are not words
+    in place; `rules`: how its marks map to labels (the inventory's default)."""
+    p = split_text(text, inventory, rules if rules is not None else default_substitution(inventory))
+    return AsrUtterance(uttid, p.words, p.marks, p.written, lineno=lineno, has_id=False, tags=p.tags)
 
 
 def forced_marks(utt: AsrUtterance, forced: bool) -> Forced | None:
@@ -197,12 +232,13 @@ class Engine(abc.ABC):
         return [b if k == NOTHING else int(r.argmax()) for b, k, r in zip(best, boundaries, rows)]
 
     # ------------------------------------------------------------------ labelling
-    def label(self, units: Iterable[Unit], *, one_stream: bool = False, forced: bool = False,
+    def label(self, units: str | Iterable[Unit], *, one_stream: bool = False, forced: bool = False,
               casing: Casing | None = None, probs: bool = False, extra: Extra | None = None,
               nbest: int = 1, stop: Callable[[], None] | None = None) -> Iterator[Labelled]:
         """Each unit labelled, in order, in bounded memory: the one labelling call.
 
-        `units`: utterances (`AsrUtterance`, or a list of words), each its own stream, starting and
+        `units`: utterances (`AsrUtterance`, a list of words, or a text: `text_unit`; a text alone is one
+        unit), each its own stream with an id of its own (`s0`, `s1`, ... where it has none), starting and
         ending sentences, except that consecutive utterances of one `stream` (an stm's recording) are
         lines of one stream (`stream_runs`); a list of utterances is lines of one stream (sentences and the input's case
         run on across them); a data directory's `Stream` is the lines of its utterances (`punctkit
@@ -216,6 +252,8 @@ class Engine(abc.ABC):
         before each chunk of words is decoded (a batch of streams, a long stream's segment); it raises to
         stop labelling there (the server's requests whose clients left), else the labels are the same."""
         casing = casing if casing is not None else self.casing()
+        if isinstance(units, str):
+            units = [units]
         if one_stream:
             yield from self._one_stream(iter(units), forced, casing, probs, stop)
         else:
@@ -318,7 +356,7 @@ class Engine(abc.ABC):
             for u in lines:
                 mine, r = labels[k:k + len(u.words)], rows[k:k + len(u.words)]
                 k += len(u.words)
-                yield Labelled(u, mine, render.show(u, mine), r if probs else None, hyps)
+                yield Labelled(u, mine, render.show(u, mine), r if probs else None, hyps, self.inventory.labels)
 
         def flush() -> Iterator[Labelled]:
             nonlocal size
@@ -340,7 +378,7 @@ class Engine(abc.ABC):
             size = 0
 
         for k, unit in enumerate(units):
-            lines = self._lines(unit)
+            lines = self._lines(unit, f"s{k}")
             words = [w for u in lines for w in u.words]
             fx = [f for u in lines for f in forced_marks(u, True)] if forced else None
             bounds = unit_boundaries(lines) if self.boundary is not None else None
@@ -357,21 +395,20 @@ class Engine(abc.ABC):
                 yield from flush()
         yield from flush()
 
-    @staticmethod
-    def _lines(unit: Unit) -> list[AsrUtterance]:
-        """A unit as the lines of one stream."""
+    def _lines(self, unit: Unit, uttid: str) -> list[AsrUtterance]:
+        """A unit as the lines of one stream; a text or a list of words made an utterance `uttid` (each unit
+        of a call its own id)."""
         if isinstance(unit, AsrUtterance):
             return [unit]
         if isinstance(unit, Stream):  # a data directory's: its utterances, their words as the model reads them
             return [AsrUtterance(uttid, unit.words[a:b], [O] * (b - a), [Written("", w) for w in unit.words[a:b]])
                     for uttid, a, b in unit.utt_spans()]
         if isinstance(unit, str):
-            raise PunctkitError("Engine.label takes utterances or lists of words, not a text: split it "
-                                "(or call punctuate(text))")
+            return [text_unit(unit, self.inventory, uttid)]
         items = list(unit)
         if items and isinstance(items[0], AsrUtterance):
             return items  # type: ignore[return-value]
-        return [as_unit(items)]  # type: ignore[arg-type]
+        return [as_unit(items, uttid=uttid)]  # type: ignore[arg-type]
 
     def _one_stream(self, units: Iterator[Unit], forced: bool, casing: Casing, probs: bool,
                     stop: Callable[[], None] | None = None) -> Iterator[Labelled]:
@@ -383,8 +420,8 @@ class Engine(abc.ABC):
             """Each word, its forced mark and its boundary id, which waits for the next word (a line's last
             word's for the next line: its speaker and start)."""
             held = None  # the last word read: (word, forced mark, speaker, times)
-            for unit in units:
-                for ln in self._lines(unit):
+            for n, unit in enumerate(units):
+                for ln in self._lines(unit, f"s{n}"):
                     pending.append(ln)
                     times = word_times(ln.records, len(ln.words)) if self.boundary is not None else None
                     for j, (w, f) in enumerate(zip(ln.words, forced_marks(ln, forced) or [None] * len(ln.words))):
@@ -402,7 +439,7 @@ class Engine(abc.ABC):
             while pending and len(got) >= len(pending[0].words):  # the first pending line is complete
                 ln = pending.popleft()
                 labels, rows = self._rows([got.popleft() for _ in ln.words])
-                yield Labelled(ln, labels, render.show(ln, labels), rows if probs else None)
+                yield Labelled(ln, labels, render.show(ln, labels), rows if probs else None, columns=self.inventory.labels)
             nxt = next(labelled, None)
             if nxt is None:
                 break
@@ -410,7 +447,8 @@ class Engine(abc.ABC):
         for ln in pending:  # only lines without words can be left
             if ln.words:
                 raise PunctkitError(f"line {ln.lineno}: the model returned no labels for its words")
-            yield Labelled(ln, [], [], np.zeros((0, len(self.inventory.labels))) if probs else None)
+            yield Labelled(ln, [], [], np.zeros((0, len(self.inventory.labels))) if probs else None,
+                           columns=self.inventory.labels)
 
     # ------------------------------------------------------------------ showing
     def casing(self, capitalize: bool = True, recase: bool = False) -> Casing:
@@ -422,14 +460,12 @@ class Engine(abc.ABC):
     def punctuate(self, text: str, keep_input_marks: bool = False, capitalize: bool = True,
                   recase: bool = False) -> str:
         """`label` for a text (one stream; line breaks kept): the input's words in order, as written,
-        one space apart, with marks predicted (or kept) and case changed only for alphabetic words
-        (infer/render.py): the model's case, except that where the input's letters carry case its
+        one space apart, with marks predicted (or kept) and case changed only for words (letters, letters and
+        digits, false starts: infer/render.py): the model's case, except that where the input's letters carry case its
         words keep it inside sentences (`recase`: the model's case everywhere; `capitalize=False`:
         every word as it came)."""
         rules = default_substitution(self.inventory)
-        passages = (split_text(t, self.inventory, rules) for t in text.splitlines())
-        lines = (AsrUtterance(str(i), p.words, p.marks, p.written, lineno=i, has_id=False, tags=p.tags)
-                 for i, p in enumerate(passages, 1))
+        lines = (text_unit(t, self.inventory, str(i), i, rules) for i, t in enumerate(text.splitlines(), 1))
         done = self.label(lines, one_stream=True, forced=keep_input_marks, casing=self.casing(capitalize, recase))
         return "\n".join(" ".join(placed(d.utt, d.shown)) for d in done)
 

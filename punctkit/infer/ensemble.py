@@ -23,6 +23,7 @@ How the members run (`MemberRun`):
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Sequence
@@ -210,9 +211,20 @@ def side_by_side(pkgs: list[Package], opts: dict[str, Any]) -> bool:
     return len(plans) == 1  # (a uni-directional model's delay decides what a stream may commit)
 
 
-def load_model(path: str | Path, **opts: Any) -> "Punctuator | Ensemble":
-    """Any packed model: a Punctuator, or for an ensemble package (`punctkit pack --ensemble`) an
-    Ensemble of its members with their packed weights; `opts` as `Punctuator.load`'s, for each model."""
+def load_model(path: str | Path | Sequence[str | Path], weights: str | Sequence[float] | None = None,
+               **opts: Any) -> "Punctuator | Ensemble":
+    """Any packed model (a file, or a shipped model's name: `fast`): a Punctuator, or for an ensemble package
+    (`punctkit pack --ensemble`) an Ensemble of its members with their packed weights; several models, or
+    `weights`: their ensemble (`Ensemble.load`); `opts` as `Punctuator.load`'s, for each model."""
+    if not isinstance(path, (str, os.PathLike)):
+        paths = list(path)
+        if not paths:
+            raise PunctkitError("no model given: name a shipped model (fast, accurate) or a packed model's file")
+        if len(paths) > 1 or weights is not None:
+            return Ensemble.load(paths, weights, **opts)
+        path = paths[0]
+    elif weights is not None:
+        return Ensemble.load([path], weights, **opts)
     pkg = read_package(path)
     if isinstance(pkg, EnsemblePackage):
         return Ensemble.from_packages(pkg.members, pkg.weights,

@@ -1,7 +1,8 @@
 """Output rendering: each input word as written, with the mark a label gives it and the case
 `Casing` gives it (`Renderer`, `show_tokens`), and each utterance's words as `punctuate`, `serve`
 and `--stream` show them (`UnitRenderer`). The words never change: only the marks after them and
-the case of alphabetic words (punctkit.data.tokenize reads them: `Written`)."""
+the case of words (letters, letters and digits, false starts: `Written.recasable`; punctkit.data.tokenize reads
+them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,7 +54,9 @@ class Casing:
         if style is not None:
             return apply_case(core, style, self.lexicon, start)
         low = core.replace("’", "'")
-        if start or low == "i" or low[:2] == "i'":
+        if start:
+            return sentence_start_case(core)  # `so-` -> `So-`; `1st` stays
+        if low == "i" or low[:2] == "i'":
             return capitalise(core)
         return core
 

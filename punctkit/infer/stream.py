@@ -1,7 +1,7 @@
 """Streaming punctuation: words in as a recognizer emits them, punctuated words out as soon as decided.
 
     >>> s = PunctStream(Punctuator.load("fast"), lookahead=4)
-    >>> s.feed("so i 'm here")        # [(word, label, shown), ...] committed by these words
+    >>> s.feed("so i 'm here")        # [Committed(word, label, shown), ...] committed by these words
     >>> s.finish()                    # the rest, at the end of the talk
 
 A word's label is decided once `lookahead` further words have arrived (unlimited:
@@ -21,7 +21,7 @@ import contextlib
 import json
 import sys
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -36,7 +36,15 @@ from punctkit.files import PunctkitError, decode_lines, parse_json, stdin_lines
 from punctkit.infer.engine import Engine
 from punctkit.infer.render import Casing, Renderer, carries_case
 
-Committed = tuple[str, str, str]  # (the word the model read, its label, the word as shown)
+
+class Committed(NamedTuple):
+    """One word a stream committed (a tuple: `word, label, shown = c`)."""
+
+    word: str   # the word the model read
+    label: str  # its label (mark and case class)
+    shown: str  # the word as shown: the input's word, its mark and case set
+
+
 STREAM_FORMATS = ("text", "jsonl")
 
 
@@ -163,7 +171,7 @@ class PunctStream:
             assert w is not None
             self.prev = lab
             self.render.input_cased = self.cased[i - self.base]
-            out.append(("".join(self.words[i - self.base:j - self.base]), label, self.render.show(w, label)))
+            out.append(Committed("".join(self.words[i - self.base:j - self.base]), label, self.render.show(w, label)))
         self.done = decided[-1][1]
         self.committed += len(out)
         self._trim()

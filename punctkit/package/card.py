@@ -131,3 +131,47 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
             raise PunctkitError(f"--card-note {key}: the card's own entry; name the note otherwise")
         card[key] = text
     return card_paths(card, [Path.cwd(), exp.parent])  # no absolute path of this machine on the card
+
+
+# ---------------------------------------------------------------- the card as `punctkit models` prints it
+
+CARD_NOTES = ("training_data", "licence", "speed", "rebuild")  # the notes `punctkit models --long` prints
+SPEED = re.compile(r"^\s*([\d,.]+(?:\s*-\s*[\d,.]+)?\s*words/s)")
+
+
+def card_figures(card: dict[str, Any], tests_only: bool = False) -> list[tuple[str, float, float | None]]:
+    """The card's quoted results as (set, punctuation F1, exact-form case F1 or None), by set name (the
+    `decode_` of the directory dropped); `tests_only`: the sets named `test` where there are any."""
+    out = []
+    for name, r in sorted((card.get("results") or {}).items()):
+        if not isinstance(r, dict):
+            continue
+        case = r.get("case_f1")
+        out.append((name.removeprefix("decode_"), float(r.get("f1") or 0.0),
+                    float(case) if isinstance(case, (int, float)) else None))
+    tested = [f for f in out if "test" in f[0]]
+    return (tested or out) if tests_only else out
+
+
+def card_summary(card: dict[str, Any]) -> str:
+    """A card in one line: model (inventory), speed (its leading figure) and the test sets' F1 (punctuation,
+    then exact-form case where quoted)."""
+    speed = SPEED.match(str(card.get("speed") or ""))
+    figures = ", ".join(f"{name} {f1:.1f}" + (f"/{case:.1f}" if case is not None else "")
+                        for name, f1, case in card_figures(card, tests_only=True))
+    out = f"{card.get('model', '?')} ({card.get('inventory', '?')})"
+    if speed:
+        out += f", {speed.group(1)}"
+    if figures:
+        out += f"; F1 punctuation/case: {figures}"
+    return out
+
+
+def card_details(card: dict[str, Any]) -> list[str]:
+    """A card's notes (training data, licences, speed, the command that rebuilds it) and every quoted
+    result, a line each (`punctkit models --long`)."""
+    lines = [f"{key.replace('_', ' ')}: {card[key]}" for key in CARD_NOTES if card.get(key)]
+    for name, f1, case in card_figures(card):
+        lines.append(f"{name}: punctuation F1 {f1:.1f}" + (f", exact-form case F1 {case:.1f}" if case is not None
+                                                            else ""))
+    return lines

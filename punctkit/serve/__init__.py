@@ -2,7 +2,8 @@
 
     punctkit serve -m model.pkt [--host 127.0.0.1] [--port 8080]
 
-Routes (`routes`, the route table): `POST /punctuate` (the body is plain text or any input `punctuate`
+Routes (`routes`, the route table): `GET /` (a page where a person pastes text or chooses a transcript
+file and sees it punctuated, page.py), `POST /punctuate` (the body is plain text or any input `punctuate`
 reads, found by the format registry's detection over the body; the output format is the
 `format` query parameter), `GET /health`, `GET /model` (the package's card), `GET /stream` (a websocket:
 `punctuate --stream`'s line protocol over messages, `Service.stream`).
@@ -10,7 +11,7 @@ reads, found by the format registry's detection over the body; the output format
 Built on aiohttp: one well-kept library that is both the HTTP server and a websocket
 server (the streaming endpoint is one more row in `routes`), with no separate ASGI
 server to install, and whose asyncio client is the benchmark's load generator
-(utils/serve_load.py). It is the `serve` extra: pip install 'punctkit[serve]'.
+(utils/serve_load.py). A plain `pip install punctkit` installs it (setup.cfg).
 
 Batching: each request is read into utterances (in a thread when large), queued, and the batcher
 waits at most `batch_wait_ms` after the first queued request, then runs ONE labelling
@@ -31,7 +32,8 @@ never imported (`/health` says `torch_loaded`).
 
 The files, one job each: `limits.py` (options, Host check, rate limit, admission), `bodies.py` (a body
 read, labelled and written, no HTTP), `app.py` (the service, its routes and middleware, the websocket),
-`process.py` (the server process, its connections and logs), `errors.py` (one-line JSON errors).
+`process.py` (the server process, its connections and logs), `errors.py` (one-line JSON errors), `page.py`
+(the page, page.html, and its Content-Security-Policy).
 """
 from punctkit.serve.app import INLINE_BYTES, Service, is_eof, make_app, routes
 from punctkit.serve.bodies import Parsed, Request, label_batch, output_format, parse_body, render

@@ -1,6 +1,6 @@
 """The aiohttp application of `punctkit serve`: the `Service` (the loaded model, the batch queue and the
-counters), its routes (`routes`: POST /punctuate, GET /health, GET /model and the websocket GET
-/stream), and the middleware every request goes through (host check, rate limit, admission, JSON
+counters), its routes (`routes`: the page GET /, POST /punctuate, GET /health, GET /model and the
+websocket GET /stream), and the middleware every request goes through (host check, rate limit, admission, JSON
 errors, one log line). Requests are batched: each is read into utterances (in a thread when large) and
 queued, and the batcher labels every queued request in one call on the model's thread. A request whose
 client leaves is cancelled (aiohttp's handler cancellation, `process.run_service`): its queued work is
@@ -29,6 +29,7 @@ from punctkit.punctuator import OUTPUT_FORMATS
 from punctkit.serve.bodies import REQUEST, Dropped, Request, label_batch, output_format, parse_body, render
 from punctkit.serve.errors import error, framework_message, internal_error, printable
 from punctkit.serve.limits import ADMITTED, RETRY_AFTER, Admission, HostCheck, RateLimit, ServeOptions
+from punctkit.serve.page import FORMAT_HEADER, build_page
 
 if TYPE_CHECKING:
     from punctkit.infer.stream import LineProtocol
@@ -151,7 +152,18 @@ class Service:
             if not j.done.done():
                 j.done.set_result(r)
 
+    @property
+    def name(self) -> str:
+        """The model's name (its card's, else its file's), as /health and the page show it."""
+        return self.punct.card.get("name") or self.model_path.stem
+
     # --- routes
+    async def page(self, request: web.Request) -> web.Response:
+        """GET /: the page where a person pastes text or chooses a transcript file and sees it punctuated
+        (page.py), under its Content-Security-Policy."""
+        page = build_page((self.name,), self.opts.max_body)
+        return web.Response(text=page.html, content_type="text/html", charset="utf-8", headers=page.headers)
+
     async def punctuate(self, request: web.Request) -> web.Response:
         """POST /punctuate: the body punctuated, in the `format` asked for."""
         q = request.query
@@ -173,7 +185,8 @@ class Service:
         labelled = await self.label(Request(parsed, keep, casing))
         text = await off_loop(len(body), render, self.punct, parsed, labelled, fmt)
         self.words += parsed.words
-        return web.Response(text=text, content_type=MEDIA.get(fmt.name, "text/plain"), charset="utf-8")
+        return web.Response(text=text, content_type=MEDIA.get(fmt.name, "text/plain"), charset="utf-8",
+                            headers={FORMAT_HEADER: fmt.name})
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         """GET /stream (websocket): `punctuate --stream` over messages. Each text message is one input
@@ -246,7 +259,7 @@ class Service:
     async def health(self, request: web.Request) -> web.Response:
         """GET /health: status, model, backend, uptime and counters."""
         return web.json_response({
-            "status": "ok", "model": self.punct.card.get("name") or self.model_path.stem,
+            "status": "ok", "model": self.name,
             "model_file": self.model_path.name, "backend": self.punct.backend,
             "uptime_s": round(time.time() - self.started, 3), "requests": self.requests, "words": self.words,
             "batches": self.batches, "torch_loaded": "torch" in sys.modules,
@@ -376,8 +389,9 @@ async def read_body(request: web.Request, limit: int) -> bytes:
 
 
 def routes(service: Service) -> list[web.RouteDef]:
-    """The route table (`/stream` is the streaming websocket)."""
+    """The route table (`/` is the page, page.py; `/stream` is the streaming websocket)."""
     return [
+        web.get("/", service.page),
         web.post("/punctuate", service.punctuate),
         web.get("/health", service.health),
         web.get("/model", service.model),

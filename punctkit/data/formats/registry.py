@@ -49,6 +49,7 @@ from punctkit.data.formats.base import (
 from punctkit.data.labels import LabelSet, O, Substitution, default_substitution, get_inventory, inventory_for
 from punctkit.files import (
     PunctkitError,
+    check_not_compressed,
     check_not_input,
     check_output_file,
     codec_of,
@@ -262,6 +263,38 @@ REGISTRY: dict[str, Format] = {f.name: f for f in [
 # the JSON line classifier names the JSON format by the object's keys (recognizers.json_line_kind)
 DETECT_ORDER = ("jsonl", "nlp", "srt", "stm", "ctm", "whisper-tsv", "twocol", "punctuator2", "trn")
 ROLES = {"reader": "read", "writer": "write", "units": "read by punctuate", "emit": "written by punctuate"}
+# how `detect_format` tells each format that is not told by its JSON keys (`detection`; `punctkit formats`)
+TOLD_BY = {
+    "datadir": "a directory",
+    "nlp": "its header line (`token|speaker|ts|endTs|...`), else rows of 7+ `|`-separated fields with times "
+           "as fields 3 and 4",
+    "whisper-tsv": "its header line (`start<TAB>end<TAB>text`)",
+    "srt": "a first cue (a cue number and a timing line with `,` before the milliseconds), else such timing lines",
+    "vtt": "a `WEBVTT` header, else timing lines with `.` before the milliseconds",
+    "stm": "lines of 5+ fields with times as fields 4 and 5 (`file channel speaker begin end words`)",
+    "ctm": "lines of 5+ fields with numbers as fields 3 and 4 (`uttid channel start duration word`)",
+    "twocol": "lines of two fields whose second is a label (`word<TAB>COMMA`)",
+    "punctuator2": "lines with mark tokens (`,COMMA`, `.PERIOD`, ...)",
+    "trn": "lines that end with an id in parentheses (`(spk1-utt1)`)",
+    "jsonl": "JSON objects, one a line, with none of the other JSON formats' keys",
+    "pocketsphinx": "JSON objects with `b` and `d` (numbers) and `t` (text)",
+    "kaldi_text": "text whose lines' first tokens are ids (90% of them: `utt1`, `1272-128104-0000`), no other "
+                  "format's lines",
+    "text": "any other text (the default)",
+}
+
+
+def detection(name: str) -> str:
+    """How `detect_format` tells format `name` from the content (for people: `punctkit formats`): a JSON
+    format by its keys (recognizers.kind_keys), the others as TOLD_BY says; '' for a format that is not read
+    (an output)."""
+    fmt = REGISTRY[name]
+    if fmt.reader is None and fmt.units is None:
+        return ""
+    if name in TOLD_BY:
+        return TOLD_BY[name]
+    keys = recognizers.kind_keys(name)
+    return "JSON with " + " or ".join(f"`{k}`" for k in keys)
 
 
 def names(role: str) -> tuple[str, ...]:
@@ -373,6 +406,7 @@ def input_head(path: Source, encoding: str | None = None) -> tuple[str, bool]:
             if data[skip:].decode(codec, "replace").lstrip().startswith(("{", "[")):  # only JSON is read on
                 data += f.read(max(0, JSON_HEAD - len(data)))
             complete = not f.read(1)
+    check_not_compressed(data, "stdin" if str(path) == "-" else str(path))  # not some format's garbled text
     codec, skip = codec_of(data, encoding)
     return data[skip:].decode(codec, "replace"), complete
 
@@ -408,12 +442,28 @@ def classify_lines(lines: list[str], name: str, source: str) -> str:
     return "kaldi_text" if text.looks_like_ids(firsts, name) else "text"
 
 
+def _directory_holding(d: Path, shown: int = 4) -> str:
+    """What directory `d`, which has no `text` file, holds, for messages: `a directory holding a.srt, b/ and 3
+    more (no text file)`, or `an empty directory`."""
+    try:
+        entries = sorted(e.name + ("/" if e.is_dir() else "") for e in d.iterdir())
+    except OSError as e:
+        return f"a directory that cannot be listed ({e.strerror})"
+    if not entries:
+        return "an empty directory"
+    more = f" and {len(entries) - shown} more" if len(entries) > shown else ""
+    return f"a directory holding {', '.join(entries[:shown])}{more} (no text file)"
+
+
 def detect_for(path: Source, role: str, encoding: str | None = None, command: str = "this command",
                option: str = "--from") -> Format:
     """The detected format of `path`, which must have `role`; else one line naming what the command reads."""
     name = detect_format(path, encoding)
     known = names(role)
     if name == "datadir" and name not in known:
+        if not (Path(path) / "text").is_file():  # a directory, but no data directory: name what it holds
+            raise PunctkitError(f"{path}: {_directory_holding(Path(path))}, which {command} does not read; "
+                                f"give it a file")
         raise PunctkitError(f"{path}: a data directory, which {command} does not read: `punctkit decode MODEL {path} "
                             f"OUT` punctuates one (a speaker's utterances run on, as utt2spk says), or give its "
                             f"text file ({Path(path) / 'text'})")

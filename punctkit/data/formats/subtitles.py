@@ -5,7 +5,8 @@ without a model:
 - `build_cues`: cues that end at sentence ends (a sentence end always closes a cue) and
   within the limits (seconds from the first word's start to the last word's end, characters
   a line, lines a cue); a sentence too long for one cue is split after a clause mark
-  (comma, ...) past its first third, else before the word that does not fit. Words are never
+  (comma, ...) past its first third, else before the word that does not fit, and never right after
+  a title (`Mr.`, `Dr.`: its dot is no sentence end, and its name goes with it). Words are never
   split: a word longer than a line stands alone on its line, and a word longer than the
   seconds alone in its cue (the only cues over a limit).
 - `wrap`: the lines of a cue (greedy, whole words).
@@ -39,6 +40,7 @@ from punctkit.data.formats.base import (
 )
 from punctkit.data.formats.times import Timeline
 from punctkit.data.labels import SENTENCE_END, O, case_class, mark_of
+from punctkit.data.tokenize import is_title
 from punctkit.files import PunctkitError, where
 
 
@@ -52,6 +54,7 @@ class TimedWord:
     sentence_end: bool = False  # its mark ends a sentence: the cue ends here
     clause: bool = False        # it has another mark: a good place to split a long sentence
     hard: bool = False          # an independent utterance ends here: the cue ends here
+    title: bool = False         # a title (`Mr.`, `Dr.`): no cue ends after it, unless an utterance ends there
 
 
 @dataclass(frozen=True)
@@ -96,11 +99,12 @@ def cue_of(words: list[TimedWord], limits: Limits) -> Cue:
 
 def split_point(words: list[TimedWord]) -> int:
     """Where to split words that overflow a cue: after the last clause mark past their first third
-    (not a lone `Well,`), else after all of them."""
-    for k in range(len(words) - 1, max(len(words) // 3, 1) - 1, -1):
-        if words[k].clause:
-            return k + 1
-    return len(words)
+    (not a lone `Well,`), else after all of them; moved back before the titles it would follow (`Mr.`)."""
+    k = next((k + 1 for k in range(len(words) - 1, max(len(words) // 3, 1) - 1, -1) if words[k].clause),
+             len(words))
+    while k > 1 and words[k - 1].title:
+        k -= 1
+    return k
 
 
 def build_cues(words: Iterable[TimedWord], limits: Limits = Limits()) -> Iterator[Cue]:
@@ -167,9 +171,9 @@ def cue_words(units: Iterable[Punctuated], src: Source, opts: OutputOptions, fmt
         spans = unit_spans(utt, src, fmt, timeline) if labels else []
         for k, (lab, text) in enumerate(zip(labels, glued(utt, shown))):
             start, end = spans[k]
-            mk = mark_of(lab)
-            yield TimedWord(text, start, end, mk in SENTENCE_END, mk != O and mk not in SENTENCE_END,
-                            ends and k == len(labels) - 1)
+            mk, title = mark_of(lab), is_title(text)
+            yield TimedWord(text, start, end, mk in SENTENCE_END and not title, mk != O and mk not in SENTENCE_END,
+                            ends and k == len(labels) - 1, title)
 
 
 def stamp(ms: int, sep: str) -> str:
@@ -216,8 +220,8 @@ def word_case(shown: str) -> str | None:
 
 def json_words(units: Iterable[Punctuated], opts: OutputOptions) -> Iterator[tuple[dict[str, Any], bool]]:
     """Each word as a timed-JSON object, with whether a sentence (or an independent utterance, or a stream)
-    ends there; its times (null where it has none) through a Timeline of each stream (monotone within it: the
-    utterances of a CTM or JSON lines may each start at 0)."""
+    ends there (never on a title, `Mr.`); its times (null where it has none) through a Timeline of each stream
+    (monotone within it: the utterances of a CTM or JSON lines may each start at 0)."""
     timeline = Timeline(opts.time_repairs)
     for (utt, labels, shown, rows), ends in with_stream_ends(units, opts):
         given = given_words(utt)
@@ -235,7 +239,7 @@ def json_words(units: Iterable[Punctuated], opts: OutputOptions) -> Iterator[tup
             if rows is not None and opts.inventory is not None:
                 word["p"] = chosen_prob(rows[k], opts.inventory, lab)
                 word["probs"] = label_probs(rows[k], opts.inventory)
-            yield word, mk in SENTENCE_END or (ends and k == len(labels) - 1)
+            yield word, (mk in SENTENCE_END and not is_title(text)) or (ends and k == len(labels) - 1)
         if ends:
             timeline = Timeline(opts.time_repairs)
 
