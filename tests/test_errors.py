@@ -331,14 +331,14 @@ def test_a_compressed_input_says_so_and_how_to_decompress_it(tmp_path: Path, kin
     for args in (["punctuate", src], ["punctuate", src, "--encoding", "latin-1", "-o", tmp_path / "out.txt"],
                  ["score", src, TEXT], ["score", TEXT, src], ["convert", src, tmp_path / "x.txt"]):
         line = one_line(run(*args), 1)
-        assert line == (f"punctkit: error: {src}: {kind}-compressed, not text; decompress it first ({unpack} {src}), "
+        assert line == (f"punctkit: error: {src}:1: {kind}-compressed, not text; decompress it first ({unpack} {src}), "
                         f"or on its way in: {cat} {src} | punctkit punctuate -"), line
         assert "latin-1" not in line
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no output written
     with open(src, "rb") as stdin:
         r = subprocess.run([sys.executable, "-m", "punctkit.cli", "punctuate", "-"], stdin=stdin,
                            capture_output=True, text=True, timeout=60)
-    assert one_line(r, 1) == (f"punctkit: error: stdin: {kind}-compressed, not text; decompress it on its way in: "
+    assert one_line(r, 1) == (f"punctkit: error: stdin:1: {kind}-compressed, not text; decompress it on its way in: "
                               f"{cat} FILE | punctkit punctuate -")
 
 

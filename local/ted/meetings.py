@@ -9,8 +9,10 @@ format a meeting, so that they go through `punctkit prepare --from nlp` and `pun
 `OUT/<meeting>.nlp` (a header, then a token a row: `token|speaker|ts|endTs|punctuation|prepunctuation|case|tags`),
 and an `id path` line a meeting on stdout (sorted, for `punctkit prepare --file-list`). What is read:
 - speakers: integers in the order they first speak (Rev's habit); a turn is a run of one speaker's rows;
-- the text is tokenized with spaces around marks (`word , word .`): a mark goes to the `punctuation` column of the
-  token before it (a mark that opens a turn is dropped); the marks are `, . ? ! ; :` (and `-` between words, below);
+- AMI's and ICSI's text is tokenized with spaces around marks (`word , word .`), the committees' is not (`order.`):
+  a mark, apart or at a word's end, goes to the `punctuation` column of its word (a mark that opens a turn is
+  dropped); the marks are `, . ? ! ; :` (a title's dot too, as Rev writes `Mr|.`; `...` is no mark), and quotes and
+  brackets around a word are dropped;
 - markers in braces (`{disfmarker}`, `{vocalsound}`, `{gap}`, `{pause}`, `{comment}`, `{nonvocalsound}`) and ICSI's
   `@` (unintelligible) are not words: dropped, as a recognizer's output has nothing in their place;
 - ICSI's split contractions are made whole as AMI writes them (`we 're` -> `we're`, `do n't` -> `don't`), so that
@@ -61,6 +63,19 @@ def is_word(tok: str) -> bool:
     return any(c.isalnum() for c in tok)
 
 
+ATTACHED = re.compile(r"^[\"'“‘(\[]*(?P<core>.*?)[\"'”’)\]]*(?P<marks>[,.?!;:]*)[\"'”’)\]]*$")
+
+
+def split_attached(tok: str) -> tuple[str, str]:
+    """(word, mark) of a token with its marks attached (`order.` -> (`order`, `.`), `"Yes,"` -> (`Yes`, `,`),
+    `U.S.` -> (`U.S`, `.`), `so...` -> (`so`, ``)); a token of marks alone, or without a letter or digit: as it is."""
+    m = ATTACHED.match(tok)
+    if not is_word(tok) or m is None or not is_word(m.group("core")):
+        return tok, ""
+    marks = m.group("marks")
+    return m.group("core"), "" if marks.startswith("..") else marks[-1:]
+
+
 def meeting_rows(name: str, turns: list[dict]) -> Meeting:
     """The rows of one meeting's turns (see the module's docstring)."""
     m = Meeting(name)
@@ -93,7 +108,8 @@ def meeting_rows(name: str, turns: list[dict]) -> Meeting:
             if tok in CLITICS and len(m.rows) > start and not m.rows[-1].punct:
                 m.rows[-1].token += tok  # `we 're` -> `we're`
                 continue
-            m.rows.append(Row(tok, spk))
+            word, mark = split_attached(tok)
+            m.rows.append(Row(word, spk, mark))
     return m
 
 

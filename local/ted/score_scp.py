@@ -19,10 +19,21 @@ from punctkit.score import Transcript, format_report, read_transcript, score
 INV = get_inventory("truecase4")
 
 
-def turn_ends(path: Path) -> list[str]:
-    """The mark (O for none) after the last word of each speaker turn that another speaker's turn follows."""
-    units = [u for u in nlp_units(path, INV, default_substitution(INV)) if u.words]
-    return [a.marks[-1] for a, b in zip(units, units[1:]) if a.speaker != b.speaker]
+def turn_ends(ref: Path, hyp: Path) -> tuple[list[str], list[str]]:
+    """The marks (O for none) after the last word of each of the reference's speaker turns that another speaker's
+    turn follows, in the reference and in the hypothesis (the same rows, whatever speakers it was given)."""
+    rules = default_substitution(INV)
+    units = [u for u in nlp_units(ref, INV, rules) if u.words]
+    ends, at = [], 0
+    for a, b in zip(units, units[1:]):
+        at += len(a.words)
+        if a.speaker != b.speaker:
+            ends.append(at - 1)
+    ref_marks = [m for u in units for m in u.marks]
+    hyp_marks = [m for u in nlp_units(hyp, INV, rules) for m in u.marks]
+    if len(hyp_marks) != len(ref_marks):
+        raise PunctkitError(f"{hyp}: {len(hyp_marks)} words, its reference {ref} {len(ref_marks)}")
+    return [ref_marks[k] for k in ends], [hyp_marks[k] for k in ends]
 
 
 def joined(parts: list[Transcript], name: str) -> Transcript:
@@ -52,10 +63,9 @@ def main() -> None:
             uid, path = line.split(maxsplit=1)
             refs.append(read_transcript(path.strip(), "nlp", "truecase4"))
             hyps.append(read_transcript(args.hypdir / f"{uid}.nlp", "nlp", "truecase4"))
-            r, h = turn_ends(Path(path.strip())), turn_ends(args.hypdir / f"{uid}.nlp")
-            if len(r) == len(h):  # the hypothesis kept the reference's turns (an input read with its speakers)
-                ends_ref += r
-                ends_hyp += h
+            r, h = turn_ends(Path(path.strip()), args.hypdir / f"{uid}.nlp")
+            ends_ref += r
+            ends_hyp += h
         if not refs:
             raise PunctkitError(f"{args.scp}: no documents")
         result = score(joined(refs, str(args.scp)), joined(hyps, str(args.hypdir)), align=False)

@@ -115,7 +115,8 @@ def check_not_compressed(head: bytes, name: str, option: str = ENCODING_OPTION) 
         fix = f"decompress it on its way in: {c.cat} FILE | punctkit punctuate -"
     else:
         fix = f"decompress it first ({c.unpack} {name}), or on its way in: {c.cat} {name} | punctkit punctuate -"
-    raise PunctkitError(f"{name}: {c.name}-compressed, not text; {fix}")
+    at = name if option != ENCODING_OPTION else f"{name}:1"  # a file's line 1: its first bytes say so
+    raise PunctkitError(f"{at}: {c.name}-compressed, not text; {fix}")
 
 
 def _decode_error(name: str, lineno: int, offset: int, e: UnicodeError, codec: str, option: str) -> PunctkitError:
