@@ -253,8 +253,10 @@ def test_plain_text_lines_as_a_stream_turns_or_documents(turns_pkg: Path, tmp_pa
     assert first[-1] not in ".?!" and default.splitlines()[1][0].islower()  # a sentence runs on across lines
     docs = cli("punctuate", tmp_path / "a.txt", "--lines", "documents").stdout.splitlines()
     assert all(line[0].isupper() and line[-1] in ".?!" for line in docs), docs  # each line its own document
-    # turns: a model without a fusion reads them as the stream; with one, each line break is a turn change
-    assert cli("punctuate", tmp_path / "a.txt", "--lines", "turns").stdout == default
+    # turns: a model whose fusion weighs nothing reads them as the stream; with one, each line break is a turn change
+    (tmp_path / "zero.json").write_text(json.dumps(BoundaryFusion.identity(MARKS).with_weight(0.0).to_dict()))
+    cli("pack", "fast", "--boundary", tmp_path / "zero.json", "-o", tmp_path / "zero.pkt")
+    assert cli("punctuate", tmp_path / "a.txt", "--lines", "turns", "-m", tmp_path / "zero.pkt").stdout == default
     turns = cli("punctuate", tmp_path / "a.txt", "--lines", "turns", "-m", turns_pkg).stdout.splitlines()
     assert all(line[-1] in ".?!" for line in turns), turns
     (tmp_path / "t.nlp").write_text(nlp([("yeah", "0", "", "")]))

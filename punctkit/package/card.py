@@ -135,7 +135,7 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
 
 # ---------------------------------------------------------------- the card as `punctkit models` prints it
 
-CARD_NOTES = ("training_data", "licence", "speed", "rebuild")  # the notes `punctkit models --long` prints
+CARD_NOTES = ("training_data", "licence", "boundary_data", "boundary_licence", "speed", "rebuild")  # the notes `punctkit models --long` prints
 SPEED = re.compile(r"^\s*([\d,.]+(?:\s*-\s*[\d,.]+)?\s*words/s)")
 
 
