@@ -122,6 +122,7 @@ class WordProgress:
                             bar_format=fmt, leave=False, mininterval=0.5,  # a terminal of no size (a bare pty):
                             ncols=cols - 1 if cols > 1 else 100, nrows=max(rows, 24))  # tqdm would show nothing
         self._push()
+        self.bar.refresh()  # its first state with words at once (tqdm waits mininterval after the empty one)
 
     def _push(self) -> None:
         bar = self.bar

@@ -57,3 +57,20 @@ def train_tiny(d: Path, conf: dict[str, Any], train_lines: int = 8000) -> Path:
     prepare([IWSLT / "test2011"], d / "test", block_len=100, lines=(1, 3000))
     train(conf, d / "train", d / "valid", d / "exp", quiet=True)
     return d / "exp"
+
+
+def network_only(d: Path, model: str = "fast") -> Path:
+    """`model` packed with a boundary fusion that weighs nothing (decode/boundary.py, weight 0): its labels are its
+    network's on any input, with turns and times or without (a test that compares a timed input with plain text)."""
+    import json
+
+    from punctkit.decode.boundary import BoundaryFusion
+    from punctkit.package import read_package
+    from punctkit.pretrained import model_path
+
+    out = d / f"{model}_network_only.pkt"
+    if not out.is_file():
+        marks = read_package(model_path(model)).boundary.marks
+        (d / "zero_boundary.json").write_text(json.dumps(BoundaryFusion.identity(marks).with_weight(0.0).to_dict()))
+        cli("pack", model, "--boundary", d / "zero_boundary.json", "-o", out)
+    return out
