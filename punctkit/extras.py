@@ -26,6 +26,7 @@ EXTRAS = {
     "subword_nmt": Extra("subword-nmt", "train"),
     "gensim": Extra("gensim", "train"),
     "kaldi_native_fbank": Extra("kaldi-native-fbank", "train"),
+    "scipy": Extra("scipy", "train"),
     "transformers": Extra("transformers", "plm"),
     "onnx": Extra("onnx", "onnx"),
     "onnxscript": Extra("onnxscript", "onnx"),

@@ -76,7 +76,7 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
       mkdir -p "$d/hyp"
       : > "$d/punctuate.log"
       while read -r uid path; do
-        punctkit punctuate "$path" -m "$pkg" --threads "$threads" --format nlp -o "$d/hyp/$uid.nlp" --overwrite \
+        punctkit punctuate "$path" -m "$pkg" --threads "$threads" --format nlp -o "$d/hyp/$uid.nlp" \
           2>> "$d/punctuate.log"
       done < "$data/$in.scp"
       python local/score_scp.py "$data/$x.scp" "$d/hyp" > "$d/score.txt"

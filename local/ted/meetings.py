@@ -164,8 +164,10 @@ def main() -> None:
             for k, v in m.dropped.items():
                 dropped[k] = dropped.get(k, 0) + v
         words = sum(len(m.rows) for _, _, m in done)
+        turns = sum(a.speaker != b.speaker for _, _, m in done for a, b in zip(m.rows, m.rows[1:]))
         top = ", ".join(f"{k} {v}" for k, v in sorted(dropped.items(), key=lambda kv: -kv[1])[:8])
-        print(f"{args.jsonl}: {len(done)} meetings, {words} words; not words, dropped: {top}", file=sys.stderr)
+        print(f"{args.jsonl}: {len(done)} meetings, {words} words, {turns} turn changes; not words, dropped: {top}",
+              file=sys.stderr)
     except PunctkitError as e:
         sys.exit(f"{Path(sys.argv[0]).name}: {e}")
 

@@ -313,9 +313,9 @@ class Engine(abc.ABC):
                 stop()
             words = [w for w, _, _ in seg]
             best, rows = self._best_rows([words])[0]
-            marks = [k for _, _, k in seg]
-            rows = self.fused(rows, marks)
-            best = self.fused_best(rows, marks, best)
+            bounds = [k for _, _, k in seg]
+            rows = self.fused(rows, bounds)
+            best = self.fused_best(rows, bounds, best)
             forced = [f for _, f, _ in seg[a:b]]
             ids = self.decide(rows[a:b], words[a:b], forced=forced, best=best[a:b], prev=prev[-1] if prev else None,
                               first=buf_start + a == 0, last=last, next_row=rows[b] if b < len(seg) else None,
