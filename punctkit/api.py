@@ -4,11 +4,13 @@
     >>> punctkit.load().punctuate("so what do you think")
     'So what do you think?'
 
-`Model` is a loaded engine (infer/: `Punctuator`, or an `Ensemble` of several models) with the
+`load` is the one way to build a model (names, packages, trained model directories, ensembles: it wraps
+the engine's one loader, infer/engine.py: `load_model`). `Model` is a loaded engine (infer/: `Punctuator`,
+whose scorer is one model or an `Ensemble` of several) with the
 options of `punctkit punctuate` (`keep_input_marks`, `capitalize`, `recase`) and calls that take
 plain Python values: `punctuate` (a text, or texts, in and out), `label` (`Labelled` units: labels,
 words as shown, probabilities, times), `label_file` (any input format punctuate reads) and
-`stream` (a `PunctStream`). Everything goes through `Engine.label`, so its labels are those of
+`stream` (a `PunctStream`). Everything goes through `Punctuator.label`, so its labels are those of
 `punctkit punctuate` (docs/api.md; tests/test_api.py runs its examples).
 """
 from __future__ import annotations
@@ -21,8 +23,7 @@ from typing import Any, Iterable, Iterator, Sequence, overload
 from punctkit.data.formats.base import AsrUtterance
 from punctkit.data.labels import default_substitution
 from punctkit.files import PunctkitError
-from punctkit.infer.engine import Engine, Labelled, Unit, text_unit
-from punctkit.infer.ensemble import load_model
+from punctkit.infer.engine import Engine, Labelled, Unit, load_model, text_unit
 from punctkit.infer.render import Casing
 from punctkit.infer.stream import PunctStream
 from punctkit.punctuator import input_reader
@@ -54,7 +55,7 @@ class Model:
     @property
     def card(self) -> dict[str, Any]:
         """The packed model's card: training data, licences, figures (what `punctkit models --long` prints)."""
-        return self.engine.card  # type: ignore[attr-defined, no-any-return]
+        return self.engine.card
 
     @overload
     def punctuate(self, text: str) -> str: ...
@@ -131,6 +132,7 @@ class Model:
 def load(model: Models = "fast", *, weights: str | Sequence[float] | None = None, keep_input_marks: bool = False,
          capitalize: bool = True, recase: bool = False, **options: Any) -> Model:
     """A model ready to use: a shipped model's name (`fast`, the default, or `accurate`; `punctkit models`
-    lists them), a packed model's file, or several (an ensemble, with `weights`); `options` as
-    `Punctuator.load`'s (`threads`, `backend`, `step`, ...); the others as `Model`'s."""
+    lists them), a packed model's file, a trained model directory (`punctkit train`'s), or several (an
+    ensemble, with `weights`); `options` as infer/engine.py's `load_model`'s (`threads`, `backend`, `step`,
+    ...); the others as `Model`'s."""
     return Model(load_model(model, weights, **options), keep_input_marks, capitalize, recase)

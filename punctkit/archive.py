@@ -12,10 +12,11 @@ import os
 import re
 import stat
 import tarfile
-import warnings
 import zipfile
 from pathlib import Path
 from typing import Sequence
+
+from punctkit.compat import extract_through_data_filter, extract_unfiltered, tar_has_data_filter
 
 MiB, GiB = 2 ** 20, 2 ** 30
 WEIGHTS_LIMIT = 3 * GiB // 2   # model.pt, model.onnx, safetensors: MPNet-base and its ONNX copy are about 0.45 GB each
@@ -106,7 +107,8 @@ def extract_tar(tar: tarfile.TarFile, dest: str | os.PathLike, members: Sequence
     """Extract `members` (default: all) of `tar` into `dest`, refusing the archive before anything is written
     when one is unsafe (`tar_member_problem`): a ValueError naming the member (`where`: the archive, for the
     message). Python with tarfile's `data` filter extracts through it; one without it (before 3.10.12 or
-    3.11.4) extracts copies the filter's way (`_sanitized`), owners numeric so that no name is looked up."""
+    3.11.4) extracts copies the filter's way (`_sanitized`), owners numeric so that no name is looked up (the two
+    ways: punctkit/compat.py)."""
     dest = Path(dest)
     members = list(tar.getmembers() if members is None else members)
     for m in members:
@@ -114,11 +116,9 @@ def extract_tar(tar: tarfile.TarFile, dest: str | os.PathLike, members: Sequence
         if why:
             raise ValueError(f"{where or 'tar archive'}: member {m.name!r} refused ({why}); nothing extracted")
     try:
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(dest, members=members, filter="data")
-            return
-        with warnings.catch_warnings():  # 3.12+ warns of a call without a filter (only a test gets here there)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            tar.extractall(dest, members=[_sanitized(m) for m in members], numeric_owner=True)
+        if tar_has_data_filter():
+            extract_through_data_filter(tar, dest, members)
+        else:
+            extract_unfiltered(tar, dest, [_sanitized(m) for m in members])
     except tarfile.TarError as e:  # the data filter's own refusal (FilterError) and reading errors
         raise ValueError(f"{where or 'tar archive'}: {e}") from None

@@ -116,9 +116,12 @@ OVERWRITE_FILE_HELP = OVERWRITE_DIR_HELP + "; a file output replaces an existing
 def convert(
     src: Path = typer.Argument(..., help="input file or data directory"),
     dst: Path = typer.Argument(..., help="output file or data directory"),
-    from_fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*READ_FORMATS), help=f"{CORPUS_IN} (detected when omitted)"),
-    to_fmt: Optional[str] = typer.Option(None, "--to", callback=_one_of(*FORMATS), help=f"{CORPUS} (default: text, or datadir for a dir/)"),
-    inventory: Optional[str] = typer.Option(None, callback=_one_of(*INVENTORY_NAMES), help="label inventory (default: inferred; 4class for text)"),
+    from_fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*READ_FORMATS),
+                                           help=f"{CORPUS_IN} (detected when omitted)"),
+    to_fmt: Optional[str] = typer.Option(None, "--to", callback=_one_of(*FORMATS),
+                                         help=f"{CORPUS} (default: text, or datadir for a dir/)"),
+    inventory: Optional[str] = typer.Option(None, callback=_one_of(*INVENTORY_NAMES),
+                                            help="label inventory (default: inferred; 4class for text)"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_FILE_HELP),
     encoding: Optional[str] = ENCODING,
 ) -> None:
@@ -140,7 +143,8 @@ def convert(
 def prepare(
     inputs: Optional[List[Path]] = typer.Argument(None, help="punctuated text files (any format)"),
     out: Path = typer.Option(..., "--out", "-o", help="data directory to write"),
-    fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*READ_FORMATS), help=f"{CORPUS_IN} (detected when omitted)"),
+    fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*READ_FORMATS),
+                                      help=f"{CORPUS_IN} (detected when omitted)"),
     inventory: str = typer.Option("4class", callback=_one_of(*INVENTORY_NAMES), help=" | ".join(INVENTORY_NAMES)),
     rules: Optional[Path] = typer.Option(None, help="YAML substitution rules (default: Faber 2020 table)"),
     lowercase: bool = typer.Option(False, help="lower-case every word"),
@@ -206,19 +210,25 @@ def score(
     ref: Path = typer.Argument(..., help="reference (any format: file or data dir)"),
     hyp: Path = typer.Argument(..., help="hypothesis (any format: file or data dir)"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object instead of the report"),
-    merge: List[str] = typer.Option([], "--map", help="merge classes before scoring, e.g. QUESTION=PERIOD (repeatable)"),
+    merge: List[str] = typer.Option([], "--map",
+                                    help="merge classes before scoring, e.g. QUESTION=PERIOD (repeatable)"),
     align: bool = typer.Option(False, "--align", help="align differing word sequences (ASR output) by edit distance"),
     hyp2: Optional[Path] = typer.Option(None, "--bootstrap", help="HYP2: paired bootstrap, P(HYP beats HYP2)"),
     samples: int = typer.Option(1000, min=1, help="bootstrap samples"),
     seed: int = typer.Option(1, help="bootstrap seed"),
     block_len: Optional[int] = typer.Option(None, min=1, help="bootstrap unit: N-word blocks (default: utterances)"),
-    ref_format: Optional[str] = typer.Option(None, callback=_one_of(*READ_FORMATS), help=f"REF format: {CORPUS_IN} (detected when omitted)"),
-    hyp_format: Optional[str] = typer.Option(None, callback=_one_of(*READ_FORMATS), help="HYP (and HYP2) format, as --ref-format"),
-    inventory: Optional[str] = typer.Option(None, callback=_one_of(*INVENTORY_NAMES), help="inventory for unlabelled text inputs (case4: Faber's U/L case table; cased words are scored for case with any)"),
+    ref_format: Optional[str] = typer.Option(None, callback=_one_of(*READ_FORMATS),
+                                             help=f"REF format: {CORPUS_IN} (detected when omitted)"),
+    hyp_format: Optional[str] = typer.Option(None, callback=_one_of(*READ_FORMATS),
+                                             help="HYP (and HYP2) format, as --ref-format"),
+    inventory: Optional[str] = typer.Option(None, callback=_one_of(*INVENTORY_NAMES),
+                                            help="inventory for unlabelled text inputs (case4: Faber's U/L case table; "
+                                                 "cased words are scored for case with any)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="also write score.txt and score.json here"),
     encoding: Optional[str] = ENCODING,
 ) -> None:
-    """Score HYP against REF: P/R/F1 per class and overall, SER, CER, confusion matrix; case and exact-form case F1 for a cased REF.
+    """Score HYP against REF: P/R/F1 per class and overall, SER, CER, confusion matrix; case and exact-form case \
+F1 for a cased REF.
 
     \b
     Examples:
@@ -273,7 +283,8 @@ def prepare_inputs_cmd(
 def train(
     config: Path = typer.Option(..., "--config", help="conf/train_*.yaml"),
     train_dir: Path = typer.Option(..., "--train-dir", help="training data directory"),
-    valid_dir: Optional[Path] = typer.Option(None, "--valid-dir", help="dev data directory (best epoch, early stopping)"),
+    valid_dir: Optional[Path] = typer.Option(None, "--valid-dir",
+                                             help="dev data directory (best epoch, early stopping)"),
     exp: Path = typer.Option(..., "--exp", help="experiment (model) directory to write"),
     ngpu: int = typer.Option(0, min=0, help="0: CPU, 1: the first CUDA device, N > 1: N GPUs with DDP"),
     nproc: int = typer.Option(1, "--nproc", min=1, help="N > 1: N CPU processes with DDP (gloo), e.g. for tests"),
@@ -384,7 +395,8 @@ app.add_typer(bpe_app, name="bpe")
 def bpe_train(
     data_dir: Path = typer.Argument(..., help="data directory whose text is learnt from"),
     out: Path = typer.Argument(..., help="directory for the codes/model and vocabulary"),
-    kind: str = typer.Option("subword_nmt", callback=_one_of("subword_nmt", "sentencepiece"), help="subword_nmt | sentencepiece"),
+    kind: str = typer.Option("subword_nmt", callback=_one_of("subword_nmt", "sentencepiece"),
+                             help="subword_nmt | sentencepiece"),
     merges: int = typer.Option(10000, min=1, help="subword_nmt: merge operations"),
     vocab_size: int = typer.Option(8000, min=1, help="sentencepiece: vocabulary size"),
     model_type: str = typer.Option("bpe", callback=_one_of("bpe", "unigram"), help="sentencepiece: bpe | unigram"),
@@ -540,7 +552,8 @@ def extract_feats_cmd(
     featdir: Path = typer.Argument(..., help="where the ark/scp files go"),
     fbank_conf: Optional[Path] = typer.Option(None, help="Kaldi-style fbank options (e.g. conf/fbank.conf)"),
     pitch_conf: Optional[Path] = typer.Option(None, help="Kaldi-style pitch options (e.g. conf/pitch.conf)"),
-    kind: str = typer.Option("fbank_pitch", callback=_one_of("fbank_pitch", "fbank", "pitch"), help="fbank_pitch | fbank | pitch"),
+    kind: str = typer.Option("fbank_pitch", callback=_one_of("fbank_pitch", "fbank", "pitch"),
+                             help="fbank_pitch | fbank | pitch"),
     nj: int = PARTS_NJ,
     job: Optional[int] = PARTS_JOB,
     subsample: int = typer.Option(3, min=1, help="frame subsampling factor, stored in DATA/feats.info"),
@@ -653,8 +666,10 @@ def pack(
                                                     "logits), with the decoding and figures of --card-results "
                                                     "or its own"),
     out: Path = typer.Option(..., "--out", "-o", help="packed model file to write (model.pkt)"),
-    checkpoint: Optional[str] = typer.Option(None, help="checkpoint in EXP_DIR (default: model.avg.pt, model.best.pt, last epoch)"),
-    card_results: Optional[List[Path]] = typer.Option(None, "--card-results", help="score.json to quote on the card (repeatable)"),
+    checkpoint: Optional[str] = typer.Option(None, help="checkpoint in EXP_DIR (default: model.avg.pt, model.best.pt, "
+                                                        "last epoch)"),
+    card_results: Optional[List[Path]] = typer.Option(None, "--card-results",
+                                                      help="score.json to quote on the card (repeatable)"),
     train_data: Optional[str] = typer.Option(None, help="training data named on the card (default: from train.log)"),
     onnx: bool = typer.Option(False, help="add the tagger as an ONNX graph: punctuate then runs it with "
                                           "onnxruntime, without torch (pip install 'punctkit[onnx]')"),
@@ -689,8 +704,9 @@ def pack(
                 raise PunctkitError(f"{p}: a score file among the models to pack: give --card-results before "
                                     f"each one (--card-results A/score.json --card-results B/score.json)")
         if train_data or onnx_only or card_note or boundary:
-            raise PunctkitError("--train-data, --onnx-only, --card-note and --boundary are for one model: an ensemble's cards "
-                                "take each member's data from its train.log, and its members keep their torch weights")
+            raise PunctkitError("--train-data, --onnx-only, --card-note and --boundary are for one model: "
+                                "an ensemble's cards take each member's data from its train.log, "
+                                "and its members keep their torch weights")
         card = pack_ensemble(exp_dirs, out, weights, checkpoint=checkpoint, card_results=card_results or [],
                              onnx=onnx, int8=int8)["card"]
         shown = ", ".join(f"{m['exp']} {w:.2f}" for m, w in zip(card["members"], card["weights"]))
@@ -753,7 +769,8 @@ def models(
 def formats() -> None:
     """List the formats punctkit reads and writes (the format registry): what each is, whether punctuate
     reads or writes it, and how it is detected from the content (docs/formats.md)."""
-    from punctkit.data.formats.registry import REGISTRY, detection
+    from punctkit.data.formats.detect import detection
+    from punctkit.data.formats.registry import REGISTRY
 
     _echo("A format given (punctuate --input-format, convert --from, ...) is obeyed; otherwise it is detected from "
           "the content:\nJSON by its keys, then a first line that names a format, then the kind of most lines "
@@ -819,7 +836,7 @@ def punctuate(
     weights: Optional[str] = typer.Option(None, "--weights", metavar="W,W", rich_help_panel=MODEL,
                                           help="ensemble weights, one per -m (default: equal, or the package's)"),
     threads: int = typer.Option(0, min=0, metavar="N", rich_help_panel=MODEL, show_default=False,
-                                help="CPU threads (default 0: one a CPU this process may use)"),
+                                help="CPU threads (default 0: one a CPU; a recurrent model, one a free CPU)"),
     ngpu: int = typer.Option(0, min=0, max=1, metavar="N", rich_help_panel=MODEL, show_default=False,
                              help="0: CPU (default), 1: the first CUDA device"),
     beam: Optional[int] = typer.Option(None, min=1, metavar="N", rich_help_panel=DECODING,
@@ -840,9 +857,9 @@ def punctuate(
     chunk_words: int = typer.Option(10000, min=1, metavar="N", rich_help_panel=ADVANCED, show_default=False,
                                     help="words decoded at once: bounds memory (default: 10000)"),
 ) -> None:
-    """Restore punctuation (and casing) in text, Kaldi text, CTM, JSON lines, Whisper, NeMo or Vosk output;
-    write text, JSON, CTM, subtitles (srt, vtt) or timed JSON. The words stay as they are: only their marks
-    and case change.
+    """Restore punctuation and case in a transcript: text, Kaldi text, CTM, stm, trn, subtitles, Rev NLP and the
+    JSON of Whisper, NeMo, Vosk and the ASR services (every format `punctkit formats` lists, detected from the
+    content); write it back in its own format or another. The words stay as they are: only marks and case change.
 
     \b
     Examples:
@@ -869,7 +886,7 @@ def punctuate(
         check_punctuate_output(src, out, fmt, overwrite=overwrite, probs=probs)  # before the model is loaded
     opts = dict(ngpu=ngpu, threads=threads, batch_size=batch_size, beam=beam, chunk_words=chunk_words, step=step,
                 quantize=quantize, backend=backend)
-    from punctkit.infer.ensemble import load_model
+    from punctkit.infer.engine import load_model
 
     punct = load_model(model or [default_model()], weights or None, **opts)  # several or weights: an ensemble
     _loaded()
@@ -894,7 +911,8 @@ def punctuate(
 @app.command()
 def serve(
     model: Optional[Path] = typer.Option(None, "--model", "-m", help="a shipped model's name (fast: the default, "
-                                         "or accurate) or a packed model (punctkit pack; --onnx: served without torch)"),
+                                         "or accurate) or a packed model "
+                                         "(punctkit pack; --onnx: served without torch)"),
     host: str = typer.Option("127.0.0.1", help="address to listen on (0.0.0.0: every interface; the names "
                              "clients use must then be given to --allow-host)"),
     port: int = typer.Option(8080, min=0, max=65535, help="port (0: a free one, named in the log)"),
@@ -904,7 +922,7 @@ def serve(
     rate_limit: Optional[str] = typer.Option(None, help="N or N/s: requests a second per client address "
                                                         "(429 beyond; default: no limit)"),
     threads: int = typer.Option(0, min=0, help="CPU threads of the model (0: one a CPU this process may "
-                                "use); threads that wait sleep rather than spin"),
+                                "use; a recurrent model, one a CPU others leave free); threads that wait sleep"),
     backend: str = typer.Option("auto", callback=_one_of("auto", "torch", "onnx"), help="torch | onnx | auto: "
                                 "onnx when the model has it and onnxruntime is installed"),
     log: Optional[Path] = typer.Option(None, "--log", help="append the log (a line per request) to this file "

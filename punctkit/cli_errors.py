@@ -128,6 +128,38 @@ def _command(argv: List[str]) -> Optional[str]:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+def _os_error(e: OSError) -> NoReturn:
+    """Exit for an OSError out of a command: silently for a reader that has gone (EPIPE), else with one line naming
+    the file (or the closed standard output) and what went wrong."""
+    if e.errno == errno.EPIPE:  # `punctkit ... | head`: the reader has gone, nothing to report
+        _quiet_stdout()
+        sys.exit(1)
+    name = e.filename if e.filename is not None else _file_written(e)
+    if e.errno == errno.EBADF and "stdout" in CLOSED and name in (None, "standard output"):
+        _quiet_stdout()
+        _fail(f"error: {STDOUT_CLOSED}", 1)
+    if name == "standard output":
+        _quiet_stdout()  # what is still buffered would fail again at exit
+    gone = working_dir_gone(None if name is None else str(name)) if e.errno == errno.ENOENT else None
+    _fail(f"error: {gone or _os_message(e, None if name is None else str(name))}", 1)
+
+
+def _other_error(e: Exception) -> NoReturn:
+    """Exit for any other exception out of a command: click's usage errors and exits (recognised by what they carry:
+    Typer bundles its own click), typer.Abort, and otherwise an internal error."""
+    code = getattr(e, "exit_code", None)
+    if isinstance(code, int) and callable(getattr(e, "format_message", None)):
+        if type(e).__name__ == "NoArgsIsHelpError":  # `punctkit` alone: the help, not an error
+            e.show()  # type: ignore[attr-defined]
+            sys.exit(code)
+        _fail(f"error: {_usage_message(e)}" if code == 2 else f"error: {e.format_message()}", code)
+    if isinstance(code, int):  # typer.Exit
+        sys.exit(code)
+    if type(e).__name__ == "Abort":  # typer.Abort (also raised for EOF at a prompt)
+        _fail("aborted", 1)
+    _internal_error(e)
+
+
 def run_cli(app: Any, argv: Optional[List[str]] = None) -> None:
     """Run the Typer `app` (punctkit.cli.main): every error the user can cause is one line on stderr, never a
     traceback.
@@ -152,34 +184,14 @@ def run_cli(app: Any, argv: Optional[List[str]] = None) -> None:
     except KeyboardInterrupt:
         _fail("aborted", 130)
     except OSError as e:
-        if e.errno == errno.EPIPE:  # `punctkit ... | head`: the reader has gone, nothing to report
-            _quiet_stdout()
-            sys.exit(1)
-        name = e.filename if e.filename is not None else _file_written(e)
-        if e.errno == errno.EBADF and "stdout" in CLOSED and name in (None, "standard output"):
-            _quiet_stdout()
-            _fail(f"error: {STDOUT_CLOSED}", 1)
-        if name == "standard output":
-            _quiet_stdout()  # what is still buffered would fail again at exit
-        gone = working_dir_gone(None if name is None else str(name)) if e.errno == errno.ENOENT else None
-        _fail(f"error: {gone or _os_message(e, None if name is None else str(name))}", 1)
+        _os_error(e)
     except ModuleNotFoundError as e:
         missing = missing_extra(e, _command(sys.argv[1:] if argv is None else argv))
         if missing is None:
             _internal_error(e)
         _fail(f"error: {missing}", 1)
     except Exception as e:
-        code = getattr(e, "exit_code", None)
-        if isinstance(code, int) and callable(getattr(e, "format_message", None)):
-            if type(e).__name__ == "NoArgsIsHelpError":  # `punctkit` alone: the help, not an error
-                e.show()  # type: ignore[attr-defined]
-                sys.exit(code)
-            _fail(f"error: {_usage_message(e)}" if code == 2 else f"error: {e.format_message()}", code)
-        if isinstance(code, int):  # typer.Exit
-            sys.exit(code)
-        if type(e).__name__ == "Abort":  # typer.Abort (also raised for EOF at a prompt)
-            _fail("aborted", 1)
-        _internal_error(e)
+        _other_error(e)
     if rv == 130:  # typer turns Ctrl-C into Exit(130), which non-standalone mode returns
         _fail("aborted", 130)
     if isinstance(rv, int) and rv:  # non-standalone click returns Exit's status

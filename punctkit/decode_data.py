@@ -5,36 +5,40 @@ A model dir (written by `punctkit train`) holds `config.yaml` (with its `resolve
 `frontend/`, and checkpoints (`model.avg.pt`, `model.best.pt`, `checkpoints/epoch_N.pt`).
 A package (`punctkit pack`, a file) decodes as `punctuate` runs it (ONNX where it has a graph,
 int8 where packed so): a recipe scores, or a teacher labels, with exactly what users run.
-The engine (punctkit/infer/: `Punctuator.from_experiment`, `.from_package`, `Ensemble`) is the one
+The engine (punctkit/infer/engine.py: built by its one loader, `read_sources` and `build_engine`) is the one
 `punctuate`, `serve` and `--stream` run from a package, so what a recipe scores is what users run.
 """
 from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
 from punctkit.data.formats import FORMATS, write
-from punctkit.data.labels import SENTENCE_END, cased_words, get_inventory, mark_of
+from punctkit.data.formats.base import AsrUtterance
+from punctkit.data.labels import SENTENCE_END, LabelSet, O, cased_words, get_inventory, mark_of
 from punctkit.data.probs import PROBS_FILE, format_probs, write_probs
-from punctkit.data.streams import make_streams, split_utterances
+from punctkit.data.streams import Stream, make_streams, split_utterances
+from punctkit.data.tokenize import Written
 from punctkit.data.utterance import Utterance
 from punctkit.decode.combine import check_inventories, parse_weights
 from punctkit.decode.options import (
     OPTIONS_FILE,
+    DecodeOptions,
     check_given,
     options_lines,
     read_decode_config,
     resolve,
     write_options,
 )
+from punctkit.feats.timing import read_timing
 from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file
-from punctkit.infer.engine import Engine, Punctuator
-from punctkit.infer.ensemble import Ensemble
-from punctkit.package import EnsemblePackage, Package, read_package
-from punctkit.pretrained import SHIPPED
+from punctkit.infer.engine import Source, build_engine, read_sources
+from punctkit.infer.scorers import Ensemble
+from punctkit.package import Package
 from punctkit.progress import WordProgress
 
 
@@ -56,10 +60,10 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     is written by `write_data_dir` (`overwrite` there); no output may be `data_dir`, one of its
     files or a file of `model_dir`.
 
-    Several model dirs decode as an ensemble (infer/ensemble.py, members in turn): each with its
-    own options, frontend and windows; each word's label is the arg-max of their distributions
-    averaged with `weights` (`0.6,0.4`; default equal). The options file records the first
-    model's options; n-best lists need a single model.
+    Several model dirs decode as an ensemble (infer/scorers.py, members in turn): each with its own
+    options, frontend and windows; each word's label is the arg-max of their distributions averaged with
+    `weights` (`0.6,0.4`; default equal). The options file records the first model's options; n-best
+    lists need a single model; an ensemble package is a one-line error (decode its members).
 
     A model that is a file is a package (`punctkit pack`): its packed config and decoding options
     (under the command line's), its backend as `punctuate` picks it; --checkpoint and n-best lists
@@ -72,46 +76,42 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
              "window": window, "step": step, "stream_end": stream_end, "overlap": overlap,
              "capital_threshold": capital_threshold, "capital_weight": capital_weight}
     check_given(given)  # a bad value is an error before any model (or torch) loads
-    pkgs = [_package(d, checkpoint, nbest) if Path(d).is_file() or str(d) in SHIPPED else None for d in dirs]
-    confs = [p.conf if p is not None else experiment_config(d) for d, p in zip(dirs, pkgs)]
+    sources = [_checked(s, checkpoint, nbest) for s in read_sources(dirs, dirs=True, ensembles=(
+        "decode with its members' packages or experiment dirs (several MODEL_DIRS are an ensemble)"))[0]]
+    pkgs = [s.model if isinstance(s.model, Package) else None for s in sources]
+    confs = [s.conf or {} for s in sources]
+    names = [s.name for s in sources]
     all_opts = [resolve(given, c["decode"], read_decode_config(config), str(config), log=log or _stderr)
                 for c in confs]
     opts = all_opts[0]
     if opts.format not in FORMATS:
         raise PunctkitError(f"unknown output format '{opts.format}' (known: {', '.join(FORMATS)})")
-    if len(dirs) > 1 and opts.nbest > 1:
+    if len(sources) > 1 and opts.nbest > 1:
         raise PunctkitError(f"--nbest {opts.nbest}: n-best lists come from one model's search, not an ensemble "
-                            f"of {len(dirs)}")
-    shares = parse_weights(weights, len(dirs))
-    if weights is not None or len(dirs) > 1:
-        check_inventories([str(d) for d in dirs], [get_inventory(c["resolved"]["inventory"]) for c in confs])
+                            f"of {len(sources)}")
+    parse_weights(weights, len(sources))  # a bad --weights is an error before any model loads
+    if weights is not None or len(sources) > 1:
+        check_inventories(names, [get_inventory(c["resolved"]["inventory"]) for c in confs])
     inputs = [data_dir, *dirs, *(f for d in (data_dir, *dirs) for f in Path(d).glob("*") if f.is_file())]
-    if opts.format == "datadir":
-        check_not_input(out, inputs)
-        check_data_dir_output(out, overwrite, inputs)
-    else:  # files: none replaces a file punctkit did not write, without --overwrite
-        for path in [out, f"{out}.{OPTIONS_FILE}"] + [f"{out}.nbest"] * (opts.nbest > 1) \
-                + [f"{out}.{PROBS_FILE}"] * probs:
-            check_output_file(path, inputs, overwrite=overwrite)
+    _check_outputs(out, opts, probs=probs, overwrite=overwrite, inputs=inputs)
     dd = read_data_dir(data_dir, need_labels=False)
     inv = get_inventory(confs[0]["resolved"]["inventory"])
     if any(u.labels for u in dd.utterances) and dd.inventory.name != inv.name:
         raise PunctkitError(f"{data_dir}: label inventory {dd.inventory.name} differs from the model's "
                             f"{inv.name} ({Path(dirs[0]) / 'config.yaml'})")
-    streams = make_streams(dd, inv)
+    timing = read_timing(dd)  # segments: a recording's utterances one stream; ctm: its words' times
+    streams = make_streams(dd, inv, timing if timing.known else None)
     nbest = opts.nbest
-    units = split_utterances(streams) if nbest > 1 else streams
+    units = split_utterances(streams) if nbest > 1 else data_units(streams, packages=None not in pkgs)
     if threads is None:  # the first model's training threads, if any
         threads = int(confs[0].get("train", {}).get("threads") or 0)
-    members = [Punctuator.from_experiment(d, o, conf=c, ngpu=ngpu, threads=threads) if p is None
-               else Punctuator.from_package(p, ngpu=ngpu, threads=threads, options=o)
-               for d, p, c, o in zip(dirs, pkgs, confs, all_opts)]
+    engine = build_engine(sources, weights if len(sources) > 1 else None, ngpu=ngpu, threads=threads,
+                          options=all_opts, run="in_turn")
+    members = engine.scorer.members if isinstance(engine.scorer, Ensemble) else [engine.scorer]
     words = [w for s in units for w in s.words]
-    for d, m in zip(dirs, members):
+    for name, m in zip(names, members):
         if m.frontend.unk_rate(words) == 1.0:
-            raise PunctkitError(f"{data_dir}: none of its {len(words)} words is in the vocabulary of {d}")
-    engine: Engine = members[0] if len(members) == 1 else Ensemble(members=members, weights=shares,
-                                                                        names=[str(d) for d in dirs])
+            raise PunctkitError(f"{data_dir}: none of its {len(words)} words is in the vocabulary of {name}")
     extra = audio_inputs(data_dir) if any(m.needs_audio for m in members) else None
     utts, nbest_lines, rows = [], [], {}
     lexicon = engine.frontend.case_lexicon if inv.true_case else None
@@ -127,21 +127,10 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
             utts.append(Utterance(u.uttid, shown, done.labels))
             if probs:
                 rows[u.uttid] = done.rows
-            nbest_lines += [f"{u.uttid} {r} {score:.4f} {' '.join(inv.labels[i] for i in ids)}"
-                            for r, (ids, score) in enumerate(done.hyps or [], 1)]
-    if opts.format == "datadir":
-        files = {OPTIONS_FILE: options_lines(opts), **({"nbest": nbest_lines} if nbest > 1 else {})}
-        if probs:  # sorted as write_data_dir sorts text and labels
-            files[PROBS_FILE] = [format_probs(u, rows[u]) for u in sorted(rows)]
-        write_data_dir(out, utts, inv, dd.utt2spk, extra=files, overwrite=overwrite, inputs=inputs)
-    else:
-        write(sorted(utts, key=lambda u: u.uttid), out, opts.format, inv, inputs=inputs)
-        write_options(opts, f"{out}.{OPTIONS_FILE}")
-        if nbest > 1:
-            with atomic_write(f"{out}.nbest") as f:
-                f.writelines(ln + "\n" for ln in nbest_lines)
-        if probs:
-            write_probs(f"{out}.{PROBS_FILE}", ((u, rows[u]) for u in sorted(rows)))
+            nbest_lines += [f"{u.uttid} {r} {h.score:.4f} {' '.join(inv.labels[i] for i in h.ids)}"
+                            for r, h in enumerate(done.hyps or [], 1)]
+    _write_outputs(out, opts, utts, inv, dd.utt2spk, nbest_lines, rows if probs else None,
+                   overwrite=overwrite, inputs=inputs)
     n_words = sum(len(u.words) for u in utts)
     seconds = time.monotonic() - started
     if log and not quiet:
@@ -151,18 +140,99 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     return {"utterances": len(utts), "words": n_words, "out": str(out), "options": opts}
 
 
-def _package(path: str | Path, checkpoint: str | None, nbest: int | None) -> Package:
-    """A packed model to decode with; one-line errors for what only an experiment dir has."""
-    pkg = read_package(path)
-    if isinstance(pkg, EnsemblePackage):
-        raise PunctkitError(f"{path}: an ensemble package of {len(pkg.members)} models: decode with its members' "
-                            f"packages or experiment dirs (several MODEL_DIRS are an ensemble)")
+def _check_outputs(out: str | Path, opts: DecodeOptions, *, probs: bool, overwrite: bool, inputs: list[Any]) -> None:
+    """Before any model loads: a data-directory `out` may be (re)written, or no output file (`out` and the
+    options, n-best and probs files beside it) replaces a file punctkit did not write, without `overwrite`."""
+    if opts.format == "datadir":
+        check_not_input(out, inputs)
+        check_data_dir_output(out, overwrite, inputs)
+    else:  # files: none replaces a file punctkit did not write, without --overwrite
+        for path in [out, f"{out}.{OPTIONS_FILE}"] + [f"{out}.nbest"] * (opts.nbest > 1) \
+                + [f"{out}.{PROBS_FILE}"] * probs:
+            check_output_file(path, inputs, overwrite=overwrite)
+
+
+def _write_outputs(out: str | Path, opts: DecodeOptions, utts: list[Utterance], inv: LabelSet,
+                   utt2spk: dict[str, str], nbest_lines: list[str], rows: dict[str, Any] | None, *, overwrite: bool,
+                   inputs: list[Any]) -> None:
+    """Write the labelled `utts` to `out` in `opts.format`, with the resolved options, the n-best lines (when
+    nbest > 1) and each word's distribution (`rows`, when given): files of a data directory, else files beside
+    `out`."""
+    nbest = opts.nbest
+    if opts.format == "datadir":
+        files = {OPTIONS_FILE: options_lines(opts), **({"nbest": nbest_lines} if nbest > 1 else {})}
+        if rows is not None:  # sorted as write_data_dir sorts text and labels
+            files[PROBS_FILE] = [format_probs(u, rows[u]) for u in sorted(rows)]
+        write_data_dir(out, utts, inv, utt2spk, extra=files, overwrite=overwrite, inputs=inputs)
+    else:
+        write(sorted(utts, key=lambda u: u.uttid), out, opts.format, inv, inputs=inputs)
+        write_options(opts, f"{out}.{OPTIONS_FILE}")
+        if nbest > 1:
+            with atomic_write(f"{out}.nbest") as f:
+                f.writelines(ln + "\n" for ln in nbest_lines)
+        if rows is not None:
+            write_probs(f"{out}.{PROBS_FILE}", ((u, rows[u]) for u in sorted(rows)))
+
+
+@dataclass
+class StreamLines:
+    """A data directory's stream as `Engine.label` reads the lines of one stream (a sequence of utterances):
+    each utterance with its speaker and its words' times (records' `start_s`, `end_s`), from which the
+    engine's boundary fusion takes the turn changes and pauses (decode/boundary.py: unit_boundaries); its
+    `words` and `uttids` are the stream's."""
+
+    stream: Stream
+    lines: list[AsrUtterance]
+
+    @property
+    def words(self) -> list[str]:
+        return self.stream.words
+
+    @property
+    def uttids(self) -> list[str]:
+        return self.stream.uttids
+
+    def __iter__(self) -> Iterator[AsrUtterance]:
+        return iter(self.lines)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+
+def data_units(streams: list[Stream], packages: bool) -> list[Stream | StreamLines]:
+    """What `Engine.label` labels of a data directory's streams: a stream that knows its turns or its words'
+    times (`Stream.speakers`, `Stream.times`: segments, a ctm) as `StreamLines`, so that they reach the model;
+    any other stream as it is. Only `packages` (models that read no audio) take `StreamLines`: an
+    experiment's model may read the data directory's features, which it finds by the stream's utterances."""
+    units: list[Stream | StreamLines] = []
+    for s in streams:
+        if not packages or (s.speakers is None and s.times is None):
+            units.append(s)
+            continue
+        lines = []
+        for k, (uttid, a, b) in enumerate(s.utt_spans()):
+            times = s.times[a:b] if s.times is not None else [(None, None)] * (b - a)
+            words = s.words[a:b]
+            lines.append(AsrUtterance(uttid, words=words, marks=[O] * len(words),
+                                      written=[Written("", w) for w in words],
+                                      records=[{"start_s": t0, "end_s": t1} for t0, t1 in times],
+                                      speaker=s.speakers[k] if s.speakers is not None else None))
+        units.append(StreamLines(s, lines))
+    return units
+
+
+def _checked(src: Source, checkpoint: str | None, nbest: int | None) -> Source:
+    """A model to decode with, its config read: one-line errors for a package given what only an experiment
+    dir has (--checkpoint, n-best lists)."""
+    if not isinstance(src.model, Package):
+        return replace(src, conf=experiment_config(src.model))
     if checkpoint is not None:
-        raise PunctkitError(f"--checkpoint {checkpoint}: {path} is a package (its weights are fixed): give the "
+        raise PunctkitError(f"--checkpoint {checkpoint}: {src.name} is a package (its weights are fixed): give the "
                             f"experiment dir to decode another checkpoint")
     if nbest is not None and nbest > 1:
-        raise PunctkitError(f"--nbest {nbest}: n-best lists come from an experiment dir's search; {path} is a package")
-    return pkg
+        raise PunctkitError(f"--nbest {nbest}: n-best lists come from an experiment dir's search; {src.name} is a "
+                            f"package")
+    return replace(src, conf=src.model.conf)
 
 
 def experiment_config(exp: str | Path) -> dict[str, Any]:

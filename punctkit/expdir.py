@@ -36,7 +36,8 @@ EPOCH_RE = re.compile(r"^epoch_(\d+)\.pt$")
 def _legacy_globals() -> list[Any]:
     """What numpy's RNG state (a uint32 ndarray) needs to unpickle, under numpy 2's and numpy 1's names."""
     multiarray = np._core.multiarray if hasattr(np, "_core") else np.core.multiarray
-    found = [np.ndarray, np.dtype, multiarray._reconstruct, (multiarray._reconstruct, "numpy.core.multiarray._reconstruct")]
+    found = [np.ndarray, np.dtype, multiarray._reconstruct,
+             (multiarray._reconstruct, "numpy.core.multiarray._reconstruct")]
     return found + ([np.dtypes.UInt32DType] if hasattr(np, "dtypes") else [])
 
 

@@ -19,14 +19,16 @@ import io
 import logging
 import os
 import tempfile
+import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from punctkit.data.streams import WindowDataset, bucket_batches, pad_batch
-from punctkit.decode.windows import Predicted, softmax, tagger_predicted
+from punctkit.decode.windows import WindowPrediction, softmax, tagger_predicted
 from punctkit.files import PunctkitError
 from punctkit.progress import progress
 
@@ -323,16 +325,96 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def session_options(threads: int = 0) -> Any:
-    """onnxruntime options for `threads` intra-op threads (0: `usable_cpus()`) whose pools never
-    spin-wait.
+@dataclass(frozen=True)
+class CpuSample:
+    """The clock ticks of the usable CPUs since boot (/proc/stat: busy and in all) and this process's own CPU
+    time in ticks (every thread), at one moment (`time.monotonic()`)."""
+
+    when: float
+    busy: int
+    total: int
+    own: float
+
+
+def cpu_sample(stat: str | None = None) -> CpuSample | None:
+    """A `CpuSample` now, from `stat` (the text of /proc/stat; default: read it), over the CPUs of the
+    affinity mask; None where there is no /proc/stat (macOS, Windows) or it cannot be read."""
+    try:
+        text = Path("/proc/stat").read_text() if stat is None else stat
+        cpus = os.sched_getaffinity(0)
+        tick = os.sysconf("SC_CLK_TCK")
+    except (OSError, AttributeError, ValueError):
+        return None
+    busy = total = 0
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if not (name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus):
+            continue
+        # user nice system idle iowait irq softirq steal (guest time is counted in user already)
+        ticks = [int(x) for x in rest.split()[:8]]
+        total += sum(ticks)
+        busy += sum(ticks) - ticks[3] - ticks[4]
+    times = os.times()
+    return CpuSample(when=time.monotonic(), busy=busy, total=total, own=(times.user + times.system) * tick)
+
+
+def free_cpus(before: CpuSample, after: CpuSample, usable: int) -> float:
+    """How many of `usable` CPUs other processes left free between two samples: `usable` less their busy time
+    (all busy ticks less this process's own) over the time that passed."""
+    total = after.total - before.total
+    if total <= 0:
+        return float(usable)
+    others = max(0.0, (after.busy - before.busy) - (after.own - before.own))
+    return max(0.0, usable * (1.0 - others / total))
+
+
+CPU_SAMPLE_SECONDS = 0.1  # the shortest look at the CPUs' load before `default_threads` chooses
+CPU_SAMPLE_STALE = 5.0  # a first sample older than this is not the load now
+_IMPORTED = cpu_sample()  # the first sample: a model's load runs between it and the thread choice
+
+
+def recurrent_graph(graph: bytes) -> bool:
+    """Whether a graph runs recurrent layers (GRU, LSTM or RNN nodes: DRNN-LWMA's), whose steps each end in a
+    wait for every intra-op thread. Read from the serialized graph without the onnx package: a node's op_type is
+    its field 4, a length-prefixed string (tag 0x22)."""
+    return any(bytes([0x22, len(op)]) + op in graph for op in (b"GRU", b"LSTM", b"RNN"))
+
+
+def default_threads(recurrent: bool = True) -> int:
+    """The intra-op threads of `--threads 0`. A graph without recurrent layers (`recurrent_graph`): every usable
+    CPU, busy or not (its large matrix products split well, and two threads beat one on cores that two busy
+    loops hold: RESULTS.md, "Load"). A recurrent graph: one a CPU of this process's affinity mask that other
+    processes leave free, at least one. The load is read from /proc/stat between this module's import and now (a model's
+    load; at least `CPU_SAMPLE_SECONDS`, waited for when shorter; afresh when the import is older than
+    `CPU_SAMPLE_STALE`), this process's own time left out. On idle
+    cores every usable CPU (the fastest setting there); where other jobs hold the cores, fewer threads, down
+    to one: a thread that shares its core with a busy neighbour stalls the others at every step (RESULTS.md,
+    "Load"). Without /proc/stat, every usable CPU."""
+    usable = usable_cpus()
+    before = _IMPORTED
+    if before is None or usable == 1 or not recurrent:
+        return usable
+    if time.monotonic() - before.when > CPU_SAMPLE_STALE:  # imported long ago (a service loading later): look anew
+        before = cpu_sample() or before
+    wait = CPU_SAMPLE_SECONDS - (time.monotonic() - before.when)
+    if wait > 0:
+        time.sleep(wait)
+    after = cpu_sample()
+    if after is None:
+        return usable
+    return max(1, min(usable, int(free_cpus(before, after, usable) + 0.5)))
+
+
+def session_options(threads: int = 0, recurrent: bool = True) -> Any:
+    """onnxruntime options for `threads` intra-op threads (0: `default_threads(recurrent)`: for a recurrent
+    graph, the usable CPUs other processes leave free) whose pools never spin-wait.
 
     onnxruntime's own default (0) pins a thread to each physical core and lets threads that wait
     for work spin on their core: on cores that other processes hold, a spinning thread burns the
     time slice its partner needs, and a pinned one cannot move to a free core (RESULTS.md, "Load").
     A count given here pins nothing; waiting threads sleep (`SPIN_KEYS` off)."""
     opts = onnxruntime_module().SessionOptions()
-    opts.intra_op_num_threads = int(threads) or usable_cpus()
+    opts.intra_op_num_threads = int(threads) or default_threads(recurrent)
     opts.inter_op_num_threads = 1  # one operator at a time (sequential execution): no inter-op pool
     for key in SPIN_KEYS:
         opts.add_session_config_entry(key, "0")
@@ -345,7 +427,7 @@ class OnnxTagger:
 
     def __init__(self, graph: bytes, threads: int = 0, source: str = "model.onnx") -> None:
         ort = onnxruntime_module()
-        opts = session_options(threads)
+        opts = session_options(threads, recurrent=recurrent_graph(graph))
         try:
             self.session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
         except Exception as e:  # onnxruntime's own error types (InvalidGraph, Fail, ...)
@@ -359,7 +441,7 @@ class OnnxTagger:
         return self.session.run(None, {k: batch[k] for k in self.inputs})[0]
 
     def predict(self, dataset: WindowDataset, batch_size: int = 64, pad_id: int = 0,
-                show: bool = False) -> list[Predicted]:
+                show: bool = False) -> list[WindowPrediction]:
         """Arg-max label ids and their summed log-probability for every window (1-best), and each
         word's softmax (decode/windows.py: tagger_predicted, as torch); `show`: a progress bar."""
         return predict_windows(self.logits, dataset, batch_size, pad_id, show)
@@ -382,17 +464,17 @@ class OnnxTaggers:
         with np.errstate(divide="ignore"):  # a label no member gives any mass: log 0 = -inf, softmax 0
             return np.log(avg)
 
-    def predict(self, dataset: WindowDataset, batch_size: int = 64, pad_id: int = 0) -> list[Predicted]:
+    def predict(self, dataset: WindowDataset, batch_size: int = 64, pad_id: int = 0) -> list[WindowPrediction]:
         """As OnnxTagger.predict, for the averaged distributions."""
         return predict_windows(self.logits, dataset, batch_size, pad_id)
 
 
 def predict_windows(logits: Callable[[dict[str, np.ndarray]], np.ndarray], dataset: WindowDataset,
-                    batch_size: int, pad_id: int, show: bool = False) -> list[Predicted]:
+                    batch_size: int, pad_id: int, show: bool = False) -> list[WindowPrediction]:
     """The 1-best of every window of `dataset` from a tagger's logits of each padded batch
     (`show`: a progress bar over the batches, as `punctkit decode` shows)."""
     lengths = [dataset.n_words(i) for i in range(len(dataset))]
-    out: list[Predicted] = [([], np.zeros((0, 0))) for _ in range(len(dataset))]
+    out = [WindowPrediction.empty() for _ in range(len(dataset))]
     for idx in progress(bucket_batches(lengths, batch_size, shuffle=False), show=show, desc="decode",
                         unit="batch", leave=False):
         batch = pad_batch([dataset[i] for i in idx], pad_id)

@@ -8,8 +8,7 @@ from typing import Any, Iterable
 
 from punctkit.decode.combine import parse_weights
 from punctkit.files import PunctkitError
-from punctkit.infer.engine import Punctuator
-from punctkit.infer.ensemble import load_model
+from punctkit.infer.engine import load_model
 from punctkit.package import check_package_output, ensemble_package, model_package, writing
 from punctkit.package.write import repackage
 
@@ -23,7 +22,7 @@ def pack(exp_dir: str | Path, out: str | Path, checkpoint: str | None = None,
                            onnx=onnx, int8=int8, onnx_only=onnx_only, notes=notes)
     with writing(out, packed) as tmp:
         for backend in packed.backends:  # the packed file rebuilds the model on its own
-            Punctuator.load(tmp, backend=backend)
+            load_model(tmp, backend=backend, single=True)
     return packed.manifest
 
 
@@ -37,7 +36,7 @@ def repack(pkg_path: str | Path, out: str | Path, card_results: Iterable[str | P
     packed = repackage(pkg_path, card_results=card_results, notes=notes, boundary=boundary)
     with writing(out, packed) as tmp:
         for backend in packed.backends:
-            Punctuator.load(tmp, backend=backend)
+            load_model(tmp, backend=backend, single=True)
     return packed.manifest
 
 

@@ -2,8 +2,8 @@
 call (`Engine.label`, punctkit/infer/) into any output format (`write_units`, which `serve` writes
 through too).
 
-    >>> from punctkit import Punctuator
-    >>> punctuate_file(Punctuator.load("fast"), "talk.ctm", "talk.srt", fmt="srt")
+    >>> from punctkit import load_model
+    >>> punctuate_file(load_model("fast"), "talk.ctm", "talk.srt", fmt="srt")
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
 from punctkit.data.datadir import check_data_dir_output
-from punctkit.data.formats import Format, detect_for, get_format, names, write
-from punctkit.data.formats.base import OutputOptions
+from punctkit.data.formats import Format, ReadContext, detect_for, get_format, names
+from punctkit.data.formats.base import OutputOptions, lines_only
 from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import default_substitution
 from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file, is_stream, require_stdout
@@ -105,20 +105,11 @@ def output_options(engine: Engine, one_stream: bool, max_cue_seconds: float = 7.
 
 def write_units(fmt: Format, units: Iterable[Labelled], opts: OutputOptions, out: IO[str] | str | Path,
                 src: str | Path = "-", overwrite: bool = False, inputs: list[str | Path] | tuple = ()) -> None:
-    """Labelled units written in `fmt`, the one writer of `punctuate` and `serve`: a writer over all
-    units (`stream`: subtitles, timed JSON) or one per unit (`emit`) writes lines to the text stream
-    `out`; a corpus format (text, kaldi_text, punctuator2, datadir: the words as given) is collected
-    and written by its writer to `out` (a path: `overwrite`/`inputs` as `write`'s; or a text stream)."""
-    if fmt.stream is not None:
-        out.writelines(line + "\n" for line in fmt.stream(((d.utt, d.labels, d.shown, d.rows) for d in units),
-                                                          src, opts))  # type: ignore[union-attr]
-    elif fmt.emit is not None:
-        for d in units:
-            lines = fmt.emit(d.utt, d.labels, d.shown, src, d.rows, opts)
-            out.writelines(line + "\n" for line in lines)  # type: ignore[union-attr]
-    else:
-        utts = [opts.corpus_utterance(d.utt, d.labels, d.shown) for d in units if d.utt.words]
-        write(utts, out, fmt.name, opts.inventory, overwrite, inputs)
+    """Labelled units written in `fmt`, the one writer of `punctuate` and `serve` (registry.Format.write, the
+    format's protocol.OutputFormat): to the text stream `out`, or for a corpus format (text, kaldi_text,
+    punctuator2, datadir: the words as given) to `out` as a path (`overwrite`/`inputs` as corpus.write's);
+    `src` names the input in messages."""
+    fmt.write(units, out, replace(opts, src=src, overwrite=overwrite, inputs=tuple(inputs)))
 
 
 def check_punctuate_output(src: str | Path, out: str | Path | None, fmt: str = "readable", *,
@@ -204,8 +195,8 @@ def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = Non
     inv = engine.inventory
     opts = output_options(engine, one_stream, max_cue_seconds, max_line_chars, max_cue_lines)
     stats = PunctuateStats(unit="lines" if reader.one_stream else "utterances")
-    dropped = [0]
-    units = reader.reader_units(bool(input_format))(src, inv, default_substitution(inv), encoding, dropped)
+    ctx = ReadContext.of(src, inv, default_substitution(inv), encoding, told=bool(input_format))
+    units = reader.read(src, ctx)
     if lines == "turns":
         units = (replace(u, speaker=f"line {u.lineno}") for u in units)
     meter, read_words = ReadMeter(), [0]
@@ -225,14 +216,14 @@ def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = Non
     def counted() -> Iterator[Labelled]:
         for done in engine.label(read(), one_stream=one_stream, forced=keep_input_marks,
                                  casing=casing or engine.casing(capitalize), probs=probs):
-            if not done.utt.lines_only:  # an input's comment lines alone are no utterance
+            if not lines_only(done.utt):  # an input's comment lines alone are no utterance
                 stats.count(done.utt.words, engine.frontend)
                 bar.update(len(done.utt.words))
             yield done
 
     with meter, bar, _open_out(out if streamed else None) as f:
         write_units(writer, counted(), opts, f if streamed else out, src, overwrite, inputs)  # type: ignore[arg-type]
-    stats.dropped_tokens = dropped[0]
+    stats.dropped_tokens = ctx.dropped
     stats.times_moved = opts.time_repairs.warning()
     stats.seconds = time.time() - t0
     return stats

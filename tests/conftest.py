@@ -1,7 +1,10 @@
-"""Shared fixtures: where the shared reference data lives, and small helpers."""
+"""Shared fixtures: where the shared reference data lives, the run's tiny package, and small helpers."""
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,15 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 ROOT = Path(__file__).resolve().parents[1]
 IWSLT = ROOT.parent / "shared" / "data" / "iwslt"
+RECIPE_TESTS = ROOT / "tests" / "recipes"
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Every test under tests/recipes runs a tiny recipe end to end: each is marked `slow` (setup.cfg), as the
+    other end-to-end tests are where they are written."""
+    for item in items:
+        if RECIPE_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
@@ -32,3 +44,71 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# the run's one tiny package (`tiny_package`): a DRNN-LWMA trained with look-ahead windows (so that the streaming
+# tests also show that the training option runs end to end), packed with its ONNX graph
+TINY_MODEL = {"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 32, "dropout": 0.1}
+TINY_EPOCHS = 4
+TINY_LOOKAHEAD = {"max": 4, "p": 0.5}
+
+
+@dataclass(frozen=True)
+class TinyPackage:
+    """A directory holding a trained tiny model (exp/), its package with an ONNX graph (m.pkt) and test2011's first
+    3000 words as a data directory (test/)."""
+
+    dir: Path
+
+    @property
+    def exp(self) -> Path:
+        return self.dir / "exp"
+
+    @property
+    def pkt(self) -> Path:
+        return self.dir / "m.pkt"
+
+    @property
+    def test(self) -> Path:
+        return self.dir / "test"
+
+    def copy_to(self, d: Path, utts: int | None = None) -> Path:
+        """`d` holding a copy of exp/, m.pkt and test/ (a test may write beside them) and words.txt: the first
+        `utts` test utterances (all: None), one a line; `d`."""
+        from punctkit.data.formats import read
+
+        shutil.copytree(self.exp, d / "exp")
+        shutil.copytree(self.test, d / "test")
+        shutil.copy(self.pkt, d / "m.pkt")
+        test, _ = read(d / "test")
+        (d / "words.txt").write_text("".join(" ".join(u.words) + "\n" for u in test[:utts]))
+        return d
+
+
+def build_tiny_package(d: Path) -> None:
+    """Train TINY_MODEL on 8000 words of dev2012 into d/exp and pack it with --onnx as d/m.pkt (punct_util.train_tiny;
+    skips when the IWSLT copy is missing)."""
+    from punct_util import cli, tiny_conf, train_tiny
+
+    conf = tiny_conf(dict(TINY_MODEL), epochs=TINY_EPOCHS)
+    conf["train"]["lookahead"] = dict(TINY_LOOKAHEAD)
+    cli("pack", train_tiny(d, conf), "-o", d / "m.pkt", "--onnx")
+
+
+@pytest.fixture(scope="session")
+def tiny_package(tmp_path_factory) -> TinyPackage:
+    """The run's tiny package, trained once per test run: under xdist the first worker that asks builds it in the
+    run's temporary directory (shared by the workers, under a file lock) and the others wait for it and read it.
+    Tests must not write into it: `TinyPackage.copy_to` gives a module a copy of its own."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's directory, above each worker's own
+    d = root / "tiny_package"
+    with open(root / "tiny_package.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when the build fails or skips
+        if not (d / "built").is_file():
+            shutil.rmtree(d, ignore_errors=True)  # a half-built one (a worker that failed)
+            d.mkdir()
+            build_tiny_package(d)
+            (d / "built").touch()
+    return TinyPackage(d)

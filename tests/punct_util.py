@@ -1,10 +1,12 @@
-"""Helpers shared by the packed-model tests: the `punctkit` command, a tiny model trained on IWSLT slices."""
+"""Helpers shared by the tests: the `punctkit` command, the checks of a user error (one line: one_line_message,
+raised_error, stderr_error, cli_error), a tiny model trained on IWSLT slices."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -24,6 +26,45 @@ def cli(*args: Any, ok: bool = True) -> subprocess.CompletedProcess:
     if ok:
         assert r.returncode == 0, r.stderr
     return r
+
+
+def one_line_message(message: str, *says: str, start: str = "") -> str:
+    """`message` checked to be a user error's: one line, no traceback, not an internal error, starting with `start`
+    and saying each of `says`; the message."""
+    assert "\n" not in message and "Traceback" not in message, message
+    assert "internal error" not in message, message
+    assert message.startswith(start), (start, message)
+    for s in says:
+        assert s in message, (s, message)
+    return message
+
+
+def raised_error(call: Callable[[], Any], start: str = "") -> str:
+    """The message of the PunctkitError `call()` raises, checked by one_line_message (starting with `start`)."""
+    from punctkit.files import PunctkitError
+
+    with pytest.raises(PunctkitError) as e:
+        call()
+    return one_line_message(str(e.value), start=start)
+
+
+def stderr_error(stderr: str, *says: str, at: str | None = None) -> str:
+    """The one line of a failed command's stderr, checked: `punctkit: error: ...` alone, one_line_message's checks,
+    and where `at` (a file's name) is given, `AT:LINE` in it; the line."""
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("punctkit: error: "), stderr
+    assert "Traceback" not in stderr, stderr
+    one_line_message(lines[0], *says)
+    if at is not None:
+        assert re.search(rf"{re.escape(at)}:\d+", lines[0]), (at, lines[0])
+    return lines[0]
+
+
+def cli_error(r: subprocess.CompletedProcess, *says: str, at: str | None = None, status: int = 1) -> str:
+    """The error line of a failed `punctkit` run (`cli(..., ok=False)`): exit status `status`, and its stderr checked
+    by stderr_error (`says`, `at`)."""
+    assert r.returncode == status, (r.returncode, r.stderr)
+    return stderr_error(r.stderr, *says, at=at)
 
 
 def json_without(code: str, blocked: tuple[str, ...] = ("torch", "transformers")) -> Any:

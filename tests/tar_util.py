@@ -1,6 +1,6 @@
 """Tar archives for the tests of `punctkit.archive.extract_tar` (tests/test_safe_tar.py): a good one, hostile ones,
-and the check that extraction keeps to its rules. Standard library and punctkit.archive only, so that the oldest
-Python setup.cfg declares runs `check_extraction` too, without the project's virtual environment."""
+and the check that extraction keeps to its rules. Standard library, punctkit.archive and punctkit.compat only, so
+that the oldest Python setup.cfg declares runs `check_extraction` too, without the project's virtual environment."""
 from __future__ import annotations
 
 import contextlib
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 from punctkit.archive import extract_tar
+from punctkit.compat import tar_has_data_filter
 
 # name -> (type, link name): members that must never be extracted
 HOSTILE = {
@@ -115,10 +116,10 @@ def check_extraction(tmp: Path) -> None:
 if __name__ == "__main__":  # python3.10 tests/tar_util.py TMPDIR: both ways, under the Python that runs it
     import sys
 
-    print(f"data_filter: {hasattr(tarfile, 'data_filter')}")
+    print(f"data_filter: {tar_has_data_filter()}")
     (Path(sys.argv[1]) / "with").mkdir()
     check_extraction(Path(sys.argv[1]) / "with")
-    if hasattr(tarfile, "data_filter"):
+    if tar_has_data_filter():
         (Path(sys.argv[1]) / "without").mkdir()
         with without_data_filter():
             check_extraction(Path(sys.argv[1]) / "without")

@@ -189,6 +189,7 @@ def _recipe_copy(tmp: Path) -> Path:
     return dst
 
 
+@pytest.mark.slow  # a recipe end to end
 @pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None,
                     reason="espeak-ng or sox not installed (apt-get install -y espeak-ng sox)")
 def test_tiny_tts_recipe_fused_end_to_end(tmp_path: Path, iwslt: Path) -> None:

@@ -156,6 +156,6 @@ def test_options_and_ensembles(model, tmp_path):
     assert kept.punctuate("so, what do you think.").endswith("think.")
     assert punctkit.load(capitalize=False).punctuate("so what do you think") == "so what do you think?"
     both = punctkit.load(["fast", "fast"], weights=[0.5, 0.5])
-    assert type(both.engine).__name__ == "Ensemble" and len(both.engine.members) == 2
+    assert type(both.engine.scorer).__name__ == "Ensemble" and len(both.engine.scorer.members) == 2
     assert both.punctuate(TEXT) == model.punctuate(TEXT)  # a model averaged with itself
     assert model.card["model"] == "drnn_lwma"

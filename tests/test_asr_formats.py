@@ -12,14 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from punct_util import cli, network_only
+from punct_util import cli, network_only, raised_error
 from punctkit.data.formats import REGISTRY, detect_format, read
 from punctkit.data.formats.asr import jsonl_out
 from punctkit.data.formats.base import OutputOptions, given_words
+from punctkit.data.formats.labelled import twocol_emit
 from punctkit.data.formats.recognizers import nemo_out, nemo_units, vosk_units, whisper_units
-from punctkit.data.formats.registry import twocol_emit
 from punctkit.data.labels import INVENTORIES, O, default_substitution
 from punctkit.files import PunctkitError
+from punctkit.infer.engine import Labelled
 
 INV = INVENTORIES["4class"]
 RULES = default_substitution(INV)
@@ -138,9 +139,9 @@ def test_whisper_timestamped_words_are_read_from_their_text(tmp_path):
 
 
 def test_whisper_cpp_longer_than_the_detectors_head_is_not_vosk(tmp_path, monkeypatch):
-    from punctkit.data.formats import registry
+    from punctkit.data.formats import detect
 
-    monkeypatch.setattr(registry, "JSON_HEAD", 400)
+    monkeypatch.setattr(detect, "JSON_HEAD", 400)
     p = write(tmp_path, json.dumps(WHISPER_CPP, indent=2))
     assert p.stat().st_size > 400 and detect_format(p) == "whisper"
 
@@ -153,9 +154,9 @@ def test_json_lines_of_segments_share_their_times(tmp_path):
 
 def test_whisper_longer_than_the_detectors_head(tmp_path, monkeypatch):
     """A document too long to decode from its head is told by its first known key."""
-    from punctkit.data.formats import registry
+    from punctkit.data.formats import detect
 
-    monkeypatch.setattr(registry, "JSON_HEAD", 600)
+    monkeypatch.setattr(detect, "JSON_HEAD", 600)
     p = write(tmp_path, json.dumps(WHISPER, indent=2))
     assert p.stat().st_size > 600 and detect_format(p) == "whisper"
 
@@ -169,7 +170,8 @@ def test_nemo_manifest_pred_text_else_text_and_every_field_kept(tmp_path):
     assert [u.words for u in units] == [["so", "what", "do", "you", "think"], ["i", "mean", "twenty", "people"]]
     assert [u.lineno for u in units] == [1, 2]
     out = [json.loads(line) for u in units
-           for line in nemo_out(u, [O] * (len(u.words) - 1) + ["PERIOD"], [x.core for x in u.written], p)]
+           for line in nemo_out(Labelled(u, [O] * (len(u.words) - 1) + ["PERIOD"], [x.core for x in u.written]),
+                                OutputOptions(src=p))]
     assert out[0] == {**NEMO[0], "pred_text_punctuated": "so what do you think"}
     assert out[1] == {**NEMO[1], "pred_text_punctuated": "i mean twenty people"}
 
@@ -181,8 +183,8 @@ def test_nemo_pred_text_null_reads_text(tmp_path):
     assert detect_format(p) == "nemo"
     (u,) = nemo_units(p, INV, RULES)
     assert u.words == ["so", "what"]
-    assert json.loads(next(nemo_out(u, [O, "PERIOD"], ["so", "what."], p))) == {**line,
-                                                                               "pred_text_punctuated": "so what."}
+    assert json.loads(next(nemo_out(Labelled(u, [O, "PERIOD"], ["so", "what."]), OutputOptions(src=p)))) == {
+        **line, "pred_text_punctuated": "so what."}
 
 
 # ------------------------------------------------------------------ Vosk
@@ -251,42 +253,34 @@ def test_json_of_no_known_shape(tmp_path):
 
 # ------------------------------------------------------------------ malformed files: one line, file and line
 
-def err(call) -> str:
-    with pytest.raises(PunctkitError) as e:
-        call()
-    msg = str(e.value)
-    assert "\n" not in msg
-    return msg
-
-
 def test_malformed_whisper(tmp_path):
     text = json.dumps(WHISPER, indent=2).splitlines()
     text[5] = text[5].rstrip(",")  # a missing comma on line 6
     p = write(tmp_path, "\n".join(text))
-    msg = err(lambda: detect_format(p))
+    msg = raised_error(lambda: detect_format(p))
     assert re.fullmatch(rf"{re.escape(str(p))}:7: not valid JSON \(Expecting ',' delimiter, column \d+\); "
                         r"give --input-format to read it as another format", msg), msg
     assert re.match(rf"{re.escape(str(p))}:7: not valid JSON \(Expecting ',' delimiter, column \d+\)$",
-                    err(lambda: list(whisper_units(p, INV, RULES))))
+                    raised_error(lambda: list(whisper_units(p, INV, RULES))))
     bad = dict(WHISPER, segments=[{"words": [{"word": " so", "start": "soon"}]}])
     p = write(tmp_path, "\n" + json.dumps(bad))
-    assert err(lambda: list(whisper_units(p, INV, RULES))).startswith(
+    assert raised_error(lambda: list(whisper_units(p, INV, RULES))).startswith(
         f"{p}:2 (segment 1), word 1: the start must be a time from 0 to 10000000 seconds")
     p = write(tmp_path, json.dumps(dict(WHISPER, segments=[{"words": [{"token": "so"}]}])))
-    assert err(lambda: list(whisper_units(p, INV, RULES))) == \
+    assert raised_error(lambda: list(whisper_units(p, INV, RULES))) == \
         f"{p}:1 (segment 1): word 1 is not an object with a 'word' or a 'text' string"
     p = write(tmp_path, json.dumps({"transcription": [{"text": " so", "offsets": {"from": "later", "to": 10}}]}))
-    assert err(lambda: list(whisper_units(p, INV, RULES))).startswith(
+    assert raised_error(lambda: list(whisper_units(p, INV, RULES))).startswith(
         f"{p}:1 (segment 1): 'offsets.from' (in milliseconds) must be a time from 0 to 10000000 seconds")
     p = write(tmp_path, json.dumps(dict(WHISPER, segments=[{"words": [w("so", 2.0, -1.0)]}])))
     assert "the end must be a time from 0 to 10000000 seconds (finite, not negative), got '-1.0'" in \
-        err(lambda: list(whisper_units(p, INV, RULES)))
+        raised_error(lambda: list(whisper_units(p, INV, RULES)))
     p = write(tmp_path, json.dumps({"segments": "none"}))
-    assert err(lambda: list(whisper_units(p, INV, RULES))) == (
+    assert raised_error(lambda: list(whisper_units(p, INV, RULES))) == (
         f"{p}:1: expected a Whisper JSON object with a 'segments' list (or whisper.cpp's 'transcription', or a "
         "list of segments)")
     p = write(tmp_path, json.dumps(WHISPER) + "\n" + json.dumps(WHISPER))
-    assert err(lambda: list(whisper_units(p, INV, RULES))) == \
+    assert raised_error(lambda: list(whisper_units(p, INV, RULES))) == \
         f"{p}:2: more than one JSON value (the file is a Whisper JSON object)"
 
 
@@ -309,7 +303,8 @@ def test_deepspeech_json_gives_its_most_confident_transcript(tmp_path, iwslt):
     out = cli("punctuate", p).stdout.split()
     assert [re.sub(r"[^\w']", "", x).lower() for x in out] == [re.sub(r"[^\w']", "", x) for x in words]
     for body, why in (('{"transcripts": [3]}', "'transcripts' a list of objects"),
-                      ('{"transcripts": [{"words": [{"word": "so", "start_time": "x"}]}]}', "the start must be a time")):
+                      ('{"transcripts": [{"words": [{"word": "so", "start_time": "x"}]}]}',
+                       "the start must be a time")):
         r = cli("punctuate", write(tmp_path, body, "bad.json"), ok=False)
         assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and why in r.stderr, r.stderr
         assert "bad.json:1" in r.stderr
@@ -398,22 +393,22 @@ def test_malformed_nemo_and_vosk(tmp_path):
     p = write(tmp_path, json.dumps(NEMO[0]) + "\n" + '{"audio_filepath": "b.wav", "pred_text": "so}\n')
     assert detect_format(p) == "nemo"
     assert re.fullmatch(rf"{re.escape(str(p))}:2: not valid JSON \(Unterminated string starting at, column 42\)",
-                        err(lambda: list(nemo_units(p, INV, RULES))))
+                        raised_error(lambda: list(nemo_units(p, INV, RULES))))
     for obj, says in [({"pred_text": 3}, "'pred_text' must be a string, got 3"),
                       ({"pred_text": None, "text": 3}, "'pred_text' is null and there is no 'text' string; "
                                                        "give the words in 'pred_text'"),
                       ({"duration": 1.0}, "no 'pred_text' or 'text' string")]:
         p = write(tmp_path, json.dumps({"audio_filepath": "b.wav", **obj}) + "\n")
-        assert err(lambda: list(nemo_units(p, INV, RULES))) == f"{p}:1: {says}"
+        assert raised_error(lambda: list(nemo_units(p, INV, RULES))) == f"{p}:1: {says}"
     objs = vosk_text([VOSK_RESULT]) + '{\n  "result" : [{"word": "so", "start": 1.0,, "end": 2}]\n}\n'
     p = write(tmp_path, objs)
     assert re.fullmatch(rf"{re.escape(str(p))}:19: not valid JSON \(Expecting property name .*, column \d+\)",
-                        err(lambda: list(vosk_units(p, INV, RULES))))
+                        raised_error(lambda: list(vosk_units(p, INV, RULES))))
     p = write(tmp_path, vosk_text([VOSK_RESULT, {"result": [{"conf": 1}]}]))
-    assert err(lambda: list(vosk_units(p, INV, RULES))) == \
+    assert raised_error(lambda: list(vosk_units(p, INV, RULES))) == \
         f"{p}:18: word 1 is not an object with a 'word' string"
     p = write(tmp_path, vosk_text([VOSK_RESULT, [1, 2]]))
-    assert err(lambda: list(vosk_units(p, INV, RULES))) == f"{p}:18: expected a Vosk result object"
+    assert raised_error(lambda: list(vosk_units(p, INV, RULES))) == f"{p}:18: expected a Vosk result object"
 
 
 # ------------------------------------------------------------------ hostile JSON (tests/bad_inputs/json)
@@ -483,18 +478,19 @@ def test_jsonl_and_twocol_show_probability_rows(tmp_path):
     p = write(tmp_path, SAMPLES["jsonl"], "in.jsonl")
     u = next(iter(REGISTRY["jsonl"].units(p, INV, RULES)))  # type: ignore[misc]
     rows = np.array([[0.1, 0.2, 0.6, 0.1]], dtype=np.float32)
-    opts = OutputOptions(INV)
-    obj = json.loads(next(iter(jsonl_out(u, ["PERIOD"], ["So."], p, rows, opts))))
+    opts = OutputOptions(INV, src=p)
+    obj = json.loads(next(iter(jsonl_out(Labelled(u, ["PERIOD"], ["So."], rows), opts))))
     assert obj["probs"] == [{"O": 0.1, "COMMA": 0.2, "PERIOD": 0.6, "QUESTION": 0.1}]
     assert obj["labels"] == ["PERIOD"] and obj["words"][0]["punctuated"] == "So."
-    assert "probs" not in json.loads(next(iter(jsonl_out(u, ["PERIOD"], ["So."], p))))
-    assert list(twocol_emit(u, ["PERIOD"], ["So."], p, rows, opts)) == ["so\tPERIOD\t0.6000", ""]
-    assert list(twocol_emit(u, ["COMMA"], ["So,"], p)) == ["so\tCOMMA", ""]
+    assert "probs" not in json.loads(next(iter(jsonl_out(Labelled(u, ["PERIOD"], ["So."]), OutputOptions(src=p)))))
+    assert list(twocol_emit(Labelled(u, ["PERIOD"], ["So."], rows), opts)) == ["so\tPERIOD\t0.6000", ""]
+    assert list(twocol_emit(Labelled(u, ["COMMA"], ["So,"]), OutputOptions(src=p))) == ["so\tCOMMA", ""]
     # the third column reads back: detected as twocol, the probability left out
     out = tmp_path / "probs.tsv"
     rows3 = np.array([[0.1, 0.2, 0.6, 0.1], [0.9, 0.05, 0.03, 0.02], [0.0, 0.0, 1.0, 0.0]], dtype=np.float32)
     u3 = next(iter(REGISTRY["text"].units(write(tmp_path, "so then go\n", "t.txt"), INV, RULES)))  # type: ignore[misc]
-    out.write_text("\n".join(twocol_emit(u3, ["COMMA", O, "PERIOD"], ["So,", "then", "go."], p, rows3, opts)) + "\n")
+    out.write_text("\n".join(twocol_emit(Labelled(u3, ["COMMA", O, "PERIOD"], ["So,", "then", "go."], rows3), opts))
+                   + "\n")
     assert out.read_text().splitlines()[0] == "so\tCOMMA\t0.2000"
     assert detect_format(out) == "twocol"
     back, _ = read(out)
@@ -512,9 +508,9 @@ def model() -> Path:
 
 @pytest.fixture(scope="module")
 def punct(model):
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    return Punctuator.load(model)
+    return load_model(model)
 
 
 def test_punctuate_whisper_words_pass_through(tmp_path, punct):
@@ -587,7 +583,7 @@ def test_ctm_times_must_be_finite(tmp_path, times):
 
     p = write(tmp_path, f"u1 1 0.0 0.5 so\nu1 1 {times} well\n")
     start, dur = times.split()
-    assert err(lambda: list(read_ctm(p))) == \
+    assert raised_error(lambda: list(read_ctm(p))) == \
         f"{p}:2 (utterance u1): the {'start (field 3)' if start != '0.0' else 'duration (field 4)'} must be a time " \
         f"from 0 to 10000000 seconds (finite, not negative), got '{start if start != '0.0' else dur}'; correct that " \
         f"time in the input"
@@ -597,19 +593,19 @@ def test_ids_with_white_space_only_where_lines_split_on_them(tmp_path):
     from punctkit.data.datadir import write_data_dir
     from punctkit.data.formats import Utterance
     from punctkit.data.formats.asr import ctm_out, jsonl_units
-    from punctkit.data.formats.registry import readable_out
-    from punctkit.data.formats.text import kaldi_text_out
+    from punctkit.data.formats.text import kaldi_text_out, readable_out
 
     p = write(tmp_path, json.dumps({"id": "talk 1", "words": [w("so", 0.0, 0.5)]}) + "\n", "a.jsonl")
     utt = next(jsonl_units(p, INV, RULES))
     assert utt.uttid == "talk 1"
-    assert json.loads(next(jsonl_out(utt, ["PERIOD"], ["So."], p)))["id"] == "talk 1"  # JSON holds any id
+    done = Labelled(utt, ["PERIOD"], ["So."])
+    assert json.loads(next(jsonl_out(done, OutputOptions(src=p))))["id"] == "talk 1"  # JSON holds any id
     for out, what in ((readable_out, "an `uttid text` line"), (ctm_out, "a CTM line")):
-        assert err(lambda: list(out(utt, ["PERIOD"], ["So."], p))) == (
+        assert raised_error(lambda: list(out(done, OutputOptions(src=p)))) == (
             f"{p}:1: utterance id 'talk 1' holds white space, which {what} cannot hold: "
             "use --format jsonl (or ids of one word)")
     u = Utterance("talk 1", ["so"], ["PERIOD"])
-    assert "Kaldi text line cannot hold" in err(lambda: list(kaldi_text_out([u])))
-    assert "utterance id 'talk 1' is empty or holds white space" in err(
+    assert "Kaldi text line cannot hold" in raised_error(lambda: list(kaldi_text_out([u])))
+    assert "utterance id 'talk 1' is empty or holds white space" in raised_error(
         lambda: write_data_dir(tmp_path / "d", [u], INV))
     assert not (tmp_path / "d").exists()

@@ -144,7 +144,7 @@ def test_a_turn_change_weighs(turns_pkg: Path, tmp_path: Path) -> None:
 def test_one_stream_and_lines_of_one_unit_fuse_alike(turns_pkg: Path, tmp_path: Path) -> None:
     """punctuate reads an NLP file as one stream (`_one_stream`, ids decided a word late); the same lines given
     to `Engine.label` as one unit (`_batched`) and in segments of 40 words fuse and label alike."""
-    from punctkit import Punctuator
+    from punctkit import load_model
     from punctkit.data.formats.nlp import nlp_units
     from punctkit.data.labels import default_substitution
 
@@ -158,7 +158,7 @@ def test_one_stream_and_lines_of_one_unit_fuse_alike(turns_pkg: Path, tmp_path: 
     (tmp_path / "c.nlp").write_text(nlp(rows))
     labels = []
     for chunk in (10000, 40):
-        p = Punctuator.load(turns_pkg, threads=1, chunk_words=chunk)
+        p = load_model(turns_pkg, threads=1, chunk_words=chunk)
         units = list(nlp_units(tmp_path / "c.nlp", p.inventory, default_substitution(p.inventory)))
         assert len({u.speaker for u in units}) == 2
         labels.append([lab for d in p.label(units, one_stream=True) for lab in d.labels])

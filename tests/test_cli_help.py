@@ -134,3 +134,12 @@ def test_examples_run_as_written(workdir, command):
         ran += 1
     assert ran >= 1, command
     shutil.rmtree(workdir / "data", ignore_errors=True)
+
+
+def test_punctuate_help_points_to_every_format_it_reads():
+    """Its first lines named seven input formats of more than twenty; now they point to `punctkit formats`, which
+    lists every format punctuate reads (tests/test_formats_listing.py checks that list against the registry)."""
+    intro = " ".join(help_text("punctuate", columns=200).split("Examples:")[0].split())
+    assert "punctkit formats" in intro, intro
+    for family in ("Kaldi text", "CTM", "stm", "trn", "subtitles", "NLP", "Whisper", "NeMo", "Vosk"):
+        assert family in intro, (family, intro)

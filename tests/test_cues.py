@@ -28,7 +28,8 @@ def test_subtitles_are_told_from_text_and_read_a_cue_a_unit(fmt, body, tmp_path)
     p.write_text(body, encoding="utf-8")
     assert detect_format(p) == fmt
     got = units(fmt, p)
-    assert [u.words for u in got] == [["hello", "my", "name", "is", "jane"], ["how", "&" if fmt == "vtt" else "are", "you"]]
+    assert [u.words for u in got] == [["hello", "my", "name", "is", "jane"],
+                                      ["how", "&" if fmt == "vtt" else "are", "you"]]
     start, end = (0.5, 2.0), (2.5, 3.0) if fmt == "srt" else (3602.5, 3603.0)
     for u, (s, e) in zip(got, [start, end]):
         times = [(r["start_s"], r["end_s"]) for r in u.records]

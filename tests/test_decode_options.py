@@ -128,9 +128,9 @@ def test_the_cards_beam_is_the_beam_of_its_score(exp, tmp_path):
     assert res["f1"] == score and res["decode"] == {"window": 30, "step": 15, "beam": 3, "overlap": "central",
                                                    "capital_threshold": 0.1, "capital_weight": 0.0}
     assert card["decode"]["beam"] == 3 and packed["decode"]["beam"] == 3  # not the model's beam 1
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    assert Punctuator.load(tmp_path / "m.pkt").options.beam == 3
+    assert load_model(tmp_path / "m.pkt").options.beam == 3
     # scores decoded with different settings cannot share one card
     other = tmp_path / "decode_test"
     cli("decode", exp, d / "test", other / "hyp")
@@ -154,9 +154,9 @@ def test_a_package_decodes_with_the_overlap_of_its_quoted_scores(exp, tmp_path):
         card = json.loads(z.read("punctkit.json"))["card"]
         packed = yaml.safe_load(z.read("config.yaml"))
     assert packed["decode"]["overlap"] == "average" and card["decode"]["overlap"] == "average"
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    assert Punctuator.load(tmp_path / "m.pkt").options.overlap == "average"
+    assert load_model(tmp_path / "m.pkt").options.overlap == "average"
     cli("decode", tmp_path / "m.pkt", d / "test", tmp_path / "again")
     assert (tmp_path / "again" / "labels").read_text() == (dec / "hyp" / "labels").read_text()
     central = tmp_path / "central"
@@ -251,12 +251,12 @@ def test_the_accurate_package_repacked_keeps_its_lean_graph_and_every_label(tmp_
 
 
 def test_punctuator_takes_the_packed_options_without_changing_them(exp, tmp_path):
-    from punctkit import Punctuator
+    from punctkit import load_model
 
     cli("pack", exp, "-o", tmp_path / "m.pkt")
-    p = Punctuator.load(tmp_path / "m.pkt", step=10, beam=2)
+    p = load_model(tmp_path / "m.pkt", step=10, beam=2)
     assert (p.window, p.step, p.options.beam) == (30, 10, 2)
-    assert p.conf["decode"]["step"] == 15  # the packed section is not rewritten
-    assert Punctuator.load(tmp_path / "m.pkt").options.beam == 1  # the model's, no silent fallback
+    assert p.scorer.conf["decode"]["step"] == 15  # the packed section is not rewritten
+    assert load_model(tmp_path / "m.pkt").options.beam == 1  # the model's, no silent fallback
     with pytest.raises(PunctkitError, match="--step 31: must be between 1 and the window"):
-        Punctuator.load(tmp_path / "m.pkt", step=31)
+        load_model(tmp_path / "m.pkt", step=31)

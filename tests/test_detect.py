@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from punct_util import PK, cli
+from punct_util import PK, cli, cli_error
 from punctkit.data.formats import Report, detect_for, detect_format, read
 from punctkit.data.formats.asr import ctm_units, jsonl_units
 from punctkit.data.formats.base import input_lines
@@ -31,14 +31,6 @@ def detect_input_format(src: Path | str) -> str:
     return detect_for(src, "units", command="punctuate", option="--input-format").name
 
 
-def one_line_error(r: subprocess.CompletedProcess) -> str:
-    """The stderr of a failed command, checked to be one `punctkit: error:` line (no traceback)."""
-    assert r.returncode == 1, r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("punctkit: error: "), r.stderr
-    return lines[0]
-
-
 # ------------------------------------------------------------------ the files of bad_inputs/detect
 
 @pytest.mark.parametrize("name,msg", [
@@ -48,7 +40,7 @@ def one_line_error(r: subprocess.CompletedProcess) -> str:
 def test_bad_line_in_the_head_is_an_error_not_plain_text(name, msg, tmp_path):
     with pytest.raises(PunctkitError, match=msg):
         read(BAD / name)
-    line = one_line_error(cli("convert", BAD / name, tmp_path / "out", "--to", "twocol", ok=False))
+    line = cli_error(cli("convert", BAD / name, tmp_path / "out", "--to", "twocol", ok=False))
     assert str(BAD / name) in line
     assert not (tmp_path / "out").exists()
 
@@ -84,14 +76,14 @@ def test_latin1_is_an_error_naming_line_and_offset_unless_encoding_given(tmp_pat
     with pytest.raises(PunctkitError, match=rf"latin1.tsv:7: byte 0xe9 at offset {offset} is not UTF-8; "
                                             r"give --encoding latin-1"):
         read(src)
-    one_line_error(cli("stats", src, ok=False))
+    cli_error(cli("stats", src, ok=False))
     utts, _ = read(src, encoding="latin-1")
     assert utts[0].words[6] == "café" and utts[0].labels == LABELS
     r = cli("stats", src, "--encoding", "latin-1")
     assert "words" in r.stdout and " 8 " in r.stdout
     cli("convert", src, tmp_path / "o.txt", "--encoding", "latin-1")
     assert "café" in (tmp_path / "o.txt").read_text(encoding="utf-8")
-    one_line_error(cli("convert", src, tmp_path / "o2.txt", "--encoding", "klingon", ok=False))
+    cli_error(cli("convert", src, tmp_path / "o2.txt", "--encoding", "klingon", ok=False))
 
 
 def test_kaldi_text_by_content_not_name():
@@ -112,7 +104,7 @@ def test_ctm_and_jsonl_by_content_for_punctuate_only(tmp_path):
 
 
 def test_ambiguous_content_asks_for_the_format(tmp_path):
-    line = one_line_error(cli("convert", BAD / "ambiguous.txt", tmp_path / "o", ok=False))
+    line = cli_error(cli("convert", BAD / "ambiguous.txt", tmp_path / "o", ok=False))
     assert "ambiguous.txt: cannot tell its format: 2 of 6 sampled lines look like twocol" in line
     cli("convert", BAD / "ambiguous.txt", tmp_path / "o", "--from", "text")  # the option settles it
     assert (tmp_path / "o").read_text().startswith("So, if we go.\n")
@@ -238,7 +230,7 @@ def test_score_reads_utf16_and_latin1(tmp_path):
     ref.write_text("\n".join(f"{w}\t{lab}" for w, lab in zip(WORDS, LABELS)) + "\n")
     r = cli("score", ref, BAD / "utf16_bom.tsv", "--align", "--json")
     assert json.loads(r.stdout)["overall"]["f1"] == 100.0  # café aligned as a substitution, labels all equal
-    one_line_error(cli("score", ref, BAD / "latin1.tsv", "--align", ok=False))
+    cli_error(cli("score", ref, BAD / "latin1.tsv", "--align", ok=False))
     cli("score", ref, BAD / "latin1.tsv", "--align", "--encoding", "latin-1")
 
 

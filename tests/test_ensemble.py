@@ -60,11 +60,11 @@ def _words(d) -> list[str]:
 
 
 def test_ensemble_of_a_model_with_itself_is_the_model(models):
-    from punctkit import Ensemble, Punctuator
+    from punctkit import load_model
 
     words = _words(models)
-    one = Punctuator.load(models / "a.pkt", threads=1)
-    ens = Ensemble.load([models / "a.pkt", models / "a.pkt"], threads=1)
+    one = load_model(models / "a.pkt", threads=1)
+    ens = load_model([models / "a.pkt", models / "a.pkt"], threads=1)
     labels, rows = words_labels(one, words, probs=True)
     e_labels, e_rows = words_labels(ens, words, probs=True)
     assert e_labels == labels and np.abs(e_rows - rows).max() < 1e-9
@@ -75,12 +75,12 @@ def test_ensemble_of_a_model_with_itself_is_the_model(models):
 
 def test_weights_average_the_members_rows(models):
     """0.7 a + 0.3 b, per word; the label is the arg-max of the average; fixed marks keep that row."""
-    from punctkit import Ensemble, Punctuator
+    from punctkit import load_model
 
     words = _words(models)[:500]
-    a = Punctuator.load(models / "a.pkt", threads=1, chunk_words=120)
-    b = Punctuator.load(models / "b.pkt", threads=1)
-    ens = Ensemble.load([models / "a.pkt", models / "b.pkt"], "0.7,0.3", threads=1, chunk_words=120)
+    a = load_model(models / "a.pkt", threads=1, chunk_words=120)
+    b = load_model(models / "b.pkt", threads=1)
+    ens = load_model([models / "a.pkt", models / "b.pkt"], "0.7,0.3", threads=1, chunk_words=120)
     ra, rb = words_rows(a, words), words_rows(b, words)
     assert np.abs(ra - rb).max() > 0.01  # two different models
     labels, rows = words_labels(ens, words, probs=True)
@@ -109,13 +109,13 @@ def test_two_member_package_round_trips_and_punctuates(models, ens_pkt):
     from punctkit import load_model
 
     ens = load_model(ens_pkt, threads=1)
-    assert isinstance(ens, Ensemble) and ens.weights == [0.6, 0.4]
+    assert isinstance(ens.scorer, Ensemble) and ens.scorer.weights == [0.6, 0.4]
     card = ens.card
     # relative to the experiments' parent: a card never holds the packing machine's absolute paths
     assert card["weights"] == [0.6, 0.4] and [m["exp"] for m in card["members"]] == ["exp", "exp_b"]
     assert [m["checkpoint"] for m in card["members"]] == ["model.avg.pt", "epoch_1.pt"]
     words = _words(models)[:300]
-    direct = Ensemble.load([models / "a.pkt", models / "b.pkt"], "0.6,0.4", threads=1)
+    direct = load_model([models / "a.pkt", models / "b.pkt"], "0.6,0.4", threads=1)
     assert words_labels(ens, words, probs=True)[0] == words_labels(direct, words)
     assert np.abs(words_rows(ens, words) - words_rows(direct, words)).max() < 1e-9
     r = cli("punctuate", "-m", ens_pkt, models / "words.txt", "--threads", 1)
@@ -143,18 +143,19 @@ def test_frontend_digest_tells_shared_frontends_apart(models):
 def test_onnx_members_side_by_side_equal_member_by_member(models, onnx_ens, threads):
     """One frontend, one window plan, ONNX graphs: the members run on shared batches, and every
     label and row is the one member-by-member averaging gives (utterances and streams alike)."""
-    from punctkit import load_model
+    from punctkit import Punctuator, load_model
 
     words = _words(models)
     fast = load_model(onnx_ens, threads=threads)
     slow = load_model(onnx_ens, threads=threads)
-    slow.side_by_side = None
-    assert fast.side_by_side is not None and fast.backend == "onnx+onnx"
+    slow.scorer.shared = None  # type: ignore[union-attr]
+    assert fast.scorer.shared is not None and fast.backend == "onnx+onnx"  # type: ignore[union-attr]
     labels, rows = words_labels(fast, words, probs=True)
     want_labels, want_rows = words_labels(slow, words, probs=True)
     assert labels == want_labels and np.abs(rows - want_rows).max() < 1e-9
     assert np.allclose(rows.sum(1), 1)
-    assert np.abs(rows - words_rows(fast.members[0], words)).max() > 1e-3  # the members differ: a real average
+    first = Punctuator(scorer=fast.scorer.members[0])  # type: ignore[union-attr]
+    assert np.abs(rows - words_rows(first, words)).max() > 1e-3  # the members differ: a real average
     utts = [(words[i:i + 37], None) for i in range(0, 370, 37)]
     got = list(utterance_labels(fast, utts, probs=True))
     for (g_lab, g_rows), (w_lab, w_rows) in zip(got, utterance_labels(slow, utts, probs=True)):
@@ -169,7 +170,7 @@ def test_onnx_ensemble_package_punctuates_as_torch(models, onnx_ens):
 
 
 def test_side_by_side_needs_onnx_one_frontend_and_one_plan(models, onnx_ens):
-    from punctkit.infer.ensemble import side_by_side
+    from punctkit.infer.scorers import side_by_side
     from punctkit.package import read_package
 
     members = read_package(onnx_ens).members
@@ -230,10 +231,10 @@ def test_decode_of_several_experiments_averages_their_probs(models, tmp_path):
 
 
 def test_mismatched_inventories_are_one_line_errors(models, tmp_path):
-    from punctkit import Ensemble
+    from punctkit import load_model
 
     with pytest.raises(PunctkitError, match="must share one inventory"):
-        Ensemble.load([models / "a.pkt", models / "c.pkt"], threads=1)
+        load_model([models / "a.pkt", models / "c.pkt"], threads=1)
     r = cli("punctuate", "-m", models / "a.pkt", "-m", models / "c.pkt", models / "words.txt", ok=False)
     assert r.returncode == 1 and r.stderr.count("\n") == 1
     assert "a.pkt" in r.stderr and "c.pkt" in r.stderr and "6class" in r.stderr
@@ -372,21 +373,24 @@ def test_decode_of_experiments_labels_as_their_package_punctuates(models, onnx_e
 
 def test_members_in_threads_label_as_in_turn(models):
     """The typed ways to run an ensemble's members (`MemberRun`) give the same labels and rows;
-    both a model and an ensemble are engines (`Engine`), and only a shared-window ensemble streams."""
-    from punctkit import Ensemble
-    from punctkit.infer import Engine, Punctuator
+    a model and an ensemble are scorers of the one engine (`Punctuator`), and only a shared-window ensemble
+    streams."""
+    from punctkit import Ensemble, load_model
+    from punctkit.infer import Engine, ModelScorer, Punctuator
 
     words = _words(models)[:400]
-    turn = Ensemble.load([models / "a.pkt", models / "b.pkt"], "0.6,0.4", threads=1, backend="torch")
-    threads = Ensemble.load([models / "a.pkt", models / "b.pkt"], "0.6,0.4", threads=1, backend="torch")
-    threads.run = "threads"
-    assert turn.member_run == "in_turn" and threads.member_run == "threads"
+    turn = load_model([models / "a.pkt", models / "b.pkt"], "0.6,0.4", threads=1, backend="torch")
+    threads = load_model([models / "a.pkt", models / "b.pkt"], "0.6,0.4", threads=1, backend="torch")
+    assert isinstance(turn.scorer, Ensemble) and isinstance(threads.scorer, Ensemble)
+    threads.scorer.run = "threads"
+    assert turn.scorer.member_run == "in_turn" and threads.scorer.member_run == "threads"
     labels, rows = words_labels(threads, words, probs=True)
     want_labels, want_rows = words_labels(turn, words, probs=True)
     assert labels == want_labels and np.abs(rows - want_rows).max() < 1e-9
-    assert isinstance(turn, Engine) and isinstance(turn.members[0], Engine)
-    assert isinstance(turn.members[0], Punctuator) and turn.members[0].streamable() is turn.members[0]
+    assert isinstance(turn, Engine) and isinstance(turn.scorer.members[0], ModelScorer)
+    one = Punctuator(scorer=turn.scorer.members[0])
+    assert one.streamable() is one and one.scorer.streamable() is one.scorer
     with pytest.raises(PunctkitError, match="ensemble of ONNX members"):
         turn.streamable()
     with pytest.raises(PunctkitError, match="unknown way to run"):
-        Ensemble(members=turn.members, weights=[0.5, 0.5], run="parallel")  # type: ignore[arg-type]
+        Ensemble(members=turn.scorer.members, weights=[0.5, 0.5], run="parallel")  # type: ignore[arg-type]

@@ -1,5 +1,5 @@
 """One labelling call (infer/engine.py, `Engine.label`): `punctkit decode`, `punctuate`, `serve` and offline
-`--stream` give the same labels to the same words, with the shipped model (`Punctuator.load("fast")`)."""
+`--stream` give the same labels to the same words, with the shipped model (`load_model("fast")`)."""
 from __future__ import annotations
 
 import io
@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from punctkit import Punctuator
+from punctkit import load_model
 from punctkit.data.formats import read
 from punctkit.data.labels import SENTENCE_END, mark_of
 from punctkit.infer.stream import PunctStream, stream_lines
@@ -25,7 +25,7 @@ LINES = [
 
 @pytest.fixture(scope="module")
 def fast():
-    return Punctuator.load("fast", threads=1)
+    return load_model("fast", threads=1)
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_decode_stream_in_segments_equals_whole(fast, offline, tmp_path):
     (data / "utt2spk").write_text("".join(f"utt{k:02d} talk\n" for k in range(len(LINES))), encoding="utf-8")
     streams = make_streams(read_data_dir(data, need_labels=False), fast.inventory)
     assert len(streams) == 1 and len(streams[0].words) > 100
-    small = Punctuator.load("fast", threads=1, chunk_words=40)
+    small = load_model("fast", threads=1, chunk_words=40)
     whole = list(fast.label(streams))
     parts = list(small.label(streams))
     assert [d.utt.uttid for d in parts] == [f"utt{k:02d}" for k in range(len(LINES))]
@@ -111,16 +111,16 @@ def test_segments_start_on_the_grid_of_the_words_the_model_reads(fast):
     from conftest import ROOT
     from label_util import words_labels
     from punctkit.data.formats.nlp import nlp_rows
-    from punctkit.infer.engine import word_streams
+    from punctkit.infer.engine import Segments, StreamWord, word_streams
 
     call = ROOT.parent / "shared" / "data" / "earnings22" / "calls" / "4329526.aligned.nlp"
     if not call.is_file():
         pytest.skip("the Earnings-22 copy in ../shared is missing")
     words = [row.token.lower() for _, row in itertools.islice(nlp_rows(call), 3000)]
     assert fast.frontend.split_contractions and sum("'" in w for w in words) >= 10
-    small = Punctuator.load("fast", threads=1, chunk_words=200)  # segments of 200 words
-    whole_rows = fast.distributions(word_streams([words]))[0][1]
-    labels, rows_seg = small._rows(list(small._segments(zip(words, [None] * len(words), [0] * len(words)))))
+    small = load_model("fast", threads=1, chunk_words=200)  # segments of 200 words
+    whole_rows = fast.scorer.distributions(word_streams([words]))[0].rows
+    labels, rows_seg = small._rows(list(Segments(small)(StreamWord(w) for w in words)))
     assert abs(rows_seg - whole_rows).max() < 1e-9
     assert labels == words_labels(fast, words)
 
@@ -134,7 +134,7 @@ def test_decode_nbest_first_is_the_decision(fast):
     streams = split_utterances(word_streams([line.split() for line in LINES[:3]]))
     for done in fast.label(streams, nbest=3):
         assert done.hyps is not None and 1 <= len(done.hyps) <= 3
-        assert [fast.inventory.labels[i] for i in done.hyps[0][0]] == done.labels
-        for ids, _ in done.hyps:
-            assert len(ids) == len(done.utt.words)
-            assert mark_of(fast.inventory.labels[ids[-1]]) in SENTENCE_END
+        assert [fast.inventory.labels[i] for i in done.hyps[0].ids] == done.labels
+        for h in done.hyps:
+            assert len(h.ids) == len(done.utt.words)
+            assert mark_of(fast.inventory.labels[h.ids[-1]]) in SENTENCE_END

@@ -117,7 +117,8 @@ def test_prepare_library_checks_its_options_first(tmp_path: Path, block_len, rec
     """The library function too: --block-len -5 used to loop forever, 0 was ignored."""
     code = ("import sys; from punctkit.data.prepare import prepare; from punctkit.files import PunctkitError\n"
             "try:\n"
-            f"    prepare([{str(TEXT)!r}], {str(tmp_path / 'out')!r}, block_len={block_len!r}, rechunk_spec={rechunk!r})\n"
+            f"    prepare([{str(TEXT)!r}], {str(tmp_path / 'out')!r}, block_len={block_len!r}, "
+            f"rechunk_spec={rechunk!r})\n"
             "except PunctkitError as e:\n"
             "    sys.exit(f'PunctkitError: {e}')\n")
     r = run(code=code)

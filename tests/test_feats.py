@@ -233,7 +233,8 @@ def test_ctm_text_disagreement_names_utterance(audio_dir: Path) -> None:
 
 
 @pytest.mark.parametrize("name, lines, says", [
-    ("utt2num_frames", ["r1-a 12.5"], "utt2num_frames (utterance r1-a): the frame count must be a positive whole number"),
+    ("utt2num_frames", ["r1-a 12.5"],
+     "utt2num_frames (utterance r1-a): the frame count must be a positive whole number"),
     ("utt2dur", ["r1-a nan"], "utt2dur (utterance r1-a): the duration must be a finite number"),
     ("feats.info", ["frame_shift 0", "subsample 3"], "feats.info: frame_shift must be a positive number"),
     ("segments", ["r1-a r1 0.0 inf"], "segments:1 (utterance r1-a): end must be a finite number"),

@@ -12,6 +12,7 @@ import pytest
 import torch
 from torch import nn
 
+from punct_util import raised_error
 from punctkit.files import PunctkitError
 from punctkit.nn.interaction import InteractionAttention, InteractionEncoder
 
@@ -327,30 +328,26 @@ def test_any_local_plm_dir_loads_and_bad_dirs_fail_in_one_line(tmp_path):
     saved = transformers.BertModel.from_pretrained(str(good))
     assert torch.equal(model.plm.embeddings.word_embeddings.weight, saved.embeddings.word_embeddings.weight)
 
-    def err(fn) -> str:
-        with pytest.raises(PunctkitError) as e:
-            fn()
-        msg = str(e.value)
-        assert "\n" not in msg
-        return msg
-
     missing = tmp_path / "missing"
-    assert str(missing) in err(lambda: PlmFrontend.from_path(missing))
-    assert str(missing) in err(lambda: build_model({"type": "ff2", "plm": str(missing)}, vocab_size=20, n_labels=4))
+    assert str(missing) in raised_error(lambda: PlmFrontend.from_path(missing))
+    assert str(missing) in raised_error(lambda: build_model({"type": "ff2", "plm": str(missing)}, vocab_size=20,
+                                                            n_labels=4))
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "config.json").write_text("{not json", encoding="utf-8")
-    assert str(bad) in err(lambda: PlmFrontend.from_path(bad)) and "malformed" in err(lambda: PlmFrontend.from_path(bad))
+    assert str(bad) in raised_error(lambda: PlmFrontend.from_path(bad))
+    assert "malformed" in raised_error(lambda: PlmFrontend.from_path(bad))
     noweights = tmp_path / "noweights"
     noweights.mkdir()
     (noweights / "config.json").write_text((good / "config.json").read_text(), encoding="utf-8")
-    msg = err(lambda: build_model({"type": "plm_tagger", "plm": str(noweights)}, vocab_size=20, n_labels=4))
+    msg = raised_error(lambda: build_model({"type": "plm_tagger", "plm": str(noweights)}, vocab_size=20, n_labels=4))
     assert str(noweights) in msg and "weights" in msg
-    assert str(noweights) in err(lambda: PlmFrontend.from_path(noweights))  # no tokenizer files either
+    assert str(noweights) in raised_error(lambda: PlmFrontend.from_path(noweights))  # no tokenizer files either
     # a tokenizer with more tokens than the weights' embedding table
     mismatch = tiny_plm_dir(tmp_path / "mismatch", VOCAB + [f"w{i}" for i in range(10)], weights_vocab=len(VOCAB))
-    assert str(mismatch) in err(lambda: PlmFrontend.from_path(mismatch))
-    msg = err(lambda: build_model({"type": "ff2", "plm": str(mismatch)}, vocab_size=len(VOCAB) + 10, n_labels=4))
+    assert str(mismatch) in raised_error(lambda: PlmFrontend.from_path(mismatch))
+    msg = raised_error(lambda: build_model({"type": "ff2", "plm": str(mismatch)}, vocab_size=len(VOCAB) + 10,
+                                           n_labels=4))
     assert str(mismatch) in msg and "do not match" in msg
 
 
@@ -387,6 +384,7 @@ def test_plm_cut_to_its_first_layers_keeps_their_weights_and_packs_its_depth(tmp
         assert "\n" not in str(e.value)
 
 
+@pytest.mark.slow  # a training (about 11 s)
 def test_plm_grown_by_gated_layers_starts_as_the_encoder_and_learns_them(tmp_path):
     """`plm: {path: DIR, extra_layers: K}`: K copies of the top layers on top, behind gates that start
     shut, so the grown tagger computes what the un-grown one does (a student warm-started into it keeps
@@ -623,6 +621,7 @@ def test_stage3_plm_vectors_feed_a_word_model(tmp_path, iwslt):
         prepare_inputs(conf, dirs[0], tmp_path / "inputs2", log=lambda m: None)
 
 
+@pytest.mark.slow  # a local/ script end to end (about 30 s)
 def test_layer_probe_script_ranks_every_layer(tmp_path, iwslt):
     """recipes/iwslt/local/probe_plm_layers.py: one probe row per layer, the input embeddings and
     random vectors, each with the gains for the mark after and before a word and their sum."""
@@ -691,6 +690,7 @@ def test_plm_interaction_with_zero_mix_is_the_pretrained_encoder_and_mixes_as_th
     assert (probs[1, :, :, 3:] == 0).all()
 
 
+@pytest.mark.slow  # a training (about 15 s)
 def test_ff2_with_plm_interaction_trains_saves_and_refuses_other_encoders(tmp_path):
     from punctkit.models.plm_interaction import MIX
 

@@ -1,11 +1,12 @@
 """`punctkit formats`: every format of the registry, what it is, whether punctuate reads or writes it, and how
-it is detected, which is what the detector does (registry.detection)."""
+it is detected, which is what the detector does (detect.detection)."""
 from __future__ import annotations
 
 import pytest
 
-from punctkit.data.formats.recognizers import KIND_KEYS
-from punctkit.data.formats.registry import REGISTRY, detect_format, detection, punctuate_outputs
+from punctkit.data.formats.detect import detect_format, detection
+from punctkit.data.formats.json_shapes import KIND_KEYS
+from punctkit.data.formats.registry import REGISTRY, punctuate_outputs
 from tests.punct_util import cli
 
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
-from punct_util import cli
+from punct_util import cli, cli_error
 from punctkit.data.formats import REGISTRY, detect_format
 from punctkit.data.formats.base import TextInput
 from punctkit.data.formats.nlp import non_speech
@@ -36,15 +35,6 @@ def call_lines(name: str, rows: int = 300) -> list[str]:
     if not p.is_file():
         pytest.skip(f"Earnings-22 calls not found at {CALLS}")
     return p.read_text(encoding="utf-8").splitlines()[:rows + 1]
-
-
-def one_line_error(r: subprocess.CompletedProcess) -> str:
-    """The stderr of a failed command, checked to be one `punctkit: error:` line (no traceback)."""
-    assert r.returncode == 1, r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("punctkit: error: "), r.stderr
-    assert "internal error" not in lines[0] and "Traceback" not in r.stderr
-    return lines[0]
 
 
 def read_units(p: Path | TextInput, fmt: str | None = None) -> tuple[str, list]:
@@ -134,10 +124,10 @@ def test_bad_nlp_header_is_one_line_naming_line_1(tmp_path, header, what):
     n = len(header.split("|"))
     p = tmp_path / "bad.nlp"
     p.write_text(header + "\n" + "|".join(["Hello", "0", "0.1", "0.5"] + ["x"] * (n - 4)) + "\n")
-    line = one_line_error(cli("punctuate", p, "--format", "nlp", "-o", tmp_path / "out.nlp", ok=False))
+    line = cli_error(cli("punctuate", p, "--format", "nlp", "-o", tmp_path / "out.nlp", ok=False))
     assert f"{p}:1: " in line and what in line
     assert not (tmp_path / "out.nlp").exists()
-    line = one_line_error(cli("punctuate", p, "--input-format", "nlp", ok=False))  # told: the same header check
+    line = cli_error(cli("punctuate", p, "--input-format", "nlp", ok=False))  # told: the same header check
     assert f"{p}:1: " in line and what in line
 
 
@@ -194,7 +184,7 @@ def test_bad_timing_line_is_one_line_naming_it(tmp_path, kind, blank, cue, bad):
     good[at] = bad
     p = tmp_path / f"x.{kind}"
     p.write_text("\n".join(good) + "\n")
-    line = one_line_error(cli("punctuate", p, "--format", "srt", ok=False))
+    line = cli_error(cli("punctuate", p, "--format", "srt", ok=False))
     assert f"{p}:{at + 1}: " in line and "timing line" in line
     with pytest.raises(PunctkitError, match=f":{at + 1}: "):
         read_units(p)
@@ -223,7 +213,7 @@ def test_text_that_looks_like_another_format_is_refused_when_detected(tmp_path):
         assert detect_format(p) in ("text", "kaldi_text"), fmt  # timing lines start with an id-like time
         with pytest.raises(PunctkitError, match=rf"look like {fmt} lines.*--input-format {fmt}"):
             read_units(p)
-        line = one_line_error(cli("punctuate", p, "-o", tmp_path / "out.txt", ok=False))
+        line = cli_error(cli("punctuate", p, "-o", tmp_path / "out.txt", ok=False))
         assert f"{p}:" in line and f"look like {fmt} lines" in line and "--input-format" in line
         assert not (tmp_path / "out.txt").exists()
 
@@ -374,6 +364,6 @@ def test_fuzz_cases_through_the_cli(tmp_path):
         p.write_text(text)
         r = cli("punctuate", p, "--format", "nlp" if right == "nlp" else "srt", ok=False)
         if r.returncode:
-            assert f"{p}" in one_line_error(r)
+            assert f"{p}" in cli_error(r)
         else:
             assert "unknown to the model" not in r.stderr and r.stdout.strip(), name

@@ -68,11 +68,11 @@ def test_a_weighed_capital_rule_keeps_a_confident_capital_and_refuses_a_hesitant
     assert labels(weighed.decide(sure, ["on", "mars"]))[1] == "C_O"    # 0.95 x 0.05^0.4 > 0.04
     assert labels(weighed.decide(hesitant, ["so", "thanks"]))[1] == "L_O"  # 0.6 x 0.01^0.4 < 0.35
     # the engine builds its decision from the decode options
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    accurate = Punctuator.load("accurate", threads=1)
-    assert (accurate.joint.weight, accurate.joint.threshold) == (accurate.options.capital_weight,
-                                                                  accurate.options.capital_threshold)
+    accurate = load_model("accurate", threads=1)
+    joint = accurate.decision.joint
+    assert (joint.weight, joint.threshold) == (accurate.options.capital_weight, accurate.options.capital_threshold)
 
 
 def test_a_word_whose_own_form_starts_lower_case_keeps_it_after_a_period():
@@ -140,9 +140,9 @@ def iwslt_module():
 
 @pytest.fixture(scope="module")
 def fast():
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    return Punctuator.load("fast", threads=1)
+    return load_model("fast", threads=1)
 
 
 def contradictions(words: list[str], labs: list[str]) -> int:
@@ -190,7 +190,6 @@ def test_no_path_writes_a_lower_case_word_after_a_sentence_end(fast, words, tmp_
 def test_the_joint_decision_halves_capitals_inside_sentences_on_test2011(fast, words):
     """test2011 read as the shipped model's users give it: capitals after a comma or no mark on words
     the training text writes in lower case there, with the joint decision and without."""
-    from dataclasses import replace
 
     joint = words_labels(fast, words)
     prior = fast.frontend.case_prior
@@ -200,10 +199,9 @@ def test_the_joint_decision_halves_capitals_inside_sentences_on_test2011(fast, w
         return sum(case_of(b) == "C" and mark_of(a) not in SENTENCE_END and (prior.capital_share(w) or 1) < 0.1
                    for a, b, w in zip(labs, labs[1:], words[1:]))
 
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    plain = Punctuator.load("fast", threads=1)
-    plain.options = replace(plain.options, joint=False)
+    plain = load_model("fast", threads=1).with_options(joint=False)
     argmax = words_labels(plain, words)
     assert contradictions(words, argmax) > 0  # the model alone contradicts itself
     assert caps_inside(joint) == 0 and caps_inside(argmax) > 0

@@ -3,13 +3,15 @@
 `train` and `decode`, no torch under `data/` or in `score.py`, and no private name crossing modules.
 
 LEVELS names exactly the layers there are; the layout tree and import
-order of docs/architecture.md, and the import order of the README's Layout, say what LEVELS says. Every `punctkit` import, in punctkit itself and in the
-scripts beside it (local/, recipes/*/local/, utils/), names a module that exists and names defined
-in it: a function-level import of a module that was moved fails only when the function runs."""
+order of docs/architecture.md, and the import order of the README's Layout, say what LEVELS says. Every `punctkit`
+import, in punctkit itself and in the scripts beside it (local/, recipes/*/local/, utils/), names a module that
+exists and names defined in it: a function-level import of a module that was moved fails only when the function
+runs."""
 from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ REPO = ROOT.parent
 # each other (`train` and `decode` in particular).
 LEVELS: dict[str, int] = {
     "files": 0, "progress": 0, "archive": 0, "extras": 0,
+    "compat": -1,  # what differs between Python versions: imports nothing of punctkit
     "data": 1, "config": 1, "pretrained": 1,
     "text": 2, "feats": 2, "nn": 2,
     "score": 3, "mark_projection": 3, "align": 3, "batch": 3,
@@ -316,64 +319,91 @@ def defined_names(path: Path, known: dict[str, Path], seen: frozenset = frozense
     those of the module-level tables it reads, such as a dict of lazy names)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     mod = module_name(path)
-    names: set[str] = set()
     tables: set[str] = set()  # the module-level names `__getattr__` reads
     for st in tree.body:
         if isinstance(st, ast.FunctionDef) and st.name == "__getattr__":
             tables |= {n.id for n in ast.walk(st) if isinstance(n, ast.Name)}
-
-    def targets(t: ast.AST) -> None:
-        for n in ast.walk(t):
-            if isinstance(n, ast.Name):
-                names.add(n.id)
-
-    def body(stmts: list[ast.stmt]) -> None:
-        for st in stmts:
-            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.add(st.name)
-                if st.name == "__getattr__":
-                    names.update(c.value for c in ast.walk(st) if isinstance(c, ast.Constant)
-                                 and isinstance(c.value, str) and c.value.isidentifier())
-            elif isinstance(st, ast.Assign):
-                for t in st.targets:
-                    targets(t)
-                if any(isinstance(t, ast.Name) and t.id in tables for t in st.targets):
-                    names.update(c.value for c in ast.walk(st.value) if isinstance(c, ast.Constant)
-                                 and isinstance(c.value, str) and c.value.isidentifier())
-            elif isinstance(st, (ast.AnnAssign, ast.AugAssign)):
-                targets(st.target)
-            elif isinstance(st, ast.Import):
-                names.update(a.asname or a.name.split(".")[0] for a in st.names)
-            elif isinstance(st, ast.ImportFrom):
-                for a in st.names:
-                    if a.name != "*":
-                        names.add(a.asname or a.name)
-                        continue
-                    target = absolute(st, mod, path)
-                    if target in known and target not in seen:
-                        names.update(defined_names(known[target], known, seen | {mod}))
-            elif isinstance(st, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
-                if isinstance(st, (ast.For, ast.AsyncFor)):
-                    targets(st.target)
-                else:
-                    for item in st.items:
-                        if item.optional_vars is not None:
-                            targets(item.optional_vars)
-                body(st.body)
-                body(getattr(st, "orelse", []))
-            elif isinstance(st, (ast.If, ast.While)):
-                body(st.body)
-                body(st.orelse)
-            elif isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
-                body(st.body)
-                for h in st.handlers:
-                    body(h.body)
-                body(st.orelse)
-                body(st.finalbody)
-
-    body(tree.body)
+    names = block_names(tree.body, ModuleScan(path, mod, known, seen, tables))
     if path.name == "__init__.py":
         names |= {m.rsplit(".", 1)[1] for m in known if m.rpartition(".")[0] == mod}
+    return names
+
+
+@dataclass(frozen=True)
+class ModuleScan:
+    """The module `defined_names` reads: its file and name, the modules punctkit has, the modules whose
+    `import *` is being followed already, and the module-level tables its `__getattr__` reads."""
+    path: Path
+    mod: str
+    known: dict[str, Path]
+    seen: frozenset
+    tables: set[str]
+
+
+def string_names(node: ast.AST) -> set[str]:
+    """The string constants under `node` that are identifiers (the names a lazy `__getattr__` answers)."""
+    return {c.value for c in ast.walk(node)
+            if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.isidentifier()}
+
+
+def bound_names(target: ast.AST) -> set[str]:
+    """The names an assignment, `for` or `with ... as` target binds."""
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def inner_blocks(st: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists inside a for, with, if, while or try statement, whose names are the module's too."""
+    if isinstance(st, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+        return [st.body, getattr(st, "orelse", [])]
+    if isinstance(st, (ast.If, ast.While)):
+        return [st.body, st.orelse]
+    if isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
+        return [st.body, *(h.body for h in st.handlers), st.orelse, st.finalbody]
+    return []
+
+
+def import_from_names(st: ast.ImportFrom, scan: ModuleScan) -> set[str]:
+    """The names a `from MODULE import ...` binds; `import *` of a punctkit module binds what that module defines."""
+    names: set[str] = set()
+    for a in st.names:
+        if a.name != "*":
+            names.add(a.asname or a.name)
+            continue
+        target = absolute(st, scan.mod, scan.path)
+        if target in scan.known and target not in scan.seen:
+            names |= defined_names(scan.known[target], scan.known, scan.seen | {scan.mod})
+    return names
+
+
+def statement_names(st: ast.stmt, scan: ModuleScan) -> set[str]:
+    """The names one module-level statement binds itself (those of the blocks inside it: `inner_blocks`)."""
+    if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {st.name} | (string_names(st) if st.name == "__getattr__" else set())
+    if isinstance(st, ast.Assign):
+        names = set().union(*(bound_names(t) for t in st.targets))
+        if any(isinstance(t, ast.Name) and t.id in scan.tables for t in st.targets):
+            names |= string_names(st.value)
+        return names
+    if isinstance(st, (ast.AnnAssign, ast.AugAssign)):
+        return bound_names(st.target)
+    if isinstance(st, ast.Import):
+        return {a.asname or a.name.split(".")[0] for a in st.names}
+    if isinstance(st, ast.ImportFrom):
+        return import_from_names(st, scan)
+    if isinstance(st, (ast.For, ast.AsyncFor)):
+        return bound_names(st.target)
+    if isinstance(st, (ast.With, ast.AsyncWith)):
+        return set().union(*(bound_names(i.optional_vars) for i in st.items if i.optional_vars is not None))
+    return set()
+
+
+def block_names(stmts: list[ast.stmt], scan: ModuleScan) -> set[str]:
+    """The names a list of module-level statements binds, those inside their for/with/if/while/try blocks too."""
+    names: set[str] = set()
+    for st in stmts:
+        names |= statement_names(st, scan)
+        for block in inner_blocks(st):
+            names |= block_names(block, scan)
     return names
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from punct_util import cli
-from punctkit.data.formats.registry import punctuate_outputs, read
+from punctkit.data.formats.corpus import read
+from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import TEXT_MARK, O, mark_of
 from punctkit.data.tokenize import passes_through, split_words
 

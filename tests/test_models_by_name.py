@@ -54,21 +54,21 @@ def test_models_long_lists_both_with_their_cards():
 
 
 def test_punctuate_and_the_api_take_the_name(tmp_path):
-    from punctkit import Punctuator
+    from punctkit import load_model
 
     src = tmp_path / "x.txt"
     src.write_text("the analyst at j.p. morgan asked about the q&a and the m&a plans\n")
     named = cli("punctuate", "-m", "fast", src).stdout
     assert named == cli("punctuate", src).stdout
     assert "J.P." in named and "Q&A" in named and "M&A" in named
-    assert Punctuator.load("fast").card == Punctuator.load().card
+    assert load_model("fast").card == load_model().card
 
 
 def test_the_accurate_model_passes_words_through_on_every_path(tmp_path):
     """`-m accurate` in punctuate (file, stream), the API, serve and decode: the same marks and case, the
     words as given."""
     from label_util import words_labels
-    from punctkit import Punctuator
+    from punctkit import load_model
     from punctkit.data.datadir import read_data_dir, write_data_dir
     from punctkit.data.formats import Utterance
     from punctkit.data.labels import get_inventory
@@ -82,7 +82,7 @@ def test_the_accurate_model_passes_words_through_on_every_path(tmp_path):
     assert out.startswith("So ") and "NASA" in out and "New York" in out and out.rstrip()[-1] in ".?!"
     streamed = cli("punctuate", "-m", "accurate", "--threads", "1", "--stream", src).stdout  # a line out a line in
     assert streamed.split() == out.split()
-    accurate = Punctuator.load("accurate", threads=1)
+    accurate = load_model("accurate", threads=1)
     assert accurate.punctuate(text.strip()) == out.strip()
     server = Server("accurate", tmp_path / "serve.log")
     try:
@@ -102,11 +102,10 @@ def test_the_accurate_model_averages_its_windows_on_every_path(tmp_path):
     """The shipped accurate package decodes with averaged windows (chosen on valid: recipes/ted/RESULTS.md);
     on 500 words of test2011 (several windows a word) punctuate, --stream fed 20 words a line, the API and
     decode label alike, and otherwise than the most central windows would."""
-    from dataclasses import replace
 
     from conftest import IWSLT
     from label_util import words_labels
-    from punctkit import Punctuator
+    from punctkit import load_model
     from punctkit.data.datadir import read_data_dir, write_data_dir
     from punctkit.data.formats import Utterance
     from punctkit.data.labels import get_inventory
@@ -114,7 +113,7 @@ def test_the_accurate_model_averages_its_windows_on_every_path(tmp_path):
     if not (IWSLT / "test2011").is_file():
         pytest.skip("the IWSLT copy in ../shared is missing")
     words = [ln.split("\t")[0] for ln in (IWSLT / "test2011").read_text(encoding="utf-8").splitlines()[:500]]
-    accurate = Punctuator.load("accurate", threads=1)
+    accurate = load_model("accurate", threads=1)
     assert accurate.options.overlap == "average" and 2 * accurate.options.step < accurate.window < len(words)
     src, lines = tmp_path / "x.txt", tmp_path / "lines.txt"
     src.write_text(" ".join(words) + "\n")  # one document
@@ -128,7 +127,7 @@ def test_the_accurate_model_averages_its_windows_on_every_path(tmp_path):
     cli("decode", "accurate", tmp_path / "data", tmp_path / "hyp", "--threads", "1")
     labels = read_data_dir(tmp_path / "hyp").utterances[0].labels
     assert labels == words_labels(accurate, words)
-    central = replace(accurate, options=replace(accurate.options, overlap="central"))
+    central = accurate.with_options(overlap="central")
     assert words_labels(central, words) != labels
 
 
@@ -137,11 +136,10 @@ def test_the_accurate_model_weighs_capitals_inside_sentences(tmp_path):
     of that word's capitals there (decode option capital_weight, chosen on valid: recipes/ted/RESULTS.md):
     on 2,000 words of test2011 it keeps capitals the threshold refused, a sentence end is still never
     followed by a lower-case word, and decode with --capital-weight 0 labels as the threshold rule does."""
-    from dataclasses import replace
 
     from conftest import IWSLT
     from label_util import words_labels
-    from punctkit import Punctuator
+    from punctkit import load_model
     from punctkit.data.datadir import read_data_dir, write_data_dir
     from punctkit.data.formats import Utterance
     from punctkit.data.labels import SENTENCE_END, case_of, get_inventory, mark_of, starts_with_letter
@@ -149,10 +147,10 @@ def test_the_accurate_model_weighs_capitals_inside_sentences(tmp_path):
     if not (IWSLT / "test2011").is_file():
         pytest.skip("the IWSLT copy in ../shared is missing")
     words = [ln.split("\t")[0] for ln in (IWSLT / "test2011").read_text(encoding="utf-8").splitlines()[:2000]]
-    accurate = Punctuator.load("accurate", threads=1)
+    accurate = load_model("accurate", threads=1)
     assert accurate.options.capital_weight > 0
     weighed = words_labels(accurate, words)
-    threshold = words_labels(replace(accurate, options=replace(accurate.options, capital_weight=0.0)), words)
+    threshold = words_labels(accurate.with_options(capital_weight=0.0), words)
 
     kept = [w for k, w in enumerate(words[1:], 1) if mark_of(weighed[k - 1]) not in SENTENCE_END
             and case_of(weighed[k]) == "C" and case_of(threshold[k]) == "L"]
@@ -181,15 +179,15 @@ def test_an_int8_models_labels_do_not_depend_on_batching():
     of test2011 (windows of 150 every 50), batches of 3 and of 16 windows label alike; a float graph
     keeps the batch asked for (16 at most by default)."""
     from label_util import words_labels
-    from punctkit import Punctuator
+    from punctkit import load_model
     from tests.conftest import IWSLT
 
     if not (IWSLT / "test2011").is_file():
         pytest.skip(f"IWSLT reference data not found at {IWSLT}")
     lines = (IWSLT / "test2011").read_text(encoding="utf-8").splitlines()
     words = [ln.split("\t")[0].lower() for ln in lines if ln.strip()][:600]
-    three, sixteen = (Punctuator.load("accurate", threads=1, batch_size=n) for n in (3, 16))
+    three, sixteen = (load_model("accurate", threads=1, batch_size=n) for n in (3, 16))
     assert three.options.batch_size == sixteen.options.batch_size == 1
     assert words_labels(three, words) == words_labels(sixteen, words)
-    assert Punctuator.load("fast", threads=1).options.batch_size == 16
-    assert Punctuator.load("fast", threads=1, batch_size=64).options.batch_size == 64
+    assert load_model("fast", threads=1).options.batch_size == 16
+    assert load_model("fast", threads=1, batch_size=64).options.batch_size == 64

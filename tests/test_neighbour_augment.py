@@ -39,8 +39,8 @@ def setup(tmp_path_factory):
 
 
 def run(d, out, *args):
-    return subprocess.run([sys.executable, SCRIPT, d / "data", d / "vectors.txt", d / "vocab.txt", out, *map(str, args)],
-                          capture_output=True, text=True)
+    return subprocess.run([sys.executable, SCRIPT, d / "data", d / "vectors.txt", d / "vocab.txt", out,
+                           *map(str, args)], capture_output=True, text=True)
 
 
 def nearest(ranked, vecs, k):

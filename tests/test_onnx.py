@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from punct_util import cli, json_without, tiny_conf, train_tiny
+from punct_util import cli, json_without
 from punctkit.data.formats import read
 from punctkit.files import PunctkitError
 from punctkit.models.registry import build_model
@@ -18,17 +18,11 @@ from punctkit.models.registry import build_model
 pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
 from punctkit.onnx import INPUTS, OPSET, OnnxTagger, export_onnx  # noqa: E402
 
-TINY = tiny_conf({"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 32, "dropout": 0.1}, epochs=4)
-
 
 @pytest.fixture(scope="module")
-def packed(tmp_path_factory):
-    """A tiny DRNN-LWMA trained on 8000 words of dev2012, packed with --onnx, and test2011 words."""
-    d = tmp_path_factory.mktemp("onnx")
-    cli("pack", train_tiny(d, TINY), "-o", d / "m.pkt", "--onnx")
-    utts, _ = read(d / "test")
-    (d / "words.txt").write_text("".join(" ".join(u.words) + "\n" for u in utts))
-    return d
+def packed(tiny_package, tmp_path_factory):
+    """The run's tiny DRNN-LWMA packed with --onnx (conftest.tiny_package), copied here, and test2011 words."""
+    return tiny_package.copy_to(tmp_path_factory.mktemp("onnx"))
 
 
 def _batch(lengths: tuple[int, ...], vocab: int, seed: int) -> dict[str, np.ndarray]:
@@ -143,6 +137,7 @@ def test_attention_nan_guards_go_where_the_mask_is_finite():
     assert without_nan_guards(graph) is graph
 
 
+@pytest.mark.slow  # a PLM exported (about 18 s)
 def test_exported_plm_tagger_has_no_nan_guards_and_torch_logits(monkeypatch):
     """A BERT tagger (the accurate model's kind) exported by `export_onnx`: torch's exporter writes a
     NaN guard after each layer's softmax; the packed graph has none and gives the same logits."""
@@ -199,8 +194,8 @@ def test_onnx_punctuate_equals_torch_and_scores(packed):
 
 def test_onnx_backend_runs_without_torch(packed):
     """`auto` picks onnx for a package that has it, and punctuating never imports torch."""
-    code = ("import sys\nfrom punctkit import Punctuator\n"
-            f"p = Punctuator.load({str(packed / 'm.pkt')!r}, threads=1)\n"
+    code = ("import sys\nfrom punctkit import load_model\n"
+            f"p = load_model({str(packed / 'm.pkt')!r}, threads=1)\n"
             "out = p.punctuate('so i think we should go now what do you think')\n"
             "print(p.backend, 'torch' in sys.modules)\nprint(out)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from punct_util import cli, tiny_conf, train_tiny
+from punct_util import cli, cli_error, tiny_conf, train_tiny
 from punctkit.data.datadir import combine_data_dirs, read_data_dir, split_data_dir, write_data_dir
 from punctkit.data.formats import Utterance
 from punctkit.data.labels import get_inventory
@@ -36,15 +36,6 @@ def snapshot(d: Path) -> dict[str, bytes]:
     return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
 
 
-def one_line_error(r, *words: str) -> None:
-    """The command failed with one `punctkit: error:` line naming `words`, without a traceback."""
-    assert r.returncode == 1, r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("punctkit: error: "), r.stderr
-    for w in words:
-        assert w in lines[0], (w, lines[0])
-
-
 @pytest.fixture
 def user_dir(tmp_path: Path) -> Path:
     """A directory holding the user's corpus and notes (files punctkit never wrote)."""
@@ -58,7 +49,7 @@ def user_dir(tmp_path: Path) -> Path:
 def test_prepare_into_dir_with_user_files_refuses_then_keeps_them(user_dir):
     before = snapshot(user_dir)
     r = cli("prepare", user_dir / "corpus.tc", "-o", user_dir, ok=False)
-    one_line_error(r, str(user_dir), "corpus.tc", "--overwrite")
+    cli_error(r, str(user_dir), "corpus.tc", "--overwrite")
     assert snapshot(user_dir) == before
     cli("prepare", user_dir / "corpus.tc", "-o", user_dir, "--overwrite")
     after = snapshot(user_dir)
@@ -95,13 +86,13 @@ def test_stale_labels_and_nbest_go_other_files_stay(tmp_path):
 def test_convert_into_data_dir_with_user_files(user_dir, tmp_path):
     before = snapshot(user_dir)
     r = cli("convert", BAD / "corpus.tc", user_dir, "--to", "datadir", ok=False)
-    one_line_error(r, str(user_dir), "--overwrite")
+    cli_error(r, str(user_dir), "--overwrite")
     assert snapshot(user_dir) == before
     cli("convert", BAD / "corpus.tc", user_dir, "--to", "datadir", "--overwrite")
     assert {k: v for k, v in snapshot(user_dir).items() if k in before} == before
     # a plain file output replaces a file punctkit did not write only with --overwrite
     (tmp_path / "out.txt").write_text("old\n")
-    one_line_error(cli("convert", user_dir, tmp_path / "out.txt", ok=False), "out.txt", "--overwrite")
+    cli_error(cli("convert", user_dir, tmp_path / "out.txt", ok=False), "out.txt", "--overwrite")
     assert (tmp_path / "out.txt").read_text() == "old\n"
     cli("convert", user_dir, tmp_path / "out.txt", "--overwrite")
     assert "Chris" in (tmp_path / "out.txt").read_text()
@@ -110,24 +101,24 @@ def test_convert_into_data_dir_with_user_files(user_dir, tmp_path):
 def test_output_path_that_is_a_file(tmp_path):
     f = tmp_path / "notes.txt"
     shutil.copy(BAD / "notes.txt", f)
-    one_line_error(cli("prepare", BAD / "corpus.tc", "-o", f, ok=False), str(f), "not a directory")
+    cli_error(cli("prepare", BAD / "corpus.tc", "-o", f, ok=False), str(f), "not a directory")
     assert f.read_bytes() == (BAD / "notes.txt").read_bytes()
 
 
 def test_an_input_is_never_an_output(tmp_path):
     a = tmp_path / "a.txt"
     shutil.copy(BAD / "corpus.tc", a)
-    one_line_error(cli("convert", a, a, ok=False), str(a), "input")
+    cli_error(cli("convert", a, a, ok=False), str(a), "input")
     assert a.read_bytes() == (BAD / "corpus.tc").read_bytes()
     link = tmp_path / "link.txt"
     link.hardlink_to(a)
-    one_line_error(cli("convert", a, link, ok=False), "input")
+    cli_error(cli("convert", a, link, ok=False), "input")
     d = tmp_path / "D"
     cli("prepare", a, "-o", d)
     before = snapshot(d)
-    one_line_error(cli("convert", d, d, ok=False), str(d), "input")
+    cli_error(cli("convert", d, d, ok=False), str(d), "input")
     # an input inside the output directory under a name prepare writes
-    one_line_error(cli("prepare", d / "text", "--from", "kaldi_text", "-o", d, "--overwrite", ok=False),
+    cli_error(cli("prepare", d / "text", "--from", "kaldi_text", "-o", d, "--overwrite", ok=False),
                    str(d / "text"), "input")
     assert snapshot(d) == before
     with pytest.raises(PunctkitError, match="input"):
@@ -141,13 +132,13 @@ def test_bpe_apply_onto_its_source(tmp_path):
     cli("bpe", "train", d, tmp_path / "bpe", "--merges", "20")
     src = tmp_path / "words.txt"
     src.write_text("thank you so much\n")
-    one_line_error(cli("bpe", "apply", tmp_path / "bpe", src, src, ok=False), str(src), "input")
+    cli_error(cli("bpe", "apply", tmp_path / "bpe", src, src, ok=False), str(src), "input")
     assert src.read_text() == "thank you so much\n"
-    one_line_error(cli("bpe", "apply", tmp_path / "bpe", d, d / "text", ok=False), "input")
+    cli_error(cli("bpe", "apply", tmp_path / "bpe", d, d / "text", ok=False), "input")
     # a frontend directory holding other files is refused as a data directory is
     (tmp_path / "bpe2").mkdir()
     shutil.copy(BAD / "notes.txt", tmp_path / "bpe2" / "notes.txt")
-    one_line_error(cli("bpe", "train", d, tmp_path / "bpe2", "--merges", "20", ok=False), "--overwrite")
+    cli_error(cli("bpe", "train", d, tmp_path / "bpe2", "--merges", "20", ok=False), "--overwrite")
     cli("bpe", "train", d, tmp_path / "bpe2", "--merges", "20", "--overwrite")
     assert (tmp_path / "bpe2" / "notes.txt").read_bytes() == (BAD / "notes.txt").read_bytes()
 
@@ -175,7 +166,7 @@ def test_combine_into_dir_with_user_files(tmp_path):
     out.mkdir()
     shutil.copy(BAD / "notes.txt", out / "notes.txt")
     r = cli("combine-data", out, *parts, ok=False)
-    one_line_error(r, str(out), "--overwrite")
+    cli_error(r, str(out), "--overwrite")
     cli("combine-data", out, *parts, "--overwrite")
     assert (out / "notes.txt").read_bytes() == (BAD / "notes.txt").read_bytes()
     assert (out / "text").read_bytes() == (d / "text").read_bytes()
@@ -190,10 +181,11 @@ def tiny(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow  # a long decode run (about 15 s)
 def test_decode_keeps_user_files_and_never_writes_its_data_dir(tiny, user_dir, tmp_path):
     exp, data = tiny / "exp", tiny / "test"
     before = snapshot(user_dir)
-    one_line_error(cli("decode", exp, data, user_dir, ok=False), str(user_dir), "--overwrite")
+    cli_error(cli("decode", exp, data, user_dir, ok=False), str(user_dir), "--overwrite")
     assert snapshot(user_dir) == before
     cli("decode", exp, data, user_dir, "--overwrite", "--nbest", "2")
     assert {k: v for k, v in snapshot(user_dir).items() if k in before} == before
@@ -203,8 +195,8 @@ def test_decode_keeps_user_files_and_never_writes_its_data_dir(tiny, user_dir, t
     copy = tmp_path / "copy"
     shutil.copytree(data, copy)
     before = snapshot(copy)
-    one_line_error(cli("decode", exp, copy, copy, ok=False), str(copy), "input")
-    one_line_error(cli("decode", exp, copy, copy / "text", "--format", "kaldi_text", ok=False), "input")
+    cli_error(cli("decode", exp, copy, copy, ok=False), str(copy), "input")
+    cli_error(cli("decode", exp, copy, copy / "text", "--format", "kaldi_text", ok=False), "input")
     assert snapshot(copy) == before
 
 
@@ -214,12 +206,12 @@ def test_punctuate_datadir_keeps_user_files_and_never_writes_its_input(tiny, use
     src.write_text("thank you so much chris and it is truly a great honor\n")
     before = snapshot(user_dir)
     r = cli("punctuate", src, "-m", model, "--format", "datadir", "-o", user_dir, ok=False)
-    one_line_error(r, str(user_dir), "--overwrite")
+    cli_error(r, str(user_dir), "--overwrite")
     assert snapshot(user_dir) == before
     cli("punctuate", src, "-m", model, "--format", "datadir", "-o", user_dir, "--overwrite")
     assert {k: v for k, v in snapshot(user_dir).items() if k in before} == before
     assert read_data_dir(user_dir).words() == len(src.read_text().split())
-    one_line_error(cli("punctuate", src, "-m", model, "-o", src, ok=False), str(src), "input")
+    cli_error(cli("punctuate", src, "-m", model, "-o", src, ok=False), str(src), "input")
     assert src.read_text() == "thank you so much chris and it is truly a great honor\n"
 
 
@@ -229,9 +221,9 @@ def test_pack_replaces_a_package_but_no_other_file(tiny, user_dir):
     cli("pack", exp, "-o", pkg)  # a package of its own is replaced
     before = snapshot(user_dir)
     for target in (user_dir / "notes.txt", user_dir / "corpus.tc"):
-        one_line_error(cli("pack", exp, "-o", target, ok=False), str(target), "not a punctkit package")
-        one_line_error(cli("pack", exp, exp, "-o", target, ok=False), str(target), "not a punctkit package")
-    one_line_error(cli("pack", exp, "-o", user_dir, ok=False), str(user_dir), "is a directory")
+        cli_error(cli("pack", exp, "-o", target, ok=False), str(target), "not a punctkit package")
+        cli_error(cli("pack", exp, exp, "-o", target, ok=False), str(target), "not a punctkit package")
+    cli_error(cli("pack", exp, "-o", user_dir, ok=False), str(user_dir), "is a directory")
     assert snapshot(user_dir) == before
 
 
@@ -244,7 +236,7 @@ def test_a_file_output_never_replaces_a_users_file(tiny, user_dir, tmp_path, fmt
     src.write_text("thank you so much chris and it is truly a great honor\n")
     notes = user_dir / "notes.txt"
     before = snapshot(user_dir)
-    one_line_error(cli("punctuate", src, "-m", model, "--format", fmt, "-o", notes, ok=False), str(notes),
+    cli_error(cli("punctuate", src, "-m", model, "--format", fmt, "-o", notes, ok=False), str(notes),
                    "--overwrite")
     assert snapshot(user_dir) == before
     out = tmp_path / "out"
@@ -253,7 +245,7 @@ def test_a_file_output_never_replaces_a_users_file(tiny, user_dir, tmp_path, fmt
         cli("punctuate", src, "-m", model, "--format", fmt, "-o", out)  # its own output: replaced on a rerun
     copy = tmp_path / "copy"
     shutil.copy(out, copy)  # a copy the user made is the user's
-    one_line_error(cli("punctuate", src, "-m", model, "--format", fmt, "-o", copy, ok=False), str(copy), "--overwrite")
+    cli_error(cli("punctuate", src, "-m", model, "--format", fmt, "-o", copy, ok=False), str(copy), "--overwrite")
     cli("punctuate", src, "-m", model, "--format", fmt, "-o", notes, "--overwrite")  # asked for: replaced
     assert notes.read_text() == out.read_text()
 
@@ -266,8 +258,8 @@ def test_convert_and_decode_to_a_file_never_replace_a_users_file(tiny, user_dir,
     src.write_text("thank you so much chris and it is truly a great honor\n")
     notes = user_dir / "notes.txt"
     before = snapshot(user_dir)
-    one_line_error(cli("convert", src, notes, ok=False), str(notes), "--overwrite")
-    one_line_error(cli("decode", exp, data, notes, "--format", "kaldi_text", ok=False), str(notes), "--overwrite")
+    cli_error(cli("convert", src, notes, ok=False), str(notes), "--overwrite")
+    cli_error(cli("decode", exp, data, notes, "--format", "kaldi_text", ok=False), str(notes), "--overwrite")
     assert snapshot(user_dir) == before
     cli("convert", src, tmp_path / "words.txt")
     hyp = tmp_path / "hyp"
@@ -276,7 +268,7 @@ def test_convert_and_decode_to_a_file_never_replace_a_users_file(tiny, user_dir,
         cli("convert", src, tmp_path / "words.txt")
         cli("decode", exp, data, hyp, "--format", "kaldi_text")  # and its options file beside it
     shutil.copy(hyp, user_dir / "hyp.copy")  # a copy the user made is the user's
-    one_line_error(cli("decode", exp, data, user_dir / "hyp.copy", "--format", "kaldi_text", ok=False),
+    cli_error(cli("decode", exp, data, user_dir / "hyp.copy", "--format", "kaldi_text", ok=False),
                    str(user_dir / "hyp.copy"), "--overwrite")
 
 
@@ -287,14 +279,14 @@ def test_outputs_are_checked_before_the_model_is_read(tiny, user_dir, tmp_path):
     src.write_text("thank you so much\n")
     notes, missing = user_dir / "notes.txt", tmp_path / "no_such_model.pkt"
     before = snapshot(user_dir)
-    one_line_error(cli("punctuate", src, "-m", missing, "-o", notes, ok=False), str(notes), "--overwrite")
-    one_line_error(cli("punctuate", src, "-m", missing, "--probs", ok=False), "--probs", "readable")
-    one_line_error(cli("pack", tmp_path / "no_such_exp", "-o", notes, ok=False), str(notes), "not a punctkit package")
-    one_line_error(cli("pack", missing, "-o", notes, ok=False), str(notes), "not a punctkit package")
-    one_line_error(cli("pack", tiny / "exp", tiny / "exp", "-o", notes, ok=False), str(notes), "not a punctkit package")
+    cli_error(cli("punctuate", src, "-m", missing, "-o", notes, ok=False), str(notes), "--overwrite")
+    cli_error(cli("punctuate", src, "-m", missing, "--probs", ok=False), "--probs", "readable")
+    cli_error(cli("pack", tmp_path / "no_such_exp", "-o", notes, ok=False), str(notes), "not a punctkit package")
+    cli_error(cli("pack", missing, "-o", notes, ok=False), str(notes), "not a punctkit package")
+    cli_error(cli("pack", tiny / "exp", tiny / "exp", "-o", notes, ok=False), str(notes), "not a punctkit package")
     assert snapshot(user_dir) == before
     r = cli("punctuate", src, "-m", missing, "-o", tmp_path / "new.txt", ok=False)  # a free output: the model
-    one_line_error(r, str(missing))
+    cli_error(r, str(missing))
 
 
 def test_what_punctkit_wrote_carries_its_mark(tmp_path):
@@ -318,11 +310,12 @@ def test_what_punctkit_wrote_carries_its_mark(tmp_path):
     assert not written_by_punctkit(tmp_path)  # a directory is nobody's file here
 
 
+@pytest.mark.slow  # a training (about 9 s)
 def test_w2v_train_and_average_checkpoints_never_replace_a_users_file(tiny, user_dir, tmp_path):
     exp, data, notes = tiny / "exp", tiny / "test", user_dir / "notes.txt"
     before = snapshot(user_dir)
-    one_line_error(cli("w2v-train", data, notes, "--dim", "4", "--epochs", "1", ok=False), str(notes), "--overwrite")
-    one_line_error(cli("average-checkpoints", exp, "--n", "1", "--out", notes, ok=False), str(notes), "--overwrite")
+    cli_error(cli("w2v-train", data, notes, "--dim", "4", "--epochs", "1", ok=False), str(notes), "--overwrite")
+    cli_error(cli("average-checkpoints", exp, "--n", "1", "--out", notes, ok=False), str(notes), "--overwrite")
     assert snapshot(user_dir) == before
     vec = tmp_path / "w2v.txt"
     for _ in range(1 + marks_files(tmp_path)):  # a rerun replaces its own file (where files keep the mark)

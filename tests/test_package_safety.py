@@ -62,7 +62,7 @@ def sandbox(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_package_is_refused_naming_the_member_and_writes_nothing(name, sandbox):
-    from punctkit import Punctuator
+    from punctkit import load_model
 
     pkg = sandbox / "cwd" / "m" / name
     pkg.parent.mkdir()
@@ -70,7 +70,7 @@ def test_hostile_package_is_refused_naming_the_member_and_writes_nothing(name, s
     before = files_under(sandbox)
     member, why = HOSTILE[name]
     with pytest.raises(PunctkitError) as e:
-        Punctuator.load(pkg)
+        load_model(pkg)
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith(f"{pkg}: ") and repr(member) in msg and why in msg
     assert files_under(sandbox) == before  # nothing escaped, the private temporary directory is gone
@@ -92,10 +92,10 @@ def test_hostile_package_via_the_command_is_one_line_and_writes_nothing(tmp_path
 
 def test_weights_that_need_code_are_refused(sandbox):
     """model.pt is unpickled with weights_only=True: a pickle calling os.system is a one-line error."""
-    from punctkit import Punctuator
+    from punctkit import load_model
 
     with pytest.raises(PunctkitError, match=r"\(model\.pt\): not a plain-data checkpoint \(needs GLOBAL ") as e:
-        Punctuator.load(BAD / "code_weights.pkt", backend="torch")
+        load_model(BAD / "code_weights.pkt", backend="torch")
     assert "\n" not in str(e.value)
     assert not (sandbox / "cwd" / "punctkit-pwned").exists()
 
@@ -116,7 +116,7 @@ def test_onnx_graph_reading_files_outside_the_package_is_refused(tmp_path):
 def test_legacy_packages_load_and_punctuate_as_when_packed(kind):
     """Packages written by an older punctkit (tests/data/legacy/make_legacy.py) give the
     text they gave then; the words pass through."""
-    from punctkit import Punctuator
+    from punctkit import load_model
 
     backend = "onnx" if kind == "word_onnx" else "torch"
     if kind == "plm":
@@ -124,7 +124,7 @@ def test_legacy_packages_load_and_punctuate_as_when_packed(kind):
     if backend == "onnx":
         pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
     text = (LEGACY / "input.txt").read_text().strip()
-    got = Punctuator.load(LEGACY / f"{kind}.pkt", backend=backend, threads=1).punctuate(text)
+    got = load_model(LEGACY / f"{kind}.pkt", backend=backend, threads=1).punctuate(text)
     assert got == (LEGACY / f"{kind.removesuffix('_onnx')}.expected.txt").read_text().rstrip("\n")
     assert [w.strip(",.?").lower() for w in got.split()] == text.split()
 
@@ -148,15 +148,15 @@ def test_model_pt_is_read_only_by_the_torch_backend_and_checked_then(tmp_path):
     IWSLT package); the torch backend reads it, and a model.pt whose bytes no longer match its CRC,
     or a package replaced after it was opened, is a one-line error naming the member."""
     pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
-    from punctkit import Punctuator
+    from punctkit import load_model
 
     bad = tmp_path / "bad_weights.pkt"
     corrupt_weights_copy(LEGACY / "word_onnx.pkt", bad)
     text = (LEGACY / "input.txt").read_text().strip()
-    got = Punctuator.load(bad, backend="onnx", threads=1).punctuate(text)
+    got = load_model(bad, backend="onnx", threads=1).punctuate(text)
     assert got == (LEGACY / "word.expected.txt").read_text().rstrip("\n")
     with pytest.raises(PunctkitError, match=r"bad_weights\.pkt: .*model\.pt.*does not match its header") as e:
-        Punctuator.load(bad, backend="torch", threads=1)
+        load_model(bad, backend="torch", threads=1)
     assert "\n" not in str(e.value)
     moved = tmp_path / "moved.pkt"
     shutil.copy(LEGACY / "word_onnx.pkt", moved)
@@ -184,7 +184,7 @@ def test_pack_writes_only_the_members_read_package_accepts(tmp_path):
 
 def test_a_rezipped_package_still_loads(tmp_path):
     """A package unzipped and zipped again (directory entries, every member deflated) is still accepted."""
-    from punctkit import Punctuator
+    from punctkit import load_model
 
     src = tmp_path / "unpacked"
     with zipfile.ZipFile(LEGACY / "word.pkt") as z:
@@ -193,7 +193,7 @@ def test_a_rezipped_package_still_loads(tmp_path):
     with zipfile.ZipFile(tmp_path / "rezipped.zip") as z:
         assert "frontend/" in z.namelist()
     text = (LEGACY / "input.txt").read_text().strip()
-    got = Punctuator.load(tmp_path / "rezipped.zip", threads=1).punctuate(text)
+    got = load_model(tmp_path / "rezipped.zip", threads=1).punctuate(text)
     assert got == (LEGACY / "word.expected.txt").read_text().rstrip("\n")
 
 
@@ -216,7 +216,8 @@ REFUSED = {
                                       "encoder outside the package, which holds no frontend/plm/config.json",
     "yaml_python_tag.pkt": " (config.yaml): not valid YAML at line 1, column 8 (could not determine a constructor "
                            "for the tag 'tag:yaml.org,2002:python/object/apply:os.system')",
-    "yaml_deep.pkt": " (frontend/frontend.yaml): not valid YAML at line 1, column 106 (nested more than 100 levels deep)",
+    "yaml_deep.pkt": " (frontend/frontend.yaml): not valid YAML at line 1, column 106 "
+                     "(nested more than 100 levels deep)",
     "json_deep.pkt": ": corrupt packed model (punctkit.json is not JSON)",
 }
 
@@ -225,14 +226,14 @@ REFUSED = {
 def test_paths_a_package_names_are_never_read(name, sandbox):
     """A model `plm:` path, a frontend `path:`, a tokenizer's `vocab_file`/`tokenizer_file`, embedding and
     warm-start paths: the package's members are used instead, and nothing is written."""
-    from punctkit import Punctuator
+    from punctkit import load_model
 
     kind = OUTSIDE_LOADS[name]
     if kind == "plm":
         pytest.importorskip("transformers", reason="the plm extra is not installed")
     before = files_under(sandbox)
     text = (LEGACY / "input.txt").read_text().strip()
-    got = Punctuator.load(BAD / name, backend="torch", threads=1).punctuate(text)
+    got = load_model(BAD / name, backend="torch", threads=1).punctuate(text)
     assert got == (LEGACY / f"{kind}.expected.txt").read_text().rstrip("\n")
     assert files_under(sandbox) == before
 
@@ -241,13 +242,13 @@ def test_paths_a_package_names_are_never_read(name, sandbox):
 def test_outside_encoders_and_unreadable_yaml_or_json_are_one_line(name, sandbox):
     """An encoder path with no config of its own to use instead, a `!!python` tag (which runs nothing),
     YAML nested 5000 deep and JSON nested 100000 deep are refused in one line naming the member."""
-    from punctkit import Punctuator
+    from punctkit import load_model
 
     if name.startswith("plm"):
         pytest.importorskip("transformers", reason="the plm extra is not installed")
     before = files_under(sandbox)
     with pytest.raises(PunctkitError) as e:
-        Punctuator.load(BAD / name, backend="torch", threads=1)
+        load_model(BAD / name, backend="torch", threads=1)
     assert "\n" not in str(e.value) and str(e.value).startswith(f"{BAD / name}{REFUSED[name]}"), str(e.value)
     assert files_under(sandbox) == before and not (sandbox / "cwd" / "punctkit-pwned").exists()
 

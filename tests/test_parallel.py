@@ -27,6 +27,7 @@ RECIPE = ROOT / "recipes" / "iwslt"
 TINY = RECIPE / "conf" / "train_tiny.yaml"
 IWSLT = ROOT.parent / "shared" / "data" / "iwslt"
 OVERRIDES = ["train.batch_size=4", "train.epochs=2"]
+pytestmark = pytest.mark.slow  # DDP trainings and the recipe's decoding stage, end to end
 
 
 def need_iwslt() -> None:

@@ -57,9 +57,11 @@ def test_recipe_numbers_and_config_checked_before_any_stage(tmp_path):
 
 
 def test_benchmark_scripts_check_their_numbers():
-    for script, args, says in (("bench_punctuate.sh", ["--repeat", "x", "m.pkt"], "--repeat must be a whole number >= 1"),
+    for script, args, says in (("bench_punctuate.sh", ["--repeat", "x", "m.pkt"],
+                                "--repeat must be a whole number >= 1"),
                                ("bench_punctuate.sh", ["--threads", "-1", "m.pkt"], "--threads must be a whole number"),
-                               ("bench_serve.sh", ["--requests", "1e3", "m.pkt", "t.txt"], "--requests must be a whole number")):
+                               ("bench_serve.sh", ["--requests", "1e3", "m.pkt", "t.txt"],
+                                "--requests must be a whole number")):
         r = subprocess.run(["bash", str(ROOT / "utils" / script), *args], capture_output=True, text=True)
         assert r.returncode == 1 and r.stderr.strip().endswith(f"got '{args[1]}'") and says in r.stderr, r.stderr
 

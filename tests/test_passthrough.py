@@ -81,9 +81,9 @@ def pkg(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def punct(pkg):
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    return Punctuator.load(pkg, threads=1)
+    return load_model(pkg, threads=1)
 
 
 def punctuate(*args: object) -> str:
@@ -204,7 +204,8 @@ def test_json_word_with_a_space_is_kept_or_refused(pkg, tmp_path):
     obj = json.loads(punctuate("-m", pkg, src, "--format", "jsonl"))
     assert [norm(w["punctuated"]) for w in obj["words"]] == ["new york", "city"]
     r = cli("punctuate", "-m", pkg, src, "--format", "ctm", "-o", tmp_path / "out.ctm", ok=False)
-    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "word 1 ('new york') contains a space" in r.stderr.lower()
+    assert r.returncode == 1 and r.stderr.count("\n") == 1
+    assert "word 1 ('new york') contains a space" in r.stderr.lower()
     assert not (tmp_path / "out.ctm").exists()
 
 
@@ -224,8 +225,8 @@ _token = st.one_of(
     _word,
     st.sampled_from(["https://example.com/a?b=1", "http://Ex.org/P_q/", "a.b@C.org", "1,000", "3.5", "10:30",
                      "$5", "€3", "😀", "👍🏽", "北京", "привет", "ΑΣ", "straße", "u.s.", "e.g.", "dr.", "n't", "'s",
-                     "e-mail", "don't", "İstanbul", "ǅ", "ﬁne", "ı", "ß", ",", ".", "...", "?", "!", "--", "—", ";", ":",
-                     '"', "(", ")", "«"]),
+                     "e-mail", "don't", "İstanbul", "ǅ", "ﬁne", "ı", "ß", ",", ".", "...", "?", "!", "--", "—", ";",
+                     ":", '"', "(", ")", "«"]),
     st.text(st.characters(blacklist_categories=("Cs", "Cc", "Co", "Cn", "Zs", "Zl", "Zp")), min_size=1, max_size=8),
     st.builds(lambda q, w, m: q[0] + w + q[1] + m, st.sampled_from([("", ""), ('"', '"'), ("(", ")"), ("'", "'")]),
               st.text(string.ascii_letters, min_size=1, max_size=6), st.sampled_from(["", ",", ".", "?!", "...", ":"])),

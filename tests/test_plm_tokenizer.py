@@ -96,8 +96,8 @@ def test_broken_tokenizer_files_are_one_line_errors(tmp_path):
                    "tokenizer_config.json": "[1, 2]"},
         "empty": {"README": "no tokenizer here"},
     }
-    expect = {"truncated": r"tokenizer\.json: cannot read the tokenizer", "config": r"tokenizer_config\.json: malformed",
-              "empty": r"no tokenizer files"}
+    expect = {"truncated": r"tokenizer\.json: cannot read the tokenizer",
+              "config": r"tokenizer_config\.json: malformed", "empty": r"no tokenizer files"}
     for case, files in cases.items():
         d = tmp_path / case
         d.mkdir()

@@ -29,6 +29,7 @@ def test_each_shipped_model_is_small_true_case_onnx_only_and_carded(model):
     assert "train_all_calls" in card["training_data"]
 
 
+@pytest.mark.slow  # builds a wheel
 def test_a_built_wheel_contains_both_models(tmp_path):
     """`pip wheel .` (what `pip install .` installs) carries punctkit/pretrained/*.pkt as package data, and the
     page of `punctkit serve` (punctkit/serve/page.html)."""
@@ -74,8 +75,8 @@ def test_the_fast_model_punctuates_without_torch_or_tqdm():
     from punct_util import json_without
 
     words = "so what do you think about the new york office".split()
-    shown = json_without("from punctkit import Punctuator\n"
-                         "p = Punctuator.load('fast')\n"
+    shown = json_without("from punctkit import load_model\n"
+                         "p = load_model('fast')\n"
                          f"print(json.dumps(next(p.label([{words!r}])).shown))",
                          blocked=("torch", "transformers", "tqdm"))
     assert [w.strip(".,?!").lower() for w in shown] == words

@@ -56,10 +56,10 @@ def _check_rows(punct, labels: list[str], rows: np.ndarray, ended: bool = True) 
 
 def test_tagger_rows_are_its_softmax_in_torch_and_onnx(tagger):
     """Torch and ONNX packages: rows sum to one, arg-max = label, same rows within 1e-4."""
-    from punctkit import Punctuator
+    from punctkit import load_model
 
     words = _words(tagger)[:600]
-    fp = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch")
+    fp = load_model(tagger / "m.pkt", threads=1, backend="torch")
     labels, rows = words_labels(fp, words, probs=True)
     _check_rows(fp, labels, rows)
     assert labels == words_labels(fp, words)  # probs changes nothing else
@@ -67,7 +67,7 @@ def test_tagger_rows_are_its_softmax_in_torch_and_onnx(tagger):
     assert np.array_equal(words_rows(fp, words), rows)
     if not _has_onnxruntime():
         pytest.skip("onnxruntime is not installed: torch checked only")
-    ox = Punctuator.load(tagger / "m.pkt", threads=1, backend="onnx")
+    ox = load_model(tagger / "m.pkt", threads=1, backend="onnx")
     labels_o, rows_o = words_labels(ox, words, probs=True)
     _check_rows(ox, labels_o, rows_o)
     assert np.abs(rows_o - rows).max() < 1e-4
@@ -77,12 +77,12 @@ def test_tagger_rows_are_its_softmax_in_torch_and_onnx(tagger):
 def test_a_stream_in_chunks_gives_the_one_shot_rows(tagger):
     """A long input read as one stream (`Engine.label`, one_stream) in small segments gives the rows of
     a one-shot call."""
-    from punctkit import Punctuator
+    from punctkit import load_model
     from punctkit.infer.engine import as_unit
 
     words = _words(tagger)[:700]
-    whole = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch", chunk_words=100000)
-    small = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch", chunk_words=45)
+    whole = load_model(tagger / "m.pkt", threads=1, backend="torch", chunk_words=100000)
+    small = load_model(tagger / "m.pkt", threads=1, backend="torch", chunk_words=45)
     labels, rows = words_labels(whole, words, probs=True)
     done, = small.label([as_unit(words)], one_stream=True, probs=True)
     assert done.labels == labels
@@ -94,9 +94,9 @@ def test_a_stream_in_chunks_gives_the_one_shot_rows(tagger):
 def test_fixed_marks_keep_the_model_distribution_and_units_carry_rows(tagger):
     """--keep-input-marks: the label is the input's mark, the row the model's distribution;
     `Engine.label` gives each utterance's rows with probs only."""
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    punct = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch")
+    punct = load_model(tagger / "m.pkt", threads=1, backend="torch")
     words = _words(tagger)[:200]
     fixed = [None] * len(words)
     fixed[10] = "?" if "?" in punct.inventory.labels else punct.inventory.labels[-1]
@@ -119,9 +119,9 @@ def test_fixed_marks_keep_the_model_distribution_and_units_carry_rows(tagger):
 
 def test_decode_probs_file_matches_the_api(tagger, tmp_path):
     """`decode --probs` writes OUT/probs (sorted like text and labels) or OUT.probs, read back by read_probs."""
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    punct = Punctuator.load(tagger / "m.pkt", threads=1, backend="torch")
+    punct = load_model(tagger / "m.pkt", threads=1, backend="torch")
     n = len(punct.inventory.labels)
     cli("decode", tagger / "exp", tagger / "test", tmp_path / "dec", "--probs")
     table = read_probs(tmp_path / "dec" / "probs", n)

@@ -32,9 +32,9 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def punct(tiny):
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    return Punctuator.load(tiny / "tiny.pkt", threads=1)
+    return load_model(tiny / "tiny.pkt", threads=1)
 
 
 def test_words_of_test2011_score_as_decode(tiny):
@@ -65,11 +65,10 @@ def test_chunked_stream_equals_whole_stream(punct):
     utts, _ = read(IWSLT / "test2011", "twocol")
     words = [w for u in utts for w in u.words]
     for n in (7, 40, 41, 139, 140, 141, 1000):
-        (hyps, rows), = decode_streams_rows(punct.model, punct.frontend,
-                                            [Stream("s", ["s"], [0], words[:n], [IGNORE] * n)],
-                                            punct.window, punct.step, 32)
+        got, = decode_streams_rows(punct.scorer.runner.model, punct.frontend,
+                                   [Stream("s", ["s"], [0], words[:n], [IGNORE] * n)], punct.window, punct.step, 32)
         # the stream's end ends a sentence (decode/stream_end.py)
-        expect = [punct.inventory.labels[i] for i in close_ids(hyps[0][0], rows, punct.inventory, closes=True)]
+        expect = [punct.inventory.labels[i] for i in close_ids(got.best, got.rows, punct.inventory, closes=True)]
         for chunk in (1, 20, 100, 333):
             punct.chunk_words = chunk
             assert words_labels(punct, words[:n]) == expect, (n, chunk)
@@ -226,7 +225,7 @@ def test_keep_input_marks(punct):
 
 
 def test_packed_model_is_self_contained(tiny, tmp_path):
-    from punctkit import Punctuator
+    from punctkit import load_model
 
     with zipfile.ZipFile(tiny / "tiny.pkt") as z:
         names = set(z.namelist())
@@ -238,14 +237,14 @@ def test_packed_model_is_self_contained(tiny, tmp_path):
 
     write_score(score_files(tiny / "test", tiny / "test"), tmp_path / "decode_test_ref")
     pack(tiny / "exp", tmp_path / "m.pkt", "model.best.pt", [tmp_path / "decode_test_ref" / "score.json"], "dev2012")
-    p = Punctuator.load(tmp_path / "m.pkt")
+    p = load_model(tmp_path / "m.pkt")
     assert p.card["checkpoint"] == "model.best.pt" and p.card["training_data"] == "dev2012"
     assert p.card["results"]["decode_test_ref"]["f1"] == 100.0
-    assert words_labels(p, ["hello"] * 5) == words_labels(Punctuator.load(tiny / "tiny.pkt"), ["hello"] * 5)
+    assert words_labels(p, ["hello"] * 5) == words_labels(load_model(tiny / "tiny.pkt"), ["hello"] * 5)
 
 
 def test_bad_packed_models_are_one_line_errors(tiny, tmp_path):
-    from punctkit import Punctuator
+    from punctkit import load_model
 
     data = (tiny / "tiny.pkt").read_bytes()
     (tmp_path / "trunc.pkt").write_bytes(data[: len(data) // 2])
@@ -259,7 +258,7 @@ def test_bad_packed_models_are_one_line_errors(tiny, tmp_path):
     for name, why in (("trunc.pkt", "truncated"), ("text.pkt", "not a packed punctkit model"),
                       ("v99.pkt", "format version 99"), ("missing.pkt", "not found")):
         with pytest.raises(PunctkitError, match=why) as e:
-            Punctuator.load(tmp_path / name)
+            load_model(tmp_path / name)
         assert "\n" not in str(e.value)
     r = cli("punctuate", "-m", tmp_path / "v99.pkt", tmp_path / "text.pkt", ok=False)
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "v99.pkt" in r.stderr
@@ -273,7 +272,7 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
 
     import torch
 
-    from punctkit import Punctuator
+    from punctkit import load_model
     from punctkit.data.streams import IGNORE, Stream
     from punctkit.decode.decoder import decode_streams_rows
     from punctkit.decode.stream_end import close_ids
@@ -296,25 +295,24 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
     train(conf, tmp_path / "train", None, tmp_path / "exp", quiet=True)
     words = [w for u in read(tiny / "test")[0] for w in u.words][:300]
     model, fe, inv, _ = load_experiment_model(tmp_path / "exp")
-    (hyps, rows), = decode_streams_rows(model, fe, [Stream("s", ["s"], [0], words, [IGNORE] * len(words))], 40, 20,
-                                        32)
+    got, = decode_streams_rows(model, fe, [Stream("s", ["s"], [0], words, [IGNORE] * len(words))], 40, 20, 32)
     cli("pack", tmp_path / "exp", "-o", tmp_path / "plm.pkt")
     cli("pack", tmp_path / "exp", "-o", tmp_path / "plm_onnx.pkt", "--onnx", "--onnx-only")
     shutil.rmtree(plm)
     with zipfile.ZipFile(tmp_path / "plm.pkt") as z:
         assert {"frontend/plm/tokenizer.json", "frontend/plm/config.json"} <= set(z.namelist())
         assert "config" in yaml.safe_load(z.read("config.yaml"))["model"]["plm"]  # rebuilt from its config
-    expect = [inv.labels[i] for i in close_ids(hyps[0][0], rows, inv, closes=True)]  # the stream's end ends a sentence
-    assert words_labels(Punctuator.load(tmp_path / "plm.pkt"), words) == expect
+    expect = [inv.labels[i] for i in close_ids(got.best, got.rows, inv, closes=True)]  # the stream's end: a sentence's
+    assert words_labels(load_model(tmp_path / "plm.pkt"), words) == expect
     # as ONNX only, it runs where neither torch nor transformers can be imported, with the same labels
-    assert json_without("from punctkit import Punctuator\n"
-                        f"p = Punctuator.load({str(tmp_path / 'plm_onnx.pkt')!r}, threads=1)\n"
+    assert json_without("from punctkit import load_model\n"
+                        f"p = load_model({str(tmp_path / 'plm_onnx.pkt')!r}, threads=1)\n"
                         f"print(json.dumps(next(p.label([{words!r}])).labels))") == expect
     # and streams there (the student's `--stream --lookahead`): unlimited is offline punctuate; with a
     # look-ahead of 5 words every word comes out once, in order, 5 words late at most
     text, streamed, late = json_without(
-        "from punctkit import Punctuator\nfrom punctkit.infer.stream import PunctStream\n"
-        f"p = Punctuator.load({str(tmp_path / 'plm_onnx.pkt')!r}, threads=1)\n"
+        "from punctkit import load_model\nfrom punctkit.infer.stream import PunctStream\n"
+        f"p = load_model({str(tmp_path / 'plm_onnx.pkt')!r}, threads=1)\n"
         f"words = {words!r}\n"
         "s = PunctStream(p, 5); out = []; late = 0\n"
         "for n, w in enumerate(words, 1):\n"
@@ -328,10 +326,10 @@ def test_plm_model_packs_to_run_offline(tiny, tmp_path):
 
 def test_step_option_equals_decode_with_that_step(tiny):
     """`punctuate --step S` labels as `decode --step S` does; a step outside 1..window is refused."""
-    from punctkit import Punctuator
+    from punctkit import load_model
     from punctkit.decode_data import decode_dir
 
-    window = int(Punctuator.load(tiny / "tiny.pkt").window)
+    window = int(load_model(tiny / "tiny.pkt").window)
     decode_dir(tiny / "exp", tiny / "test", tiny / "dec_s.twocol", fmt="twocol", step=window)
     utts, _ = read(tiny / "test")
     (tiny / "words_s.txt").write_text("".join(" ".join(u.words) + "\n" for u in utts))
@@ -348,11 +346,11 @@ def test_quantized_model_is_int8_and_labels_like_float(tiny):
     """`--quantize`: Linear layers become dynamic int8 ones; labels stay (almost all) those of float32."""
     from torch.ao.nn.quantized.dynamic import Linear as QLinear
 
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    fp, q8 = (Punctuator.load(tiny / "tiny.pkt", threads=1, quantize=k) for k in (False, True))
-    assert any(isinstance(m, QLinear) for m in q8.model.modules())
-    assert not any(isinstance(m, QLinear) for m in fp.model.modules())
+    fp, q8 = (load_model(tiny / "tiny.pkt", threads=1, quantize=k) for k in (False, True))
+    assert any(isinstance(m, QLinear) for m in q8.scorer.runner.model.modules())
+    assert not any(isinstance(m, QLinear) for m in fp.scorer.runner.model.modules())
     utts, _ = read(tiny / "test")
     words = [w for u in utts for w in u.words]
     a, b = words_labels(fp, words), words_labels(q8, words)

@@ -71,8 +71,8 @@ YAML_PIECES = ["a", "lr", "window", "type", "kind", "word", "plm", ":", ": ", " 
                "!!binary ", "!!set ", "!!timestamp ", "!!int ", "!!float ", "!!bool ", "!!str ", "!!omap ", "!!seq ",
                "!!map ", "!!null ", "!local ", "? ", "<<: ", "2001-13-45", "2001-02-03", "2001-02-03 04:05:06",
                "1e400", ".inf", ".nan", "0x1F", "0o17", "1_000", "9" * 5000, "~", "null", "yes", "'", '"', "\\", "#",
-               "%YAML 1.1\n", "---\n", "...\n", "\t", "|\n", ">\n", "\x00", "\ufeff", "é", "\u2028", "\x85", "aGk=", "-1",
-               "0", "1"]
+               "%YAML 1.1\n", "---\n", "...\n", "\t", "|\n", ">\n", "\x00", "\ufeff", "é", "\u2028", "\x85", "aGk=",
+               "-1", "0", "1"]
 YAML_TEXT = st.lists(st.one_of(st.sampled_from(YAML_PIECES), st.text(max_size=3)), max_size=30).map("".join)
 # values of every type safe_load makes, odd ones included (dates, sets, binary, huge ints, nan)
 ODD = st.one_of(st.none(), st.booleans(), st.integers(-10, 10 ** 30), st.floats(), st.text(max_size=8), st.dates(),
@@ -364,7 +364,8 @@ ANY_INPUT = st.one_of(CONTENT, JSON_FILE, CTM, DEEP.map(str.encode))
 
 def test_the_registry_readers_are_all_driven():
     """Every format punctkit reads is drawn below (data directories: test_read_data_dir)."""
-    assert {"whisper", "nemo", "vosk", "ctm", "jsonl", "text", "kaldi_text", "twocol", "punctuator2"} <= set(FILE_READERS)
+    assert {"whisper", "nemo", "vosk", "ctm", "jsonl", "text", "kaldi_text", "twocol",
+            "punctuator2"} <= set(FILE_READERS)
     assert set(names("units")) | set(names("reader")) == set(FILE_READERS) | {"datadir"}
 
 
@@ -581,7 +582,8 @@ def test_open_a_changed_package(tmp_path, data):
     model = one_line(lambda: load_model(p, backend="torch", threads=1))
     if model is not None:
         got = one_line(lambda: model.punctuate("so we went home and then we slept"))
-        assert got is None or [w.strip(",.?!").lower() for w in got.split()] == "so we went home and then we slept".split()
+        assert got is None or ([w.strip(",.?!").lower() for w in got.split()]
+                               == "so we went home and then we slept".split())
 
 
 def test_package_with_only_a_manifest_names_what_is_missing(tmp_path):

@@ -6,6 +6,8 @@ its own writer wrote, and what it says it carries (labels, ids, times) survives 
 """
 from __future__ import annotations
 
+import io
+import json
 import re
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from punctkit.data.formats import (
     FORMATS,
     REGISTRY,
     AsrUtterance,
+    ReadContext,
     Utterance,
     detect_format,
     get_format,
@@ -33,6 +36,7 @@ from punctkit.data.formats.text import kaldi_text_lines
 from punctkit.data.labels import INVENTORIES, O, default_substitution
 from punctkit.feats import ctm as feats_ctm
 from punctkit.files import PunctkitError
+from punctkit.infer.engine import Labelled
 
 INV = INVENTORIES["4class"]
 RULES = default_substitution(INV)
@@ -99,13 +103,12 @@ def test_punctuate_formats_round_trip_and_are_detected(tmp_path, name):
     src = tmp_path / f"{name}.in"
     units = asr_units(timed=True)
     with open(src, "w", encoding="utf-8") as out:
-        for u, (_, toks, _) in zip(units, ASR):
-            labels = [O] * len(u.words)
-            out.writelines(line + "\n" for line in f.emit(u, labels, toks, src))  # type: ignore[misc]
+        f.write([Labelled(u, [O] * len(u.words), toks) for u, (_, toks, _) in zip(units, ASR)], out,
+                OutputOptions(src=src))
     assert detect_format(src) == name
-    dropped = [0]
-    back = list(f.units(src, INV, RULES, None, dropped))  # type: ignore[misc]
-    assert dropped == [0]
+    ctx = ReadContext.of(src, INV, RULES)
+    back = list(f.read(src, ctx))
+    assert ctx.dropped == 0
     assert [u.words for u in back] == [u.words for u in units]
     assert [u.written for u in back] == [u.written for u in units]
     assert [u.marks for u in back] == [u.marks for u in units]
@@ -121,20 +124,76 @@ def test_timed_outputs_refuse_words_without_times(tmp_path, name):
     u = asr_units(timed=False)[0]
     f = REGISTRY[name]
     with pytest.raises(PunctkitError, match=r"x:0 \(utterance utt1\): no word has a start time"):
-        if f.stream is not None:
-            list(f.stream([(u, [O] * len(u.words), ASR[0][1], None)], tmp_path / "x", OutputOptions()))
-        else:
-            list(f.emit(u, [O] * len(u.words), ASR[0][1], tmp_path / "x"))  # type: ignore[misc]
+        f.write([Labelled(u, [O] * len(u.words), ASR[0][1])], io.StringIO(), OutputOptions(src=tmp_path / "x"))
+
+
+# an input of each kind whose tokens hold a bare mark (a token without a word: its mark goes to the word before)
+BARE_MARK = {
+    "ctm": "u1 1 0.00 0.30 so\nu1 1 0.30 0.10 ,\nu1 1 0.40 0.20 then\n",
+    "jsonl": json.dumps({"id": "u1", "words": [{"word": w, "start": a, "end": a + 0.1} for w, a in (("so", 0),
+                                                                                                 (",", 0.2),
+                                                                                                 ("then", 0.4))]}),
+    "whisper": json.dumps({"segments": [{"start": 0.0, "end": 1.0, "text": " so , then"}]}),
+    "vosk": json.dumps({"result": [{"word": w, "start": a, "end": a + 0.1} for w, a in (("so", 0), (",", 0.2),
+                                                                                       ("then", 0.4))]}),
+    "srt": "1\n00:00:00,000 --> 00:00:01,000\nso , then\n",
+    "rev": json.dumps({"monologues": [{"speaker": 1, "elements": [
+        {"type": "text", "value": "so", "ts": 0.0, "end_ts": 0.3}, {"type": "text", "value": ",", "ts": 0.3},
+        {"type": "text", "value": "then", "ts": 0.4, "end_ts": 0.6}]}]}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BARE_MARK))
+def test_readers_build_their_units_through_the_context(tmp_path, name):
+    """Every reader adds its words through its ReadContext: a bare mark gives its mark to the word before and is
+    counted once in `ctx.dropped` (and in `dropped[0]` when a reader is called with an inventory, as before);
+    each word keeps its times (and, where the input says, its speaker)."""
+    p = tmp_path / f"in.{name}"
+    p.write_text(BARE_MARK[name], encoding="utf-8")
+    assert detect_format(p) == name
+    ctx = ReadContext.of(p, INV, RULES)
+    (u,) = list(REGISTRY[name].read(p, ctx))
+    assert (u.words, u.marks, ctx.dropped) == (["so", "then"], ["COMMA", O], 1)
+    assert [r["start_s"] for r in u.records][0] == 0.0 and all(r["end_s"] is not None for r in u.records)
+    if name == "rev":
+        assert [r["speaker"] for r in u.records] == ["1", "1"] and u.speaker == "1"
+    dropped = [0]
+    assert [x.words for x in REGISTRY[name].units(p, INV, RULES, None, dropped)] == [u.words]  # type: ignore[misc]
+    assert dropped == [1]
+
+
+def test_inputs_without_ids_are_named_by_one_rule(tmp_path):
+    """The units of an input without ids are named after it and numbered (base.made_id): plain text's by their
+    lines (a blank line too), the others' as they come (Vosk's results without words, and partial ones, left
+    out)."""
+    t = tmp_path / "t.txt"
+    t.write_text("so\n\nthen\n", encoding="utf-8")
+    assert [u.uttid for u in REGISTRY["text"].read(t, ReadContext.of(t, INV, RULES))] == [
+        "t.txt-000001", "t.txt-000002", "t.txt-000003"]
+    v = tmp_path / "v.json"
+    v.write_text(json.dumps([{"text": "so"}, {"partial": "so th"}, {"text": ""}, {"text": "then"}]), encoding="utf-8")
+    ctx = ReadContext.of(v, INV, RULES)
+    assert [u.uttid for u in REGISTRY["vosk"].read(v, ctx)] == ["v.json-000001", "v.json-000002"]
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps({"segments": [{"text": " so", "start": 0, "end": 1}, {"text": "", "start": 1, "end": 2},
+                                          {"text": " then", "start": 2, "end": 3}]}), encoding="utf-8")
+    assert [u.uttid for u in REGISTRY["whisper"].read(w, ReadContext.of(w, INV, RULES))] == [
+        "w.json-000001", "w.json-000002", "w.json-000003"]
 
 
 def test_names_come_from_the_entries():
     assert FORMATS == ("twocol", "punctuator2", "text", "kaldi_text", "trn", "datadir")
     assert names("reader") == ("twocol", "punctuator2", "text", "kaldi_text", "trn", "datadir", "nlp")
-    assert names("units") == ("text", "kaldi_text", "trn", "ctm", "jsonl", "whisper", "nemo", "vosk", "deepspeech", "azure-speech", "pocketsphinx", "rev", "aws", "speechmatics", "google", "watson", "deepgram", "assemblyai", "huggingface", "azure",
-                              "nlp", "stm", "srt", "vtt", "whisper-tsv")
+    assert names("units") == ("text", "kaldi_text", "trn", "ctm", "jsonl", "whisper", "nemo", "vosk", "deepspeech",
+                              "azure-speech", "pocketsphinx", "rev", "aws", "speechmatics", "google", "watson",
+                              "deepgram", "assemblyai", "huggingface", "azure", "nlp", "stm", "srt", "vtt",
+                              "whisper-tsv")
     assert names("emit") == ("readable", "twocol", "ctm", "jsonl", "nemo", "nlp", "stm", "srt", "vtt",
                              "timed-json")
-    assert [n for n in REGISTRY if REGISTRY[n].times] == ["ctm", "jsonl", "whisper", "vosk", "deepspeech", "azure-speech", "pocketsphinx", "rev", "aws", "speechmatics", "google", "watson", "deepgram", "assemblyai", "huggingface", "azure", "nlp", "stm", "srt", "vtt", "whisper-tsv"]
+    assert [n for n in REGISTRY if REGISTRY[n].times] == ["ctm", "jsonl", "whisper", "vosk", "deepspeech",
+                                                          "azure-speech", "pocketsphinx", "rev", "aws", "speechmatics",
+                                                          "google", "watson", "deepgram", "assemblyai", "huggingface",
+                                                          "azure", "nlp", "stm", "srt", "vtt", "whisper-tsv"]
     assert [n for n in REGISTRY if REGISTRY[n].needs_times] == ["ctm", "stm", "srt", "vtt"]
 
 
@@ -180,19 +239,20 @@ def test_punctuate_names_its_formats_from_the_registry(tmp_path, pkg):
     r = cli("punctuate", "-m", pkg, src, "--format", "xml", ok=False)
     assert r.returncode == 2 and f"'xml' is not one of: {outs} " in r.stderr
     # and so does the library, for callers from Python
-    from punctkit import Punctuator
+    from punctkit import load_model
     from punctkit.punctuator import punctuate_file
 
-    punct = Punctuator.load(pkg)
-    with pytest.raises(PunctkitError, match=re.escape(f"unknown input format 'xml' (known: {', '.join(names('units'))})")):
+    punct = load_model(pkg)
+    with pytest.raises(PunctkitError,
+                       match=re.escape(f"unknown input format 'xml' (known: {', '.join(names('units'))})")):
         punctuate_file(punct, src, tmp_path / "o1", input_format="xml")
     with pytest.raises(PunctkitError, match=re.escape(f"unknown output format 'xml' (known: {outs})")):
         punctuate_file(punct, src, tmp_path / "o2", fmt="xml")
     r = cli("punctuate", "-m", pkg, src, "--format", "ctm", ok=False)
     assert r.stderr.strip() == ("punctkit: error: --format ctm needs word times, which input format text does not "
-                                "carry: give an input with them (ctm, jsonl, whisper, vosk, deepspeech, azure-speech, pocketsphinx, rev, "
-                                "aws, speechmatics, google, watson, deepgram, assemblyai, huggingface, azure, nlp, stm, srt, vtt, "
-                                "whisper-tsv)")
+                                "carry: give an input with them (ctm, jsonl, whisper, vosk, deepspeech, azure-speech, "
+                                "pocketsphinx, rev, aws, speechmatics, google, watson, deepgram, assemblyai, "
+                                "huggingface, azure, nlp, stm, srt, vtt, whisper-tsv)")
     for fmt in FORMATS:  # every corpus format is a punctuate output through its registry writer
         out = out_path(tmp_path, fmt)
         r = CliRunner().invoke(app, ["punctuate", "-m", str(pkg), str(src), "--format", fmt, "-o", str(out)])

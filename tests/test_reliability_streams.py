@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from punct_util import cli_error
 from punctkit.files import MAX_LINE_BYTES, PunctkitError, decode_lines, shown, text_codec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,15 +53,6 @@ def run(*args: object, closed: tuple[int, ...] = (), stdin=None, input: str | No
                           preexec_fn=closing(*closed) if closed else None)
 
 
-def one_line(r: subprocess.CompletedProcess, status: int = 1) -> str:
-    assert "Traceback" not in r.stderr, r.stderr
-    lines = r.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("punctkit: error: "), r.stderr
-    assert "internal error" not in lines[0]
-    assert r.returncode == status, r.stderr
-    return lines[0]
-
-
 @pytest.fixture
 def text_file(tmp_path: Path) -> Path:
     p = tmp_path / "in.txt"
@@ -71,7 +63,7 @@ def text_file(tmp_path: Path) -> Path:
 # ---------------------------------------------------------------- kind 1: closed standard streams
 
 def test_punctuate_stdout_closed(text_file: Path) -> None:
-    line = one_line(run("punctuate", text_file, closed=(1,)))
+    line = cli_error(run("punctuate", text_file, closed=(1,)))
     assert "standard output is closed" in line and "-o FILE" in line
 
 
@@ -86,7 +78,7 @@ def test_punctuate_stdout_closed_with_o(text_file: Path, tmp_path: Path, fmt: st
 @pytest.mark.parametrize("args", [("punctuate",), ("punctuate", "-"), ("punctuate", "--stream"),
                                   ("punctuate", "-", "--stream")])
 def test_punctuate_stdin_closed(args: tuple[str, ...]) -> None:
-    assert "standard input is closed" in one_line(run(*args, closed=(0,)))
+    assert "standard input is closed" in cli_error(run(*args, closed=(0,)))
 
 
 def test_stderr_closed_work_is_done(text_file: Path, tmp_path: Path) -> None:
@@ -114,16 +106,16 @@ def test_stderr_closed_no_descriptor_taken_over(text_file: Path, tmp_path: Path)
 
 
 def test_score_and_stats_stdout_closed(text_file: Path, tmp_path: Path) -> None:
-    assert "standard output is closed" in one_line(run("score", text_file, text_file, closed=(1,)))
+    assert "standard output is closed" in cli_error(run("score", text_file, text_file, closed=(1,)))
     r = run("score", text_file, text_file, "-o", tmp_path / "sc", closed=(1,))  # the files first, then the error
-    assert "standard output is closed" in one_line(r)
+    assert "standard output is closed" in cli_error(r)
     assert (tmp_path / "sc" / "score.json").is_file()
-    assert "standard output is closed" in one_line(run("stats", text_file, closed=(1,)))
+    assert "standard output is closed" in cli_error(run("stats", text_file, closed=(1,)))
 
 
 def test_prepare_convert_stdout_closed(text_file: Path, tmp_path: Path) -> None:
     r = run("prepare", text_file, "-o", tmp_path / "data", closed=(1,))  # data written, report cannot be
-    assert "standard output is closed" in one_line(r)
+    assert "standard output is closed" in cli_error(r)
     assert (tmp_path / "data" / "text").is_file()
     r = run("convert", text_file, tmp_path / "c.txt", closed=(1,))  # writes no standard output
     assert r.returncode == 0 and (tmp_path / "c.txt").read_text().startswith("so i am here")
@@ -194,7 +186,7 @@ def run_bounded(args: list[str], stdin) -> tuple[subprocess.CompletedProcess, fl
 def test_dev_zero_on_stdin(args: list[str]) -> None:
     with open("/dev/zero", "rb") as zero:
         r, seconds, rss = run_bounded(args, zero)
-    line = one_line(r)
+    line = cli_error(r)
     assert "stdin:1: line longer than 32 MiB" in line
     assert seconds < 10 and rss < 300 << 20, (seconds, rss >> 20)
 
@@ -208,7 +200,7 @@ def test_sparse_file_of_nuls(cmd: str, tmp_path: Path) -> None:
             "score": ["score", f, f], "stats": ["stats", f],
             "punctuate-dev-zero": ["punctuate", "--input-format", "text", "/dev/zero"]}[cmd]
     r, seconds, rss = run_bounded([str(a) for a in args], subprocess.DEVNULL)
-    line = one_line(r)
+    line = cli_error(r)
     assert ":1: line longer than 32 MiB" in line and "break the input into lines" in line
     assert seconds < 10 and rss < 300 << 20, (seconds, rss >> 20)
     assert not (tmp_path / "c.txt").exists()
@@ -294,7 +286,7 @@ def test_convert_and_score_fifo(tmp_path: Path, text_file: Path) -> None:
 
 def test_urandom_is_read_not_refused() -> None:
     r = run("punctuate", "--input-format", "text", "/dev/urandom", timeout=30)
-    line = one_line(r)
+    line = cli_error(r)
     assert "file not found" not in line and "not a regular file" not in line
     assert line.startswith("punctkit: error: /dev/urandom:")  # bytes that are not UTF-8, named where
 
@@ -337,10 +329,10 @@ def assert_escaped(line: str) -> None:
 def test_prepare_and_score_unknown_label(tmp_path: Path) -> None:
     f = tmp_path / "a.tsv"
     f.write_text("hello\tO\nworld\tPERIOD\nfoo\tX\x1b[2J\x07\x08\n")
-    line = one_line(run("prepare", "--from", "twocol", f, "-o", tmp_path / "d"))
+    line = cli_error(run("prepare", "--from", "twocol", f, "-o", tmp_path / "d"))
     assert_escaped(line)
     assert "\\x1b[2J\\x07\\x08" in line and ":3:" in line
-    line = one_line(run("score", "--ref-format", "twocol", "--hyp-format", "twocol", f, f))
+    line = cli_error(run("score", "--ref-format", "twocol", "--hyp-format", "twocol", f, f))
     assert_escaped(line)
     assert "\\x1b" in line
 
@@ -348,7 +340,7 @@ def test_prepare_and_score_unknown_label(tmp_path: Path) -> None:
 def test_ctm_utterance_id(tmp_path: Path) -> None:
     f = tmp_path / "c.ctm"
     f.write_text("u\x1b]52;c;AAAA\x07t1 A 0.0 0.5 hello\nu1 A 0.0 0.5 hello\nu\x1b]52;c;AAAA\x07t1 A 0.5 0.5 x\n")
-    line = one_line(run("punctuate", f))
+    line = cli_error(run("punctuate", f))
     assert_escaped(line)
     assert "\\x1b]52;c;AAAA\\x07" in line and "c.ctm:3" in line
 
@@ -363,7 +355,7 @@ def test_prepare_report_examples_escaped(tmp_path: Path) -> None:
 
 
 def test_paths_and_usage_errors_escaped(tmp_path: Path) -> None:
-    assert_escaped(one_line(run("punctuate", tmp_path / "no\x1b[2Jsuch\x07.txt")))
+    assert_escaped(cli_error(run("punctuate", tmp_path / "no\x1b[2Jsuch\x07.txt")))
     r = run("punctuate", "--format", "x\x1b[31m")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert_escaped(r.stderr)

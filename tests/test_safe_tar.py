@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from punctkit.compat import tar_has_data_filter
 from tar_util import check_extraction
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_extraction_through_tarfiles_data_filter(tmp_path: Path) -> None:
-    if not hasattr(tarfile, "data_filter"):
+    if not tar_has_data_filter():
         pytest.skip("this Python's tarfile has no data filter (before 3.10.12 / 3.11.4): the other test runs here")
     check_extraction(tmp_path)
 
@@ -62,7 +63,8 @@ def test_the_oldest_declared_python_compiles_and_extracts(tmp_path: Path) -> Non
     if exe is None:
         pytest.skip(f"no Python {version[0]}.{version[1]} installed (setup.cfg's oldest; pyenv install "
                     f"{version[0]}.{version[1]} to run this check)")
-    sources = [str(p) for d in ("punctkit", "local", "utils", "recipes", "tests") for p in sorted((ROOT / d).rglob("*.py"))]
+    sources = [str(p) for d in ("punctkit", "local", "utils", "recipes", "tests")
+               for p in sorted((ROOT / d).rglob("*.py"))]
     code = ("import sys\nfor f in sys.argv[1:]:\n    compile(open(f, encoding='utf-8').read(), f, 'exec')\n")
     r = subprocess.run([exe, "-c", code, *sources], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

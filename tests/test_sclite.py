@@ -150,7 +150,7 @@ def test_stm_gives_subtitles_within_its_segments_times(tmp_path, iwslt):
 
 
 def test_stm_is_told_from_ctm():
-    from punctkit.data.formats.registry import line_kind
+    from punctkit.data.formats.detect import line_kind
 
     assert line_kind("utt1 1 0.50 0.30 hello") == "ctm"
     assert line_kind("utt1 1 0.50 0.30 5 0.9") == "ctm"  # a number for a word, a confidence after it
@@ -177,7 +177,8 @@ def test_stm_written_from_another_timed_input(tmp_path):
     p = tmp_path / "in.ctm"
     p.write_text("utt1 1 0.50 0.30 hello\nutt1 1 0.80 0.40 there\nutt2 1 2.00 0.50 bye\n", encoding="utf-8")
     out = cli("punctuate", p, "--format", "stm").stdout.splitlines()
-    assert [ln.split()[:5] for ln in out] == [["utt1", "1", "utt1", "0.50", "1.20"], ["utt2", "1", "utt2", "2.00", "2.50"]]
+    assert [ln.split()[:5] for ln in out] == [["utt1", "1", "utt1", "0.50", "1.20"],
+                                              ["utt2", "1", "utt2", "2.00", "2.50"]]
     assert [[w.strip(",.?!").lower() for w in ln.split()[5:]] for ln in out] == [["hello", "there"], ["bye"]]
     back = units("stm", _written(tmp_path, out))
     assert [u.words for u in back] == [["hello", "there"], ["bye"]]
@@ -204,12 +205,12 @@ def test_stream_runs_group_a_stream_s_units_and_cut_a_long_one(monkeypatch):
 
 def test_the_marks_of_a_segment_end_are_the_stream_s(tmp_path, iwslt):
     """The engine's labels of an stm's units: one labelling call; a recording's last word ends a sentence."""
-    from punctkit import Punctuator
+    from punctkit import load_model
 
     words = first_words(iwslt, 120)
     p = tmp_path / "talk.stm"
     p.write_text(stm_of({"TalkA_2011": [words[k:k + 17] for k in range(0, 120, 17)]}), encoding="utf-8")
-    punct = Punctuator.load("fast")
+    punct = load_model("fast")
     done = list(punct.label(units("stm", p)))
     assert [d.utt.uttid for d in done] == [u.uttid for u in units("stm", p)]
     assert mark_of(done[-1].labels[-1]) in SENTENCE_END
@@ -224,7 +225,8 @@ def test_stream_refuses_stm_and_ctm_lines_in_one_line(tmp_path, body, kind):
     r = cli("punctuate", "--stream", p, ok=False)
     assert r.returncode == 1 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
     assert f" line 1: a line of {kind}" in r.stderr
-    assert r.stderr.strip().endswith("which --stream does not read (it reads words): punctuate the file without --stream")
+    assert r.stderr.strip().endswith("which --stream does not read (it reads words): "
+                                     "punctuate the file without --stream")
 
 
 def test_stm_comments_after_the_last_segment_and_long_runs_of_them_come_back(tmp_path, monkeypatch):
@@ -243,9 +245,10 @@ def test_stm_comments_after_the_last_segment_and_long_runs_of_them_come_back(tmp
         assert "1 utterances, 2 words" in r.stderr and "without words" not in r.stderr, (fmt, r.stderr)
         assert len(r.stdout.splitlines()) == {"twocol": 3, "ctm": 2}.get(fmt, 1), (fmt, r.stdout)  # twocol: + a blank
         assert "tail" not in r.stdout and "head" not in r.stdout and '"text": ""' not in r.stdout, (fmt, r.stdout)
-    monkeypatch.setattr(sclite, "MAX_HELD", 30)  # (its name in the reader)  # comments held for the next segment are bounded
+    # comments held for the next segment are bounded
+    monkeypatch.setattr(sclite, "MAX_HELD", 30)  # (its name in the reader)
     p.write_text(";; one comment line\n" * 5 + "T 1 T 0.0 1.0 <o> hello there\n", encoding="utf-8")
     got = units("stm", p)
     assert [u.words for u in got] == [[], [], ["hello", "there"]]
-    assert "".join(u.frame[0] + "\n" for u in got[:2]) + got[2].frame[0] == p.read_text().split("T 1 T")[0] + \
+    assert "".join(u.frame.before + "\n" for u in got[:2]) + got[2].frame.before == p.read_text().split("T 1 T")[0] + \
         "T 1 T 0.0 1.0 <o> "

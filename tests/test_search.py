@@ -108,7 +108,8 @@ def test_full_beam_finds_the_exact_nbest(name):
     hyps = beam_search(model, batch, beam=N_LABELS**3, nbest=5)
     for i, n in enumerate([3, 2]):
         every = sorted(
-            ((sequence_logprob(model, batch, i, list(seq)), list(seq)) for seq in itertools.product(range(N_LABELS), repeat=n)),
+            ((sequence_logprob(model, batch, i, list(seq)), list(seq))
+             for seq in itertools.product(range(N_LABELS), repeat=n)),
             reverse=True,
         )
         assert [labels for labels, _ in hyps[i]] == [seq for _, seq in every[:5]]

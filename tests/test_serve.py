@@ -22,39 +22,35 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from punct_util import PK, tiny_conf, train_tiny
+from punct_util import PK
 from serve_util import Server, post, ws_replies
 
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
 from label_util import words_labels
-from punctkit import Punctuator  # noqa: E402
+from punctkit import Punctuator, load_model  # noqa: E402
 from punctkit import serve as serve_module  # noqa: E402
 from punctkit.data.formats import read  # noqa: E402
 from punctkit.files import PunctkitError  # noqa: E402
 from punctkit.punctuator import punctuate_file  # noqa: E402
 from punctkit.serve import Parsed, RateLimit, Request, label_batch, parse_rate, parse_size  # noqa: E402
 
-TINY = tiny_conf({"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 32, "dropout": 0.1}, epochs=4)
 MAX_BODY = 64_000
 
 
 # ------------------------------------------------------------------ fixtures: a model, a server
 
 @pytest.fixture(scope="module")
-def packed(tmp_path_factory) -> dict[str, Any]:
-    """A tiny DRNN-LWMA trained on 8000 words of dev2012 and packed with --onnx; test2011 utterances."""
-    from punctkit.packing import pack
-
-    d = tmp_path_factory.mktemp("serve")
-    pack(train_tiny(d, TINY), d / "m.pkt", onnx=True)
+def packed(tiny_package, tmp_path_factory) -> dict[str, Any]:
+    """The run's tiny DRNN-LWMA packed with --onnx (conftest.tiny_package), copied here; test2011 utterances."""
+    d = tiny_package.copy_to(tmp_path_factory.mktemp("serve"))
     utts, _ = read(d / "test")
     return {"dir": d, "pkt": d / "m.pkt", "utts": [u.words for u in utts]}
 
 
 @pytest.fixture(scope="module")
 def punct(packed) -> Punctuator:
-    return Punctuator.load(packed["pkt"], threads=1)
+    return load_model(packed["pkt"], threads=1)
 
 
 @pytest.fixture(scope="module")
@@ -476,8 +472,8 @@ def test_batching_never_changes_a_label(packed, punct, cuts, lengths):
 
 def test_long_input_is_punctuated_in_chunks(packed):
     """An input far over the chunk size comes back labelled word for word, as one whole-stream decode."""
-    small = Punctuator.load(packed["pkt"], threads=1, chunk_words=50)
-    whole = Punctuator.load(packed["pkt"], threads=1)
+    small = load_model(packed["pkt"], threads=1, chunk_words=50)
+    whole = load_model(packed["pkt"], threads=1)
     words = [w for u in packed["utts"][:20] for w in u]
     assert len(words) > 300
     got = batch_labels(small, [[(words[:7], None)], [(words, None)]])
@@ -490,7 +486,7 @@ def test_int8_package_batched_differs_from_alone_on_under_half_a_percent_of_word
     from punctkit.packing import pack
 
     pack(packed["dir"] / "exp", tmp_path / "m8.pkt", onnx=True, int8=True)
-    p8 = Punctuator.load(tmp_path / "m8.pkt", threads=1)
+    p8 = load_model(tmp_path / "m8.pkt", threads=1)
     assert p8.card["onnx"] == "int8"
     jobs = [[(u[:50], None), (u[50:], None)] for u in packed["utts"]]
     batched = [lab for job in batch_labels(p8, jobs) for labels in job for lab in labels]

@@ -22,7 +22,7 @@ from serve_util import Server, post
 
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
-from punctkit import Punctuator  # noqa: E402
+from punctkit import load_model  # noqa: E402
 from punctkit.serve import Request, label_batch, parse_body  # noqa: E402
 from punctkit.serve.bodies import Dropped  # noqa: E402
 
@@ -172,7 +172,7 @@ def test_sigint_after_clients_left(server, words):
 def test_label_batch_stops_when_dropped(words):
     """`label_batch` with `dropped` saying True stops before decoding (`Dropped`); saying False, the labels are
     those without it (an 8,000-word stream decoded 2,000 words at a time: in segments, each asked first)."""
-    punct = dataclasses.replace(Punctuator.load("fast", threads=1), chunk_words=2000)
+    punct = dataclasses.replace(load_model("fast", threads=1), chunk_words=2000)
     request = Request(parse_body(punct, body_of(words, 8000)))
     asked: list[int] = []
 

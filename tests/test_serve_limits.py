@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from punct_util import PK
+from punct_util import PK, one_line_message
 from serve_util import Server
 
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
@@ -101,12 +101,12 @@ def answer(raw: bytes) -> tuple[int, dict[str, str], bytes]:
     return int(lines[0].split()[1]), headers, body
 
 
-def one_line_error(headers: dict[str, str], body: bytes) -> str:
-    """The message of a one-line JSON error body."""
+def json_error(headers: dict[str, str], body: bytes) -> str:
+    """The message of a one-line JSON error body, checked by one_line_message."""
     assert headers["content-type"].startswith("application/json"), headers
     text = body.decode("utf-8")
     assert "\n" not in text.strip() and "Traceback" not in text, text
-    return json.loads(text)["error"]
+    return one_line_message(json.loads(text)["error"])
 
 
 def request(method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b"",
@@ -179,7 +179,7 @@ def test_malformed_requests_are_one_line_json_errors_logged_in_one_line(server):
     for case, data, pause, status, what in MALFORMED:
         got_status, headers, body = answer(exchange(s.port, data, pause))
         assert got_status == status, (case, got_status, body)
-        message = one_line_error(headers, body)
+        message = json_error(headers, body)
         assert what.lower() in message.lower(), (case, message)
         assert not any(0x00 <= ord(c) < 0x20 for c in message), (case, message)
         if status == 405:
@@ -287,10 +287,10 @@ def test_host_header_is_checked_against_dns_rebinding(server):
         status, headers, body = answer(exchange(s.port, request("GET", "/health", host=host)))
         assert status in (403, 421, 400), host
         if status != 400:  # 400: aiohttp's parser refused the value itself
-            assert "not allowed" in one_line_error(headers, body) and "--allow-host" in one_line_error(headers, body)
+            assert "not allowed" in json_error(headers, body) and "--allow-host" in json_error(headers, body)
     status, headers, body = answer(exchange(s.port, request("POST", "/punctuate", body=WORDS.encode(),
                                                             host="evil.example")))
-    assert status == 403 and "not allowed" in one_line_error(headers, body)
+    assert status == 403 and "not allowed" in json_error(headers, body)
     status, _, body = answer(exchange(s.port, request("GET", "/model", host="rebound.evil.example")))
     assert status == 403 and b"inventory" not in body  # the card does not reach the page
     # a page of another site (Origin) is refused even with a loopback Host; the service's own are not

@@ -141,6 +141,7 @@ def punctuate_in_page(drv, timeout: float = 30) -> str:
     return drv.find_element(By.ID, "status").text
 
 
+@pytest.mark.slow  # a browser
 def test_page_in_a_browser(server, browser, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -188,6 +189,7 @@ def test_page_in_a_browser(server, browser, tmp_path):
     assert drv.find_element(By.ID, "out").text == "" and not link.is_displayed()
 
 
+@pytest.mark.slow  # a browser
 def test_page_of_a_foreign_host_is_refused_in_a_browser(server, browser):
     """A name of another site rebound to 127.0.0.1 (DNS rebinding) gets the 403 every route gives, no page."""
     from selenium.webdriver.common.by import By

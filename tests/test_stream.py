@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from punct_util import PK, cli, tiny_conf, train_tiny
+from punct_util import PK, cli
 from punctkit.data.formats import read
 from punctkit.data.labels import SENTENCE_END, mark_of
 from punctkit.data.streams import Stream, TimeDelay, train_windows
@@ -32,28 +32,20 @@ from punctkit.decode.windows import centrality, decode_windows_rows, owners, pla
 from punctkit.files import PunctkitError
 from punctkit.infer.stream import PunctStream
 
-# trained for look-ahead: the fixture also shows that the training option runs end to end
-TINY = tiny_conf({"type": "drnn_lwma", "n_layers": 2, "n_heads": 2, "d_model": 32, "dropout": 0.1}, epochs=4)
-TINY["train"]["lookahead"] = {"max": 4, "p": 0.5}
-
 
 @pytest.fixture(scope="module")
-def packed(tmp_path_factory):
-    """A tiny DRNN-LWMA trained with time-delay windows, packed with --onnx, and 1000 test2011 words."""
+def packed(tiny_package, tmp_path_factory):
+    """The run's tiny DRNN-LWMA, trained with time-delay windows and packed with --onnx (conftest.tiny_package),
+    copied here, and 1000 test2011 words."""
     pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
-    d = tmp_path_factory.mktemp("stream")
-    exp = train_tiny(d, TINY)
-    cli("pack", exp, "-o", d / "m.pkt", "--onnx")
-    utts, _ = read(d / "test")
-    (d / "words.txt").write_text("".join(" ".join(u.words) + "\n" for u in utts[:10]))
-    return d
+    return tiny_package.copy_to(tmp_path_factory.mktemp("stream"), utts=10)
 
 
 @pytest.fixture(scope="module")
 def punct(packed):
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    return Punctuator.load(packed / "m.pkt", threads=1, backend="torch")
+    return load_model(packed / "m.pkt", threads=1, backend="torch")
 
 
 def _words(packed) -> list[str]:
@@ -204,7 +196,7 @@ def test_stream_commits_only_after_lookahead_words_and_never_revises(punct, pack
         assert s.pending == n - len(got)
     got += s.finish()
     assert [w for w, _, _ in got] == words  # every word exactly once, in order
-    want = decode_lookahead([words], punct.frontend, punct.window, punct.step, L, punct.predict,
+    want = decode_lookahead([words], punct.frontend, punct.window, punct.step, L, punct.scorer.runner.predict,
                             inventory=punct.inventory)[0]
     labels = [lab for _, lab, _ in got]
     assert labels == [punct.inventory.labels[i] for i in want]
@@ -245,9 +237,7 @@ def test_unlimited_stream_equals_offline_punctuate(punct, packed):
 
 
 def _averaging(p):
-    from dataclasses import replace
-
-    return replace(p, options=replace(p.options, overlap="average"))
+    return p.with_options(overlap="average")
 
 
 def test_average_overlap_weighs_each_window_by_the_words_context(punct, packed):
@@ -262,16 +252,18 @@ def test_average_overlap_weighs_each_window_by_the_words_context(punct, packed):
     stream = Stream("s", ["s"], [0], words, [IGNORE] * len(words))
     window, step = punct.window, punct.step
     plan = plan_windows(len(words), window, step)
-    per_window = punct.predict(WindowDataset([stream], punct.frontend, [Window(0, a, b) for a, b in plan]))
-    (hyps, rows), = decode_windows_rows([stream], punct.frontend, window, step, punct.predict, overlap="average")
-    (c_hyps, c_rows), = decode_windows_rows([stream], punct.frontend, window, step, punct.predict)
+    predict = punct.scorer.runner.predict
+    per_window = predict(WindowDataset([stream], punct.frontend, [Window(0, a, b) for a, b in plan]))
+    got, = decode_windows_rows([stream], punct.frontend, window, step, predict, overlap="average")
+    central, = decode_windows_rows([stream], punct.frontend, window, step, predict)
+    rows, c_rows = got.rows, central.rows
     several = 0
     for i in range(len(words)):
         held = [(k, a, b) for k, (a, b) in enumerate(plan) if a <= i < b]
         w = np.array([1 + min(centrality(i, a, b, len(words)), window) for _, a, b in held], dtype=float)
-        want = sum(wk * per_window[k][1][i - a] for wk, (k, a, _) in zip(w, held)) / w.sum()
+        want = sum(wk * per_window[k].rows[i - a] for wk, (k, a, _) in zip(w, held)) / w.sum()
         np.testing.assert_allclose(rows[i], want, rtol=0, atol=1e-12)
-        assert hyps[0][0][i] == int(np.argmax(want))
+        assert got.best[i] == int(np.argmax(want))
         several += len(held) > 1
     assert several > len(words) // 2  # most words are in two windows: the average is not one window's
     assert not np.allclose(rows, c_rows)  # and it differs from the most central window's
@@ -291,8 +283,8 @@ def test_unlimited_stream_equals_offline_punctuate_with_averaged_windows(punct, 
     got += s.finish()
     offline = avg.punctuate(" ".join(words)).split()
     assert [x for _, _, x in got] == offline
-    want = decode_lookahead([words], avg.frontend, avg.window, avg.step, None, avg.predict, inventory=avg.inventory,
-                            overlap="average")[0]  # the look-ahead sweep's unlimited row
+    want = decode_lookahead([words], avg.frontend, avg.window, avg.step, None, avg.scorer.runner.predict,
+                            inventory=avg.inventory, overlap="average")[0]  # the look-ahead sweep's unlimited row
     assert [lab for _, lab, _ in got] == [avg.inventory.labels[i] for i in want]
     assert offline != punct.punctuate(" ".join(words)).split()  # the averaged windows label otherwise here
 
@@ -309,9 +301,9 @@ def test_overlap_option_is_checked():
 
 
 def test_torch_and_onnx_lookahead_labels_are_the_same(punct, packed):
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    onnx = Punctuator.load(packed / "m.pkt", threads=1, backend="onnx")
+    onnx = load_model(packed / "m.pkt", threads=1, backend="onnx")
     assert onnx.backend == "onnx"
     words = _words(packed)[:400]
     chunks = [words[k:k + 7] for k in range(0, 400, 7)]  # 7 words a chunk: batched windows too
@@ -321,9 +313,10 @@ def test_torch_and_onnx_lookahead_labels_are_the_same(punct, packed):
 
 
 def test_onnx_streaming_runs_without_torch(packed):
-    code = ("import sys\nfrom punctkit import Punctuator\n"
-            f"p = Punctuator.load({str(packed / 'm.pkt')!r}, threads=1, backend='onnx')\n"
-            "from punctkit.infer.stream import PunctStream\ns = PunctStream(p, 1)\nout = s.feed('so i think we should go now') + s.finish()\n"
+    code = ("import sys\nfrom punctkit import load_model\n"
+            f"p = load_model({str(packed / 'm.pkt')!r}, threads=1, backend='onnx')\n"
+            "from punctkit.infer.stream import PunctStream\ns = PunctStream(p, 1)\n"
+            "out = s.feed('so i think we should go now') + s.finish()\n"
             "print(len(out), 'torch' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -338,7 +331,8 @@ def test_encoder_decoders_stream_only_unlimited(punct):
     model = build_model({"type": "transformer_seq2seq", "n_layers": 1, "n_dec_layers": 1, "d_model": 16,
                          "n_heads": 2, "d_ff": 32}, vocab_size=punct.frontend.vocab_size,
                         n_labels=len(punct.inventory.labels), pad_id=punct.frontend.pad_id, embeddings=None)
-    p = dataclasses.replace(punct, runner=dataclasses.replace(punct.runner, model=model.eval()))
+    runner = dataclasses.replace(punct.scorer.runner, model=model.eval())
+    p = dataclasses.replace(punct, scorer=dataclasses.replace(punct.scorer, runner=runner))
     with pytest.raises(PunctkitError, match="encoder-decoder"):
         PunctStream(p, 4)
     PunctStream(p, None)
@@ -350,16 +344,15 @@ def _random_tagger(punct, conf: dict, frontend=None):
 
     import torch
 
-    from punctkit.decode.decoder import predict
-    from punctkit.infer import Backend
+    from punctkit.infer.backends import TorchRunner
     from punctkit.models.registry import build_model
 
     fe = frontend or punct.frontend
     torch.manual_seed(0)
     model = build_model(conf, vocab_size=fe.vocab_size, n_labels=len(punct.inventory.labels), pad_id=fe.pad_id,
                         embeddings=None).eval()
-    return dataclasses.replace(punct, frontend=fe, runner=Backend(lambda ds: predict(model, ds, 64, "cpu", 1, 1, fe.pad_id),
-                                                                  "torch", model=model))
+    run = TorchRunner(model, "cpu", 64, 1, 1, fe.pad_id)
+    return dataclasses.replace(punct, scorer=dataclasses.replace(punct.scorer, frontend=fe, runner=run))
 
 
 def _check_tagger(p, words: list[str]) -> None:
@@ -372,7 +365,8 @@ def _check_tagger(p, words: list[str]) -> None:
         labels += [lab for _, lab, _ in s.feed(w)]
         assert len(labels) == max(0, n - 2)
     labels += [lab for _, lab, _ in s.finish()]
-    want = decode_lookahead([words], p.frontend, p.window, p.step, 2, p.predict, inventory=p.inventory)[0]
+    want = decode_lookahead([words], p.frontend, p.window, p.step, 2, p.scorer.runner.predict,
+                            inventory=p.inventory)[0]
     assert labels == [p.inventory.labels[i] for i in want] and len(set(labels)) > 1
 
 

@@ -53,9 +53,11 @@ def test_only_the_last_word_and_not_a_fixed_mark():
     assert close_stream(["O", "O", "COMMA"], rows, inv, fixed=[None, None, "COMMA"], closes=True) == ["O", "O", "COMMA"]
     assert close_stream([], rows[:0], inv, closes=True) == []
     ids = [inv.index("O")] * 3  # the label ids of decode and training's validation, closed alike
-    assert close_ids(ids, rows, inv, closes=True) == [inv.index(lab) for lab in close_stream(["O"] * 3, rows, inv, closes=True)]
+    closed = close_stream(["O"] * 3, rows, inv, closes=True)
+    assert close_ids(ids, rows, inv, closes=True) == [inv.index(lab) for lab in closed]
     assert close_ids([], rows[:0], inv, closes=True) == []
-    assert close_stream(["O"] * 3, rows, inv, closes=False) == ["O"] * 3 and close_ids(ids, rows, inv, closes=False) == ids
+    assert close_stream(["O"] * 3, rows, inv, closes=False) == ["O"] * 3
+    assert close_ids(ids, rows, inv, closes=False) == ids
     commas = LabelSet("commas", ("COMMA",))  # an inventory without a sentence-final mark: nothing to add
     assert close_stream(["O"], np.array([[0.9, 0.1]]), commas, closes=True) == ["O"]
 
@@ -89,10 +91,10 @@ def test_a_lower_case_line_begins_with_a_capital_in_every_path(tmp_path):
     import subprocess
 
     from punct_util import PK
-    from punctkit.infer.engine import Punctuator
+    from punctkit.infer.engine import load_model
 
     line = "the nasa team met in new york and i think they were right"
-    punct = Punctuator.load()
+    punct = load_model()
     raw = words_labels(punct, line.split())  # the labels as the engine gives them, opened
     assert raw[0].startswith("C_")
     shown = punct.punctuate(line)
@@ -136,7 +138,7 @@ def test_open_streams_keep_the_models_last_label_in_decode_validation_and_punctu
     from punctkit.data.streams import make_streams
     from punctkit.decode.decoder import validation
     from punctkit.decode.options import DecodeOptions, read_options
-    from punctkit.infer.engine import Punctuator
+    from punctkit.infer.engine import load_model
     from punctkit.text.frontend import load_frontend
 
     exp, chunks = chunks_and_model
@@ -147,15 +149,16 @@ def test_open_streams_keep_the_models_last_label_in_decode_validation_and_punctu
     ends = [mark_of(u.labels[-1]) in SENTENCE_END for u in opened]
     assert sum(ends) < len(ends)  # the model's own: chunks end inside sentences
     for c, o in zip(closed, opened):  # nothing but the last word differs
-        assert c.labels[:-1] == o.labels[:-1] and (c.labels[-1] == o.labels[-1]) == (mark_of(o.labels[-1]) in SENTENCE_END)
+        assert c.labels[:-1] == o.labels[:-1]
+        assert (c.labels[-1] == o.labels[-1]) == (mark_of(o.labels[-1]) in SENTENCE_END)
     assert read_options(tmp_path / "open" / "decode_options.yaml").stream_end == "open"
     # the library: a Punctuator with the option labels a stream as decode does
-    punct = Punctuator.from_experiment(exp, DecodeOptions(window=40, step=20, stream_end="open"))
+    punct = load_model(exp, options=[DecodeOptions(window=40, step=20, stream_end="open")])
     words = opened[0].words
     assert not punct.closes_streams and words_labels(punct, words) == opened[0].labels
     # and each utterance of an utterance format (Whisper's segments, a data dir) as its own stream
     assert list(utterance_labels(punct, [(u.words, None) for u in opened])) == [u.labels for u in opened]
-    closing = Punctuator.from_experiment(exp, DecodeOptions(window=40, step=20))
+    closing = load_model(exp, options=[DecodeOptions(window=40, step=20)])
     assert list(utterance_labels(closing, [(u.words, None) for u in closed])) == [u.labels for u in closed]
     # training's validation, from a decode section that says so
     fe = load_frontend(exp / "frontend")
@@ -163,7 +166,7 @@ def test_open_streams_keep_the_models_last_label_in_decode_validation_and_punctu
     inv = read_data_dir(chunks).inventory
     for end, want in (("open", opened), ("sentence", closed)):
         run, search = validation({"window": 40, "step": 20, "stream_end": end}, fe, streams, torch_cpu(), inventory=inv)
-        ids = run(punct.model)
+        ids = run(punct.scorer.runner.model)
         assert search["stream_end"] == end
         assert [[inv.labels[i] for i in x] for x in ids] == [u.labels for u in want]
 

@@ -33,6 +33,7 @@ from punctkit.data.formats.subtitles import (
 from punctkit.data.labels import INVENTORIES, O, default_substitution
 from punctkit.data.tokenize import read_passage
 from punctkit.files import PunctkitError
+from punctkit.infer.engine import Labelled
 
 SETTINGS = settings(max_examples=int(os.environ.get("PK_EXAMPLES", 80)), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -54,7 +55,7 @@ L1 = ["COMMA", O, O, O, "QUESTION"]
 L2 = [O, "COMMA", O, O, "PERIOD"]
 S1 = ["So,", "what", "do", "you", "think?"]
 S2 = ["I", "mean,", "we", "could", "go."]
-UNITS = [(U1, L1, S1, None), (U2, L2, S2, None)]
+UNITS = [Labelled(U1, L1, S1), Labelled(U2, L2, S2)]
 
 
 # ------------------------------------------------------------------ the cue builder
@@ -118,7 +119,7 @@ def test_no_cue_exceeds_the_limits(items, seconds, chars, lines):
 # ------------------------------------------------------------------ SRT and WebVTT
 
 def test_srt_parses_back_with_srt(tmp_path):
-    text = "\n".join(srt_lines(UNITS, tmp_path / "x", OutputOptions(INV, one_stream=True))) + "\n"
+    text = "\n".join(srt_lines(UNITS, OutputOptions(INV, one_stream=True, src=tmp_path / "x"))) + "\n"
     subs = list(srt.parse(text))
     assert [s.content for s in subs] == ["So, what do you think?", "I mean, we could go."]
     assert [(s.start, s.end) for s in subs] == [(timedelta(0), timedelta(seconds=1.2)),
@@ -128,8 +129,8 @@ def test_srt_parses_back_with_srt(tmp_path):
 
 def test_vtt_parses_back_with_webvtt(tmp_path):
     u = unit("a", ["fish", "&", "chips", "a<b>"], [(0.0, 0.5), (0.5, 0.6), (0.6, 1.0), (1.0, 3661.25)])
-    units = UNITS + [(u, [O, O, O, "PERIOD"], ["fish", "&", "chips", "a<b>."], None)]
-    text = "\n".join(vtt_lines(units, tmp_path / "x", OutputOptions(INV, one_stream=True, max_cue_seconds=4000)))
+    units = UNITS + [Labelled(u, [O, O, O, "PERIOD"], ["fish", "&", "chips", "a<b>."])]
+    text = "\n".join(vtt_lines(units, OutputOptions(INV, one_stream=True, max_cue_seconds=4000, src=tmp_path / "x")))
     caps = webvtt.from_buffer(io.StringIO(text)).captions
     assert [html.unescape(c.text) for c in caps] == ["So, what do you think?", "I mean, we could go.",
                                                      "fish & chips a<b>."]
@@ -152,13 +153,13 @@ def test_words_without_times_lie_between_their_neighbours_and_a_unit_without_any
     assert word_spans(u) == [(0.5, 0.5), (0.5, 0.9), (0.9, 1.4), (0.9, 1.4), (1.4, 1.4), (1.4, 1.4)]
     labels = [O, O, "PERIOD", O, O, "PERIOD"]
     shown = ["So", "20", "people.", "Then", "it", "rained."]
-    srt = "\n".join(srt_lines([(u, labels, shown, None)], tmp_path / "x", OutputOptions(INV)))
+    srt = "\n".join(srt_lines([Labelled(u, labels, shown)], OutputOptions(INV, src=tmp_path / "x")))
     assert "00:00:00,500 --> 00:00:01,400\nSo 20 people." in srt and "00:00:01,400 --> 00:00:01,400" not in srt
-    ctm = list(ctm_out(u, labels, shown, tmp_path / "x"))
+    ctm = list(ctm_out(Labelled(u, labels, shown), OutputOptions(src=tmp_path / "x")))
     assert ctm[2:4] == ["a 1 0.900 0.500 people.", "a 1 0.900 0.500 Then"]
     none = unit("b", ["so", "then"], [(None, None), (None, None)], has_id=True)
     with pytest.raises(PunctkitError, match=r"^.*x:0 \(utterance b\): no word has a start time \(--format srt"):
-        list(srt_lines([(none, [O, O], ["So", "then"], None)], tmp_path / "x", OutputOptions(INV)))
+        list(srt_lines([Labelled(none, [O, O], ["So", "then"])], OutputOptions(INV, src=tmp_path / "x")))
 
 
 # ------------------------------------------------------------------ timed JSON
@@ -166,8 +167,9 @@ def test_words_without_times_lie_between_their_neighbours_and_a_unit_without_any
 def test_timed_json_keeps_every_word_and_time(tmp_path):
     rows = [np.full((5, 4), 0.25, dtype=np.float32), None]
     rows[0][0] = [0.1, 0.7, 0.1, 0.1]
-    units = [(UNITS[0][0], L1, S1, rows[0]), (UNITS[1][0], L2, S2, None)]
-    sents = [json.loads(line) for line in timed_json_lines(units, tmp_path / "x", OutputOptions(INV, one_stream=True))]
+    units = [Labelled(U1, L1, S1, rows[0]), Labelled(U2, L2, S2)]
+    opts = OutputOptions(INV, one_stream=True, src=tmp_path / "x")
+    sents = [json.loads(line) for line in timed_json_lines(units, opts)]
     assert [s["text"] for s in sents] == ["So, what do you think?", "I mean, we could go."]
     assert [(s["start"], s["end"]) for s in sents] == [(0.0, 1.2), (1.5, 2.9)]
     words = [w for s in sents for w in s["words"]]
@@ -182,11 +184,11 @@ def test_timed_json_keeps_every_word_and_time(tmp_path):
 def test_timed_json_independent_utterances_and_missing_times(tmp_path):
     a = unit("utt1", ["well", "so"], [(0.5, 0.7), (0.8, None)], has_id=True)
     b = unit("utt2", ["yes"], [(None, None)], has_id=True)
-    units = [(a, [O, O], ["Well", "so"], None), (b, [O], ["Yes"], None)]
-    sents = [json.loads(line) for line in timed_json_lines(units, tmp_path / "x", OutputOptions(INV))]
+    units = [Labelled(a, [O, O], ["Well", "so"]), Labelled(b, [O], ["Yes"])]
+    sents = [json.loads(line) for line in timed_json_lines(units, OutputOptions(INV, src=tmp_path / "x"))]
     assert [(s["text"], s["utterance"], s["start"], s["end"]) for s in sents] == [
         ("Well so", "utt1", 0.5, 0.8), ("Yes", "utt2", None, None)]
-    assert list(timed_json_lines([], tmp_path / "x", OutputOptions(INV))) == []
+    assert list(timed_json_lines([], OutputOptions(INV, src=tmp_path / "x"))) == []
 
 
 # ------------------------------------------------------------------ end to end
@@ -194,7 +196,7 @@ def test_timed_json_independent_utterances_and_missing_times(tmp_path):
 def test_punctuate_whisper_to_srt_vtt_and_timed_json(tmp_path):
     if not LEGACY.is_file():
         pytest.skip("tests/data/legacy/word.pkt is missing")
-    from punctkit import Punctuator
+    from punctkit import load_model
     from punctkit.punctuator import punctuate_file
 
     words = [{"word": f" {t}", "start": round(0.4 * k, 2), "end": round(0.4 * k + 0.3, 2), "probability": 0.9}
@@ -204,7 +206,7 @@ def test_punctuate_whisper_to_srt_vtt_and_timed_json(tmp_path):
                                         {"id": 1, "start": 4.0, "end": 9.0, "text": "", "words": words[10:]}]}
     src = tmp_path / "talk.json"
     src.write_text(json.dumps(whisper))
-    punct = Punctuator.load(LEGACY)
+    punct = load_model(LEGACY)
     for fmt in ("srt", "vtt", "timed-json", "ctm"):
         punctuate_file(punct, src, tmp_path / fmt, fmt=fmt, max_cue_seconds=3.0, max_line_chars=20)
     subs = list(srt.parse((tmp_path / "srt").read_text()))

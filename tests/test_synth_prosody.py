@@ -108,8 +108,10 @@ def test_mark_prob_option_parsing_and_bad_values() -> None:
 
 
 UTTS = [
-    ("a1", "so i do n't think it 's true what about the e-mails they sent", "COMMA O O O O O O PERIOD O O O O O QUESTION"),
-    ("a2", "well we 're here today to talk about the evolution of a puppet horse", "COMMA O O O O O O O O O O O O PERIOD"),
+    ("a1", "so i do n't think it 's true what about the e-mails they sent",
+     "COMMA O O O O O O PERIOD O O O O O QUESTION"),
+    ("a2", "well we 're here today to talk about the evolution of a puppet horse",
+     "COMMA O O O O O O O O O O O O PERIOD"),
 ]
 
 

@@ -20,7 +20,8 @@ def sentences(request):
     rows = [ln.rstrip("\n").split("\t") for ln in open(path, encoding="utf-8")][:6000]
     words = [r[0] for r in rows]
     labels = [r[1] for r in rows]
-    return [words[i:i + 100] for i in range(0, len(words), 100)], [labels[i:i + 100] for i in range(0, len(labels), 100)]
+    return ([words[i:i + 100] for i in range(0, len(words), 100)],
+            [labels[i:i + 100] for i in range(0, len(labels), 100)])
 
 
 def test_vocab_min_count_unk_and_save(tmp_path):

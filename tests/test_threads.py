@@ -33,10 +33,12 @@ def settings(tagger: OnnxTagger) -> tuple[int, list[str]]:
 
 
 def test_onnx_sessions_never_spin_and_default_to_the_usable_cpus(pkt):
-    from punctkit import Punctuator
+    """A recurrent graph's default is the usable CPUs others leave free, at least one (tests/test_thread_default.py)."""
+    from punctkit import load_model
 
-    assert settings(Punctuator.load(pkt, backend="onnx").tagger) == (usable_cpus(), ["0", "0"])
-    assert settings(Punctuator.load(pkt, backend="onnx", threads=3).tagger) == (3, ["0", "0"])
+    threads, spin = settings(load_model(pkt, backend="onnx").scorer.runner.tagger)
+    assert 1 <= threads <= usable_cpus() and spin == ["0", "0"]
+    assert settings(load_model(pkt, backend="onnx", threads=3).scorer.runner.tagger) == (3, ["0", "0"])
 
 
 def test_the_default_follows_the_affinity_mask(pkt):
@@ -54,12 +56,12 @@ def test_the_default_follows_the_affinity_mask(pkt):
 
 @pytest.mark.parametrize("threads", [0, 3])
 def test_members_side_by_side_share_the_threads(pkt, threads):
-    from punctkit import Ensemble
+    from punctkit import load_model
 
-    ens = Ensemble.load([pkt, pkt], threads=threads)
-    assert ens.side_by_side is not None
+    ens = load_model([pkt, pkt], threads=threads).scorer
+    assert ens.shared is not None
     share = max(1, (threads or usable_cpus()) // 2)
-    assert [settings(m.tagger) for m in ens.members] == [(share, ["0", "0"])] * 2
+    assert [settings(m.runner.tagger) for m in ens.members] == [(share, ["0", "0"])] * 2
 
 
 # What OMP_WAIT_POLICY says at the moment torch is first imported, in a fresh process that loads

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from punct_util import cli
+from punct_util import cli, cli_error
 from punctkit.data.formats import REGISTRY, detect_format
 from punctkit.data.formats.times import MAX_SECONDS, Timeline, TimeRepairs, checked, seconds
 from punctkit.data.labels import default_substitution, get_inventory
@@ -61,11 +61,12 @@ JSON_DOCS = {
               '"word": "there"}]}], "languageCode": "en-us"}]}',
     "watson": '{"result_index": 0, "results": [{"final": true, "alternatives": [{"transcript": "hello there", '
               '"timestamps": [["hello", 0.1, 0.4], ["there", @T@, 0.9]]}]}]}',
-    "deepgram": '{"metadata": {"channels": 1}, "results": {"channels": [{"alternatives": [{"transcript": "hello there", '
-                '"words": [{"word": "hello", "start": 0.1, "end": 0.4}, {"word": "there", "start": 0.5, '
+    "deepgram": '{"metadata": {"channels": 1}, "results": {"channels": [{"alternatives": [{"transcript": '
+                '"hello there", "words": [{"word": "hello", "start": 0.1, "end": 0.4}, {"word": "there", "start": 0.5, '
                 '"end": @T@}]}]}]}}',
-    "assemblyai": '{"id": "x", "status": "completed", "audio_url": "https://example.org/a.mp3", "text": "hello there", '
-                  '"words": [{"text": "hello", "start": 100, "end": 400}, {"text": "there", "start": @T@, "end": 900}]}',
+    "assemblyai": '{"id": "x", "status": "completed", "audio_url": "https://example.org/a.mp3", '
+                  '"text": "hello there", "words": [{"text": "hello", "start": 100, "end": 400}, '
+                  '{"text": "there", "start": @T@, "end": 900}]}',
     "huggingface": '{"text": " hello there", "chunks": [{"text": " hello", "timestamp": [0.1, 0.4]}, '
                    '{"text": " there", "timestamp": [0.5, @T@]}]}',
     "azure": '{"source": "a.wav", "recognizedPhrases": [{"channel": 0, "offsetInTicks": 1000000, "nBest": [{"lexical": '
@@ -78,15 +79,6 @@ GOOD = {"whisper.cpp": "900", "assemblyai": "500", "azure-speech": "5000000", "a
 # impossible times as JSON writes them (Python's json reads NaN and Infinity, and 1e999 as inf), and an integer
 # that no float holds
 BAD = ["1e308", "-1", "NaN", "Infinity", "-Infinity", "1e999", "1" + "0" * 400]
-
-
-def one_line_error(r, name: str) -> str:
-    """The failed run's stderr, checked: one line, `punctkit: error: NAME:LINE...`, no internal error."""
-    err = r.stderr.strip()
-    assert r.returncode != 0 and "\n" not in err, err
-    assert err.startswith("punctkit: error: ") and "internal error" not in err and "Traceback" not in err, err
-    assert re.search(rf"{re.escape(name)}:\d+", err), err
-    return err
 
 
 INV = get_inventory("4class")
@@ -117,7 +109,7 @@ def test_an_impossible_time_in_a_json_format_is_a_one_line_error(n, kind, tmp_pa
         assert f"from 0 to {MAX_SECONDS} seconds" in message and "correct that time" in message, message
         if k in (n % len(BAD), (n + 3) % len(BAD)):  # two of them through the command, each output by turns
             out = ("vtt", "srt", "timed-json", "jsonl")[(n + k) % 4]
-            err = one_line_error(cli("punctuate", p, "--format", out, ok=False), p.name)
+            err = cli_error(cli("punctuate", p, "--format", out, ok=False), at=p.name)
             assert err == f"punctkit: error: {message}", err
 
 
@@ -145,7 +137,7 @@ def test_an_impossible_time_in_a_text_format_is_a_one_line_error(fmt, body, line
         with pytest.raises(PunctkitError, match=rf"^{re.escape(str(p))}:{line}\b.*from 0 to {MAX_SECONDS} seconds"):
             read_units(fmt, p)
         if k % 2 == 0:
-            err = one_line_error(cli("punctuate", p, "--input-format", fmt, "--format", "vtt", ok=False), p.name)
+            err = cli_error(cli("punctuate", p, "--input-format", fmt, "--format", "vtt", ok=False), at=p.name)
             assert f"{p.name}:{line}" in err and "correct that time" in err, err
 
 
@@ -155,7 +147,7 @@ def test_a_subtitle_time_past_the_bound_is_a_one_line_error(tmp_path):
     p = tmp_path / "far.srt"
     p.write_text("1\n00:00:01,000 --> 00:00:02,000\nhello\n\n2\n" + "9" * 30 + ":00:00,000 --> "
                  + "9" * 30 + ":00:01,000\nthere\n")
-    err = one_line_error(cli("punctuate", p, "--format", "vtt", ok=False), "far.srt")
+    err = cli_error(cli("punctuate", p, "--format", "vtt", ok=False), at="far.srt")
     assert "far.srt:6" in err and "cue's start" in err
     last = tmp_path / "last.srt"
     hours = MAX_SECONDS // 3600

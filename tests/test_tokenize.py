@@ -13,7 +13,8 @@ def seg(text, inv=INV4, lowercase=False):
 def test_word_internal_punctuation_is_kept():
     words = [t for k, t in tokens("I don't know: the U.S. costs 3.5, 1,000 e-mail dr. who 10:30 9/11")
              if k == "w"]
-    assert words == ["I", "don't", "know", "the", "U.S.", "costs", "3.5", "1,000", "e-mail", "dr.", "who", "10:30", "9/11"]
+    assert words == ["I", "don't", "know", "the", "U.S.", "costs", "3.5", "1,000", "e-mail", "dr.", "who", "10:30",
+                     "9/11"]
 
 
 def test_split_contractions_are_words():

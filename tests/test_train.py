@@ -60,7 +60,8 @@ def test_streams_and_training_windows(dirs):
 
 def test_non_stream_dir_collate_and_extra_hook(tmp_path):
     inv = get_inventory("4class")
-    utts = [Utterance("a", ["hello", "world"], ["O", "PERIOD"]), Utterance("b", ["how", "are", "you"], ["O", "O", "QUESTION"])]
+    utts = [Utterance("a", ["hello", "world"], ["O", "PERIOD"]),
+            Utterance("b", ["how", "are", "you"], ["O", "O", "QUESTION"])]
     write_data_dir(tmp_path / "d", utts, inv)
     streams = make_streams(read_data_dir(tmp_path / "d"))
     assert [s.key for s in streams] == ["a", "b"]  # utt2spk = utterance: one stream each

@@ -364,9 +364,9 @@ def test_every_input_format_keeps_the_recognizers_case_and_its_words(tc_pkg, tmp
 
 def test_lowercase_input_takes_the_models_true_case(tc_pkg):
     """Lower-case input: every word shown in the class the model gives it, Mixed from the lexicon."""
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    punct = Punctuator.load(tc_pkg, threads=1)
+    punct = load_model(tc_pkg, threads=1)
     words = " ".join(CASED).lower().split()
     labels = words_labels(punct, words)
     out = punct.punctuate(" ".join(words)).split()
@@ -399,10 +399,10 @@ def test_split_contractions_detected_at_stage3(iwslt_pkg):
 def test_users_contractions_are_split_for_the_model_and_shown_whole(iwslt_pkg):
     """Whisper-style `I'm`, `don't`, `won't`, `can't`, `TV's`: the model reads `i 'm`, `do n't`, ...
     (as in its training text); the output shows each word as written, never `I 'm`."""
-    from punctkit import Punctuator
+    from punctkit import load_model
     from punctkit.decode.model_words import ModelWords
 
-    punct = Punctuator.load(iwslt_pkg, threads=1)
+    punct = load_model(iwslt_pkg, threads=1)
     words = split_text(WHISPER_STYLE, INV4, default_substitution(INV4)).words
     m = ModelWords(words, punct.frontend.split_contractions)
     assert m.words[1:3] == ["i", "'m"] and "n't" in m.words and "ca" in m.words and "wo" in m.words
@@ -422,9 +422,9 @@ def test_card_notes_name_the_rebuild_command_and_the_licence(tc_pkg, tmp_path):
     exp = tc_pkg.parent / "exp"
     cli("pack", exp, "-o", tmp_path / "n.pkt", "--onnx-only", "--card-note", "licence=CC BY-NC-ND 4.0",
         "--card-note", "rebuild=cd recipes/ted && ./run.sh")
-    from punctkit import Punctuator
+    from punctkit import load_model
 
-    card = Punctuator.load(tmp_path / "n.pkt").card
+    card = load_model(tmp_path / "n.pkt").card
     assert card["licence"] == "CC BY-NC-ND 4.0" and card["rebuild"].startswith("cd recipes/ted")
     for bad in ("inventory=x", "nothing"):
         r = cli("pack", exp, "-o", tmp_path / "m.pkt", "--card-note", bad, ok=False)

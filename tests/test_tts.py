@@ -23,8 +23,10 @@ pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.whic
                                 reason="espeak-ng or sox not installed (apt-get install -y espeak-ng sox)")
 
 UTTS = [
-    ("a1", "so i do n't think it 's true what about the 1,000 e-mails they sent", "COMMA O O O O O O PERIOD O O O O O O QUESTION"),
-    ("a2", "well we 're here today to talk about the evolution of a puppet horse", "COMMA O O O O O O O O O O O O PERIOD"),
+    ("a1", "so i do n't think it 's true what about the 1,000 e-mails they sent",
+     "COMMA O O O O O O PERIOD O O O O O O QUESTION"),
+    ("a2", "well we 're here today to talk about the evolution of a puppet horse",
+     "COMMA O O O O O O O O O O O O PERIOD"),
     ("a3", "and then it ended but nobody knew why", "O O O COMMA O O O O"),
 ]
 
@@ -75,6 +77,7 @@ def keys_of(path: Path) -> list[str]:
     return [line.split()[0] for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow  # a recipe end to end
 def test_tiny_recipe_stages_1_and_2(tmp_path: Path, iwslt: Path) -> None:
     """Stage 1 (local/data.sh: text and synthesis) and the template's stage 2 (features, CMVN, validation)."""
     recipe = ROOT / "recipes" / "tts_iwslt"

@@ -163,7 +163,7 @@ TINY = tiny_conf(yaml.safe_load("{type: drnn_lwma, n_layers: 2, n_heads: 2, d_mo
 
 
 @pytest.fixture(scope="module")
-def packed(tmp_path_factory):
+def uni_packed(tmp_path_factory):
     """A tiny uni DRNN-LWMA (delay 2) trained on 8000 words of dev2012, packed with --onnx, and test2011 words."""
     pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
     d = tmp_path_factory.mktemp("uni")
@@ -173,36 +173,36 @@ def packed(tmp_path_factory):
     return d
 
 
-def test_trained_uni_model_streams_with_lookahead_and_decodes(packed):
+def test_trained_uni_model_streams_with_lookahead_and_decodes(uni_packed):
     """Built from YAML through the registry and trained; `punctuate --stream --lookahead 2` and the
     offline `punctuate` keep every word, in order, and predict marks."""
-    conf = yaml.safe_load((packed / "exp" / "config.yaml").read_text())
+    conf = yaml.safe_load((uni_packed / "exp" / "config.yaml").read_text())
     assert (conf["model"]["direction"], conf["model"]["delay"]) == ("uni", 2)
-    words = (packed / "words.txt").read_text().split()
+    words = (uni_packed / "words.txt").read_text().split()
     for backend in ("torch", "onnx"):
-        r = cli("punctuate", "-m", packed / "m.pkt", "--stream", "--lookahead", 2, "--backend", backend,
-                "--threads", 1, packed / "words.txt")
+        r = cli("punctuate", "-m", uni_packed / "m.pkt", "--stream", "--lookahead", 2, "--backend", backend,
+                "--threads", 1, uni_packed / "words.txt")
         shown = r.stdout.split()
         assert [w.strip(".,?!").lower() for w in shown] == [w.strip(".,?!").lower() for w in words]
         assert any(w[-1] in ".,?" for w in shown)
-    cli("punctuate", "-m", packed / "m.pkt", packed / "words.txt", "--format", "twocol", "--threads", 1,
-        "-o", packed / "hyp")
-    hyp = [lab for u in read(packed / "hyp")[0] for lab in u.labels]
+    cli("punctuate", "-m", uni_packed / "m.pkt", uni_packed / "words.txt", "--format", "twocol", "--threads", 1,
+        "-o", uni_packed / "hyp")
+    hyp = [lab for u in read(uni_packed / "hyp")[0] for lab in u.labels]
     assert len(hyp) == len(words) and len(set(hyp)) > 1
 
 
-def test_streaming_with_less_lookahead_than_the_delay_is_a_one_line_error(packed):
+def test_streaming_with_less_lookahead_than_the_delay_is_a_one_line_error(uni_packed):
     """A uni model with delay 2 cannot label a word from 1 word ahead: one error line, no output."""
-    r = cli("punctuate", "-m", packed / "m.pkt", "--stream", "--lookahead", 1, "--threads", 1,
-            packed / "words.txt", ok=False)
+    r = cli("punctuate", "-m", uni_packed / "m.pkt", "--stream", "--lookahead", 1, "--threads", 1,
+            uni_packed / "words.txt", ok=False)
     assert r.returncode == 1 and r.stdout == "" and "Traceback" not in r.stderr
     assert r.stderr.splitlines() == ["punctkit: error: this model reads 2 words ahead by construction "
                                      "(direction: uni, delay: 2): stream it with --lookahead 2 or more"]
 
 
-def test_train_with_a_bad_delay_is_a_one_line_error(packed, tmp_path):
+def test_train_with_a_bad_delay_is_a_one_line_error(uni_packed, tmp_path):
     """`punctkit train` stops at checking the config, before any work, with one error line and no traceback."""
-    r = cli("train", "--config", packed / "exp" / "config.yaml", "--train-dir", packed / "train",
+    r = cli("train", "--config", uni_packed / "exp" / "config.yaml", "--train-dir", uni_packed / "train",
             "--exp", tmp_path / "exp", "--set", "model.delay=-1", ok=False)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("punctkit: error:")]
@@ -210,15 +210,15 @@ def test_train_with_a_bad_delay_is_a_one_line_error(packed, tmp_path):
     assert not (tmp_path / "exp").exists()
 
 
-def test_packed_onnx_graph_equals_torch_on_any_batch_shape(packed):
+def test_packed_onnx_graph_equals_torch_on_any_batch_shape(uni_packed):
     """The graph `pack --onnx` wrote for the uni model gives torch's logits on padded batches of several
     shapes, with words of one to three pieces (so the delayed positions are not the word indices)."""
-    from punctkit import Punctuator
+    from punctkit import load_model
     from punctkit.onnx import OnnxTagger
     from punctkit.package import read_package
 
-    model = Punctuator.load(packed / "m.pkt", threads=1, backend="torch").model
-    tagger = OnnxTagger(read_package(packed / "m.pkt").onnx, threads=1)
+    model = load_model(uni_packed / "m.pkt", threads=1, backend="torch").scorer.runner.model
+    tagger = OnnxTagger(read_package(uni_packed / "m.pkt").onnx, threads=1)
     vocab = model.embed.embed.num_embeddings
     rng = np.random.default_rng(0)
     for lengths in [(1,), (7, 40, 3, 40, 12), (64, 64)]:

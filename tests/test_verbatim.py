@@ -172,7 +172,8 @@ def cue_texts(srt: str) -> list[str]:
 def test_no_cue_ends_on_a_title(tmp_path, lead):
     """`Mr. Smith` and `Dr. Jones` at every place of a line of 20 characters: the cue that would end on `Mr.`
     ends before it, whatever marks the model predicts."""
-    words = ["we", "met", "with", "a", "lot", "of"][:lead] + "mr. smith and then dr. jones at the bank of mr. brown".split()
+    words = (["we", "met", "with", "a", "lot", "of"][:lead]
+             + "mr. smith and then dr. jones at the bank of mr. brown".split())
     whisper(tmp_path / "t.json", words)
     out = cli("punctuate", tmp_path / "t.json", "--format", "srt", "--max-line-chars", 20, "--max-cue-lines", 1).stdout
     cues = cue_texts(out)
@@ -184,6 +185,7 @@ def test_a_titles_period_ends_no_cue_and_no_timed_sentence(tmp_path):
     """A model's PERIOD on `Mr.` (shown `Mr.`: the word's own dot stands for it) is no sentence end: the cue
     and the timed-JSON sentence go on to the name."""
     from punctkit.data.formats.subtitles import timed_json_lines
+    from punctkit.infer.engine import Labelled
 
     inv = INVENTORIES["4class"]
     toks = ["i", "met", "mr.", "smith", "today"]
@@ -191,10 +193,10 @@ def test_a_titles_period_ends_no_cue_and_no_timed_sentence(tmp_path):
     utt = AsrUtterance("a", p.words, p.marks, p.written,
                        [{"index": k, "start_s": k * 0.5, "end_s": k * 0.5 + 0.4} for k in range(5)])
     labels = [O, O, "PERIOD", O, "PERIOD"]
-    units = [(utt, labels, ["I", "met", "Mr.", "Smith", "today."], None)]
-    srt = "\n".join(srt_lines(units, tmp_path / "x", OutputOptions(inv, one_stream=True)))
+    units = [Labelled(utt, labels, ["I", "met", "Mr.", "Smith", "today."])]
+    srt = "\n".join(srt_lines(units, OutputOptions(inv, one_stream=True, src=tmp_path / "x")))
     assert cue_texts(srt) == ["I met Mr. Smith today."]
-    sents = [json.loads(s) for s in timed_json_lines(units, tmp_path / "x", OutputOptions(inv, one_stream=True))]
+    sents = [json.loads(s) for s in timed_json_lines(units, OutputOptions(inv, one_stream=True, src=tmp_path / "x"))]
     assert [s["text"] for s in sents] == ["I met Mr. Smith today."]
 
 

@@ -11,24 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from punct_util import raised_error
 from punctkit.config import load_config
 from punctkit.decode.options import read_decode_config, read_options, resolve
-from punctkit.files import MAX_YAML_DEPTH, PunctkitError, parse_yaml, read_yaml_mapping
+from punctkit.files import MAX_YAML_DEPTH, parse_yaml, read_yaml_mapping
 from punctkit.text.frontend import load_frontend, train_frontend
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {"model": {"type": "drnn_lwma"}}
 LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]\n" for a, b in zip("abcdef", "bcdefg"))  # 10**7 values
-
-
-def one_line_error(call, start: str) -> str:
-    """The message of the PunctkitError `call` raises: one line starting with `start`."""
-    with pytest.raises(PunctkitError) as e:
-        call()
-    msg = str(e.value)
-    assert "\n" not in msg and msg.startswith(start), msg
-    return msg
 
 
 @pytest.mark.parametrize("text, why", [
@@ -46,7 +38,7 @@ def one_line_error(call, start: str) -> str:
     ("a: \x00", "(unacceptable character #x0000"),
 ])
 def test_text_no_reader_takes_is_one_line_naming_its_source(text, why, tmp_path):
-    msg = one_line_error(lambda: parse_yaml(text, "SRC"), "SRC: not valid YAML")
+    msg = raised_error(lambda: parse_yaml(text, "SRC"), "SRC: not valid YAML")
     assert why in msg
     assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
 
@@ -55,22 +47,23 @@ def test_plain_data_and_aliases_within_the_bounds_read_as_safe_load_reads_them()
     deep = "[" * MAX_YAML_DEPTH + "]" * MAX_YAML_DEPTH
     assert parse_yaml(deep, "s") is not None and parse_yaml("", "s") is None
     assert parse_yaml("w: &w 40\ndecode: {window: *w, step: 20}\nd: 2001-02-03\ns: !!set {a}\nb: !!binary aGk=\n",
-                      "s") == {"w": 40, "decode": {"window": 40, "step": 20}, "d": __import__("datetime").date(2001, 2, 3),
-                               "s": {"a"}, "b": b"hi"}
+                      "s") == {"w": 40, "decode": {"window": 40, "step": 20},
+                               "d": __import__("datetime").date(2001, 2, 3), "s": {"a"}, "b": b"hi"}
 
 
 def test_a_yaml_file_names_its_path_and_line(tmp_path):
     p = tmp_path / "c.yaml"
     p.write_text("model:\n  type: [x\n")
-    one_line_error(lambda: read_yaml_mapping(p, "config", "a mapping"), f"{p}: not valid YAML at line 3")
+    raised_error(lambda: read_yaml_mapping(p, "config", "a mapping"), f"{p}: not valid YAML at line 3")
     p.write_bytes(b"a: \xff\n")
-    one_line_error(lambda: read_yaml_mapping(p, "config", "a mapping"), f"{p}: byte 0xff at offset 3 is not UTF-8")
+    raised_error(lambda: read_yaml_mapping(p, "config", "a mapping"), f"{p}: byte 0xff at offset 3 is not UTF-8")
 
 
 def test_every_yaml_read_goes_through_the_one_reader():
     """No module reads YAML but punctkit/files/yaml_data.py (parse_yaml): grep punctkit/, local/ and utils/."""
     loads = re.compile(r"yaml\.(safe_|full_|unsafe_)?load(_all)?\b|yaml\.(Safe|Full|Unsafe|C)?Loader\b|\bCSafeLoader\b")
-    found = [f"{p.relative_to(ROOT)}:{i}" for d in ("punctkit", "local", "utils") for p in sorted((ROOT / d).rglob("*.py"))
+    found = [f"{p.relative_to(ROOT)}:{i}" for d in ("punctkit", "local", "utils")
+             for p in sorted((ROOT / d).rglob("*.py"))
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if loads.search(line) and p != ROOT / "punctkit" / "files" / "yaml_data.py"]
     assert found == []
@@ -90,7 +83,7 @@ def test_every_yaml_read_goes_through_the_one_reader():
     ("model.type=[drnn_lwma]", "config: the model section needs a 'type' (a model's name), got ['drnn_lwma']"),
 ])
 def test_set_values_that_cannot_be_are_one_line(item, start):
-    one_line_error(lambda: load_config(BASE, [item]), start)
+    raised_error(lambda: load_config(BASE, [item]), start)
     assert not Path("pwned").exists()
 
 
@@ -105,9 +98,10 @@ def test_set_takes_any_yaml_value_and_odd_types_are_refused_where_used():
     conf = load_config({**BASE, "train": {"distill": {"probs": "p"}}}, ["train={lr: 0.1}", "audio={}"])
     assert conf["train"]["lr"] == 0.1 and conf["train"]["seed"] == 1 and conf["audio"] == {"use": None}
     assert conf["train"]["distill"] == {}  # a whole section given by --set replaces the file's, defaults filled
-    for value, shown in (("2001-01-01", "datetime.date(2001, 1, 1)"), ("!!binary aGk=", "b'hi'"), ("!!set {a}", "{'a'}")):
+    for value, shown in (("2001-01-01", "datetime.date(2001, 1, 1)"), ("!!binary aGk=", "b'hi'"),
+                         ("!!set {a}", "{'a'}")):
         odd = load_config(BASE, [f"train.lr={value}"])["train"]
-        one_line_error(lambda: TrainOptions.from_section(odd), f"train.lr must be a finite number, got {shown}")
+        raised_error(lambda: TrainOptions.from_section(odd), f"train.lr must be a finite number, got {shown}")
 
 
 @pytest.mark.parametrize("text, why", [
@@ -119,7 +113,7 @@ def test_set_takes_any_yaml_value_and_odd_types_are_refused_where_used():
 def test_config_file_keys_that_are_not_text_are_named(tmp_path, text, why):
     p = tmp_path / "c.yaml"
     p.write_text(text)
-    one_line_error(lambda: load_config(p), f"{p}: {why}")
+    raised_error(lambda: load_config(p), f"{p}: {why}")
 
 
 def test_train_with_a_set_value_that_is_not_plain_data_is_one_line_and_makes_nothing(tmp_path):
@@ -148,7 +142,7 @@ TRAINED = {"window": 40, "step": 20, "batch_size": 32, "beam": 1}
 def test_decode_config_files_are_read_by_the_one_reader(tmp_path, text, start):
     p = tmp_path / "decode.yaml"
     p.write_text(text)
-    one_line_error(lambda: read_decode_config(p), start.format(p=p))
+    raised_error(lambda: read_decode_config(p), start.format(p=p))
 
 
 @pytest.mark.parametrize("conf, start", [
@@ -157,15 +151,16 @@ def test_decode_config_files_are_read_by_the_one_reader(tmp_path, text, start):
     ({"beam": "2001-01-01"}, "decode option beam: expected a positive integer"),
 ])
 def test_decode_option_values_of_other_types_are_one_line(conf, start):
-    one_line_error(lambda: resolve(trained=TRAINED, config=conf), start)
+    raised_error(lambda: resolve(trained=TRAINED, config=conf), start)
 
 
-@pytest.mark.parametrize("text, why", [("window: 40\nstep: 0\n", "decode option step: expected a positive integer, got 0"),
+@pytest.mark.parametrize("text, why", [("window: 40\nstep: 0\n",
+                                        "decode option step: expected a positive integer, got 0"),
                                        ("window: [40\n", "not valid YAML at line 2")])
 def test_recorded_decode_options_are_checked_when_read(tmp_path, text, why):
     p = tmp_path / "decode_options.yaml"
     p.write_text(text)
-    one_line_error(lambda: read_options(p), f"{p}: {why}")
+    raised_error(lambda: read_options(p), f"{p}: {why}")
 
 
 # ------------------------------------------------------------------ frontend descriptions
@@ -184,14 +179,15 @@ def test_recorded_decode_options_are_checked_when_read(tmp_path, text, why):
 def test_frontend_descriptions_of_odd_options_are_one_line(tmp_path, text, why):
     (tmp_path / "frontend.yaml").write_text(text)
     (tmp_path / "vocab.txt").write_text("<pad>\n<unk>\nso\n")
-    msg = one_line_error(lambda: load_frontend(tmp_path), "")
+    msg = raised_error(lambda: load_frontend(tmp_path), "")
     assert why.format(p=tmp_path / "frontend.yaml") in msg
 
 
 def test_a_config_frontend_section_is_checked_before_anything_is_learned(tmp_path):
-    one_line_error(lambda: train_frontend({"kind": "word", "min_count": "x"}, [["so", "we"]], tmp_path / "fe"),
+    raised_error(lambda: train_frontend({"kind": "word", "min_count": "x"}, [["so", "we"]], tmp_path / "fe"),
                    "config frontend section: option min_count of a 'word' frontend must be a whole number >= 0")
-    one_line_error(lambda: train_frontend({"kind": "word", "out_dir": "/tmp"}, [["so"]], tmp_path / "fe"),
+    raised_error(lambda: train_frontend({"kind": "word", "out_dir": "/tmp"}, [["so"]], tmp_path / "fe"),
                    "config frontend section: 'out_dir': not an option a 'word' frontend can take")
     assert not (tmp_path / "fe").exists()
-    assert train_frontend({"kind": "word", "min_count": 1, "max_size": None}, [["so", "we"]], tmp_path / "fe").vocab_size == 4
+    fe = train_frontend({"kind": "word", "min_count": 1, "max_size": None}, [["so", "we"]], tmp_path / "fe")
+    assert fe.vocab_size == 4

@@ -93,7 +93,7 @@ rows() {  # rows MACHINE: a table row for every model, backend and thread count
         for t in $threads; do
           key="$k $b $t"
           line=$("$here/bench_punctuate.sh" --text "$(line_of "${counts[$k]}")" --threads "$t" --repeat 1 \
-                   --punctuate-args "--backend $b" "${models[$k]}")
+                   --punctuate-args "--backend $b" "${models[$k]}" | grep -v '^#')  # not its `# cpu:` line
           IFS=$'\t' read -r _ n secs rate _ <<< "$line"
           echo "# $1, round $r: ${models[$k]} $b threads $t: $secs s" >&2
           if [ -z "${best[$key]:-}" ] || [ "$(echo "$secs < ${best[$key]}" | bc -l)" = 1 ]; then

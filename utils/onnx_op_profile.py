@@ -41,7 +41,8 @@ def feed_for(session, tokens: int, rng: np.random.Generator) -> dict[str, np.nda
     pieces is about what a TED window holds)."""
     words = max(1, tokens * 3 // 4)
     values = {"tokens": rng.integers(1000, 30000, (1, tokens)), "token_mask": np.ones((1, tokens), bool),
-              "word_pos": np.sort(rng.choice(tokens, words, replace=False))[None], "word_mask": np.ones((1, words), bool)}
+              "word_pos": np.sort(rng.choice(tokens, words, replace=False))[None],
+              "word_mask": np.ones((1, words), bool)}
     kinds = {"tensor(int64)": np.int64, "tensor(bool)": bool, "tensor(float)": np.float32}
     return {i.name: values[i.name].astype(kinds[i.type]) for i in session.get_inputs()}
 

@@ -47,9 +47,9 @@ def member_probs(member: Path, valid: Path, tmp: Path) -> tuple[LabelSet, dict[s
         out = tmp / f"m{len(list(tmp.iterdir()))}"
         decode_dir(member, valid, out, probs=True, log=lambda m: print(m, file=sys.stderr))
         return inv, dict(read_probs(out / PROBS_FILE, len(inv.labels)))
-    from punctkit import Punctuator
+    from punctkit.infer import load_model
 
-    punct = Punctuator.load(member)  # (an ensemble package is refused, in one line)
+    punct = load_model(member, single=True)  # (an ensemble package is refused, in one line)
     rows: dict[str, np.ndarray] = {}
     streams = make_streams(read_data_dir(valid, punct.inventory, need_labels=False), punct.inventory)
     for s, done in zip(streams, punct.label([s.words for s in streams], probs=True)):
@@ -109,7 +109,8 @@ def main() -> None:
         for k, m in enumerate(args.members):
             one = tuple(float(i == k) for i in range(len(tables)))
             print(f"member {k} {m}: valid F1 {f1_of(one, tables, streams, inv, ref, closes):.2f}")
-        scored = [(f1_of(w, tables, streams, inv, ref, closes), w) for w in grid(len(tables), args.step, args.max_members)]
+        scored = [(f1_of(w, tables, streams, inv, ref, closes), w)
+                  for w in grid(len(tables), args.step, args.max_members)]
         best_f1, best = max(scored, key=lambda x: (x[0], -max(x[1])))  # ties: the more even weights
         print(f"best weights {','.join(f'{w:g}' for w in best)}: valid F1 {best_f1:.2f} "
               f"({len(scored)} weightings tried)")

@@ -24,12 +24,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from punctkit import Punctuator
 from punctkit.data.datadir import read_data_dir
 from punctkit.data.formats import Utterance
 from punctkit.data.streams import Stream, make_streams
 from punctkit.decode.lookahead import decode_lookahead, delay, parse_lookahead
 from punctkit.files import PunctkitError, atomic_write
+from punctkit.infer import Punctuator, load_model
 from punctkit.packing import pack
 from punctkit.score import Transcript, read_transcript, score
 
@@ -41,7 +41,7 @@ def load(model: str, tmp: Path, threads: int, backend: str) -> Punctuator:
         out = tmp / f"{len(list(tmp.iterdir()))}.pkt"
         pack(path, out)
         path = out
-    return Punctuator.load(path, threads=threads, backend=backend)
+    return load_model(path, threads=threads, backend=backend, single=True)
 
 
 def word_times(test: Path, streams: list[Stream]) -> list[list[float]] | None:
@@ -104,7 +104,8 @@ def sweep(punct: Punctuator, test: Path, looks: list[int | None]) -> list[dict[s
     cache: dict = {}  # windows shared between look-aheads: each is run once over the sweep
     for L in looks:
         ids = decode_lookahead([s.words for s in streams], punct.frontend, punct.window, punct.step, L,
-                               punct.predict, cache, punct.inventory if punct.closes_streams else None,
+                               punct.scorer.runner.predict, cache,  # type: ignore[union-attr]
+                               punct.inventory if punct.closes_streams else None,
                                overlap=punct.options.overlap)
         labels = [[punct.inventory.labels[i] for i in x] for x in ids]
         res = score(ref, hyp_transcript(streams, labels))

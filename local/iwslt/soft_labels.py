@@ -2,9 +2,9 @@
 """Soft labels for distillation (`train.distill.probs`) from a data dir's gold labels and,
 optionally, a teacher's `probs` file over the same utterances.
 
-    python local/soft_labels.py data/train exp/gold                       # one-hot rows of the gold labels
+    python local/soft_labels.py data/train exp/gold               # one-hot rows of the gold labels
     python local/soft_labels.py data/train_aug1 exp/aug1_q \\
-        --probs exp/mpnet_decode_aug1/probs --keep QUESTION                     # the teacher's rows, but gold where gold is QUESTION
+        --probs exp/mpnet_decode_aug1/probs --keep QUESTION       # the teacher's rows, but gold where gold is QUESTION
 
 Writes OUT_DIR/probs and OUT_DIR/inventory (the data's inventory name), as a decode dir holds them, so
 `punctkit combine-data` joins several into one teacher. With `--probs`, every word takes the

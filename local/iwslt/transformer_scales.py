@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Gradient and activation scales of a Transformer tagger while it trains (issue #15 diagnostics).
 
-Trains CONFIG (with --set overrides) as `punctkit train` does and, at a few steps (from step 2: the hooks go on after the first), prints
-one JSON line: the gradient norm of each parameter group before clipping (embedding,
+Trains CONFIG (with --set overrides) as `punctkit train` does and, at a few steps (from step 2: the hooks go on
+after the first), prints one JSON line: the gradient norm of each parameter group before clipping (embedding,
 local convolution, each encoder layer, output layer), the RMS of the token embeddings,
 of the position vectors and of the encoder input, and for the first and last encoder
 layers how local their self-attention is (the mean attention mass on the 5 tokens at
@@ -48,7 +48,8 @@ def attention_stats(key: str, layer: torch.nn.Module, x: torch.Tensor, pad: torc
     mass = ((w * near).sum(-1) * real).sum((0, 2)) / n  # (H,)
     ent = (-(w.clamp_min(1e-12).log() * w).sum(-1) * real).sum((0, 2)) / n  # (H,)
     lengths = real.sum(-1)  # (B, 1)
-    return {f"{key}_local_mass": round(float(mass.mean()), 4), f"{key}_local_mass_max_head": round(float(mass.max()), 4),
+    return {f"{key}_local_mass": round(float(mass.mean()), 4),
+            f"{key}_local_mass_max_head": round(float(mass.max()), 4),
             f"{key}_entropy": round(float(ent.mean()), 3),
             f"{key}_uniform_entropy": round(float((lengths.log() * lengths).sum() / n), 3)}
 

@@ -15,8 +15,8 @@ XML's `can't`, a word the XML lacks) has no case reference: it keeps TEST_REF's 
 without such words has no line), as `punctkit score` reads it. OUT has TEST_REF's utterance ids,
 words (equal ignoring case) and marks; each label's case class is read from its cased word
 (`--inventory`, truecase4 by default; with Faber's case4/case6 the words are lower-cased, as their
-data hold them, and a label's U says the published word is capitalised). The count of words without a case reference is printed,
-and `OUT/cased_reference.log` lists each with its neighbours.
+data hold them, and a label's U says the published word is capitalised). The count of words without a case
+reference is printed, and `OUT/cased_reference.log` lists each with its neighbours.
 """
 from __future__ import annotations
 
@@ -119,7 +119,8 @@ def main() -> int:
     ap.add_argument("xml", type=Path, help="IWSLT12.TED.MT.tst2011.en-fr.en.xml")
     ap.add_argument("test_ref", type=Path, help="test2011 as prepared (data/test_ref)")
     ap.add_argument("out", type=Path, help="the cased data directory to write (data/test_cased)")
-    ap.add_argument("--inventory", default="truecase4", help="a case-aware inventory (truecase4, truecase6, case4, case6)")
+    ap.add_argument("--inventory", default="truecase4",
+                    help="a case-aware inventory (truecase4, truecase6, case4, case6)")
     a = ap.parse_args()
     try:
         n, missing = cased_reference(a.xml, a.test_ref, a.out, a.inventory)

@@ -23,7 +23,7 @@ import numpy as np
 
 from punctkit.files import PunctkitError, atomic_write, iter_lines
 from punctkit.infer.boundary_fit import Doc, Variant, collect, fit, score_docs
-from punctkit.infer.ensemble import load_model
+from punctkit.infer.engine import load_model
 
 WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0)
 READINGS = {"words": Variant(False, False), "turns": Variant(True, False), "turns+times": Variant(True, True)}
@@ -64,7 +64,8 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path("data/local"))
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--max-docs", type=int, default=0, help="N documents of each training set, evenly spaced over its list (0: all)")
+    ap.add_argument("--max-docs", type=int, default=0,
+                    help="N documents of each training set, evenly spaced over its list (0: all)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--l2", type=float, default=1e-3)
     args = ap.parse_args()
@@ -89,8 +90,8 @@ def main() -> None:
             for (s, reading), (p, c) in figs.items():
                 rows.append(f"{w}\t{s}\t{reading}\t{p:.1f}\t{c:.1f}")
             mean = float(np.mean([x for (s, rd), pc in figs.items() if rd == "turns+times" for x in pc]))
-            print(f"weight {w}: {mean:.2f} ({', '.join(f'{s} {rd} {p:.1f}/{c:.1f}' for (s, rd), (p, c) in figs.items())})",
-                  file=sys.stderr)
+            parts = ", ".join(f"{s} {rd} {p:.1f}/{c:.1f}" for (s, rd), (p, c) in figs.items())
+            print(f"weight {w}: {mean:.2f} ({parts})", file=sys.stderr)
             if best is None or mean > best[0] + 1e-9:
                 best = (mean, w)
         with atomic_write(args.out / "valid.tsv") as f:

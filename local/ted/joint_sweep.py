@@ -16,13 +16,13 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from punctkit import Punctuator
 from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.formats import Utterance
 from punctkit.data.labels import cased_words
 from punctkit.data.streams import make_streams
 from punctkit.decode.joint import JointDecision
 from punctkit.decode.stream_end import close_ids
+from punctkit.infer import Punctuator, load_model
 from punctkit.score import score_files
 
 GRID = ["argmax", "la1_rule1:1:0:0:0", "la1_th0.05:1:0.05:0:0", "la1_th0.1:1:0.1:0:0", "la1_th0.1_ahead:1:0.1:0:1",
@@ -44,21 +44,22 @@ def main() -> None:
     ap.add_argument("sets", nargs="+", type=Path)
     ap.add_argument("--setting", action="append", default=None)
     args = ap.parse_args()
-    eng = Punctuator.load(args.package, threads=1)
+    eng = load_model(args.package, threads=1, single=True)
     inv = eng.inventory
     decoded = {}
     for d in args.sets:
         dd = read_data_dir(d)
         streams = make_streams(dd, inv)
-        decoded[d] = (dd, streams, eng.distributions(streams))
-    print("\t".join(["setting"] + [f"{d.name}: P / exact / inside / lower after end / capitals inside" for d in args.sets]))
+        decoded[d] = (dd, streams, eng.scorer.distributions(streams))
+    print("\t".join(["setting"]
+                    + [f"{d.name}: P / exact / inside / lower after end / capitals inside" for d in args.sets]))
     for spec in args.setting or GRID:
         name, jd = decision(spec, eng)
         cells = [name]
         for d, (dd, streams, hyps) in decoded.items():
             utts = []
-            for s, (h, dist) in zip(streams, hyps):
-                ids = close_ids(jd.decide(dist, s.words, opens=True, best=h[0][0]), dist, inv, closes=True)
+            for s, got in zip(streams, hyps):
+                ids = close_ids(jd.decide(got.rows, s.words, opens=True, best=got.best), got.rows, inv, closes=True)
                 for uttid, a, b in s.utt_spans():
                     labels = [inv.labels[i] for i in ids[a:b]]
                     utts.append(Utterance(uttid, cased_words(s.words[a:b], labels, inv, eng.frontend.case_lexicon),

@@ -59,7 +59,8 @@ def table(points: list[dict]) -> str:
              "| --- | ---: | ---: | ---: | ---: | --- |"]
     for p in points:
         case = [f"{p[k]:.1f}" if p[k] is not None else "- (lower-case text)" for k in ("case_exact", "case_inside")]
-        lines.append(f"| {Path(p['train']).name} | {p['words']:,} | {p['f1']:.1f} | {case[0]} | {case[1]} | {p['exp']} |")
+        lines.append(f"| {Path(p['train']).name} | {p['words']:,} | {p['f1']:.1f} | {case[0]} | {case[1]} "
+                     f"| {p['exp']} |")
     return "\n".join(lines)
 
 

@@ -55,7 +55,8 @@ def main() -> None:
     except PunctkitError as e:
         raise SystemExit(f"short_lines.py: {e}") from None
     if not any(u.labels for u in dd.utterances):
-        raise SystemExit(f"short_lines.py: {args.data} has no labels: give a reference data directory (data/calls_test)")
+        raise SystemExit(f"short_lines.py: {args.data} has no labels: "
+                         "give a reference data directory (data/calls_test)")
     inv, rng = dd.inventory, random.Random(args.seed)
     ref: list[Utterance] = []
     given: list[Utterance] = []

@@ -112,7 +112,8 @@ class CasePrior:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
-            raise PunctkitError(f"{path}: not UTF-8 text (byte {e.start}); a case prior is `word<TAB>n<TAB>n` lines") from None
+            raise PunctkitError(f"{path}: not UTF-8 text (byte {e.start}); "
+                                "a case prior is `word<TAB>n<TAB>n` lines") from None
         toks = text.split()  # the fast path (a model's start-up): sorted `word TAB n TAB n` lines, nothing else
         if len(toks) % 3 == 0 and text.count("\t") == 2 * (len(toks) // 3) == 2 * text.count("\n"):
             words, caps, inside = toks[0::3], toks[1::3], toks[2::3]

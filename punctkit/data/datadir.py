@@ -8,6 +8,8 @@ Files, each sorted by key (C locale) with one line per utterance:
 - `spk2utt`  `spk utt1 utt2 ...`
 - `inventory` the label inventory name (`4class`, `case4`, ...)
 Audio adds `wav.scp`, `segments`, `ctm`, `feats.scp`, `utt2num_frames` (feats/).
+`segments` and `ctm` also say when words were spoken (feats/timing.py `read_timing`): `punctkit decode` reads a
+recording's utterances as one stream, its speaker changes as turns and its pauses (data/streams.py).
 """
 from __future__ import annotations
 
@@ -15,20 +17,22 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from punctkit.data.labelled import Times
 from punctkit.data.labels import LabelSet, get_inventory, inventory_for
 from punctkit.data.tokenize import split_words
 from punctkit.data.utterance import Utterance, is_one_word
 from punctkit.files import OutputDir, PunctkitError, check_output_dir, iter_lines, output_dir, where
 
 # Files keyed by utterance id (split/combine keep them consistent).
-UTT_FILES = ("text", "labels", "probs", "utt2spk", "segments", "feats.scp", "utt2num_frames", "ctm", "utt2dur", "case_unknown")
+UTT_FILES = ("text", "labels", "probs", "utt2spk", "segments", "feats.scp", "utt2num_frames", "ctm", "utt2dur",
+             "case_unknown")
 
 # Every entry punctkit (or a Kaldi stage before it) writes into a data directory: a
 # directory holding only these may be written again (a recipe rerun over its data/).
-DATA_DIR_FILES = ("text", "labels", "probs", "utt2*", "spk2*", "reco2*", "inventory", "nbest", "case_unknown", "segments", "wav.scp",
-                  "feats.scp", "feats.info", "cmvn.scp", "cmvn.ark", "ctm", "frame_shift", "*.log",
-                  "score.txt", "score.json", "recognize.json", "decode_options.yaml", "split[0-9]*/", "log/", "feats/",
-                  "data/")
+DATA_DIR_FILES = ("text", "labels", "probs", "utt2*", "spk2*", "reco2*", "inventory", "nbest", "case_unknown",
+                  "segments", "wav.scp", "feats.scp", "feats.info", "cmvn.scp", "cmvn.ark", "ctm", "frame_shift",
+                  "*.log", "score.txt", "score.json", "recognize.json", "decode_options.yaml", "split[0-9]*/", "log/",
+                  "feats/", "data/")
 # Files the data-directory writers themselves write and that contradict a new `text` when
 # left from an earlier run: a new output without labels (or n-best lists) removes the old ones.
 DATA_DIR_STALE = ("labels", "nbest", "probs")
@@ -104,6 +108,50 @@ def read_data_dir(path: str | Path, inventory: LabelSet | None = None, need_labe
         inventory = inventory_for({lab for u in utts for lab in u.labels} or {"O"})
     utt2spk = dict(read_table(d / "utt2spk")) if (d / "utt2spk").is_file() else {u.uttid: u.uttid for u in utts}
     return DataDir(d, utts, inventory, utt2spk)
+
+
+# A recording's times are rounded to microseconds: a time split into a segment's start and a ctm's offset
+# is then the number the same time read whole is (an NLP call's `ts`, and the data directory made of it).
+TIME_DIGITS = 6
+
+
+@dataclass(frozen=True)
+class Span:
+    """An utterance's stretch of its recording (a `segments` line): seconds from the recording's start; `end`
+    None where it runs to the recording's end (Kaldi's -1)."""
+
+    recording: str
+    start: float
+    end: float | None
+
+
+@dataclass
+class Timing:
+    """When a data directory's words were spoken: each utterance's `Span` (its `segments` line; none without
+    that file) and its words' (start, end) seconds (its `ctm` lines: from the start of its recording where
+    `segments` places the utterance, else from the utterance's own start)."""
+
+    spans: dict[str, Span] = field(default_factory=dict)
+    words: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+
+    @property
+    def known(self) -> bool:
+        """Whether the data directory says anything about times (a `segments` or a `ctm` file)."""
+        return bool(self.spans or self.words)
+
+    def word_times(self, uttid: str, n: int) -> list[Times]:
+        """The (start, end) seconds of each of the `n` words of `uttid`: its ctm's; without ctm lines, its
+        segment's edges as its first word's start and its last word's end (the pause between two segments
+        is known, the pauses inside one are not). Where no segment places the utterance in a recording, its
+        first word's start is unknown: its times count from its own start, no pause before it is known."""
+        span = self.spans.get(uttid)
+        times: list[Times] = list(self.words.get(uttid, [])) or [(None, None)] * n
+        if n and uttid not in self.words and span is not None:
+            times[0] = (span.start, None)
+            times[-1] = (times[-1][0], span.end)
+        if n and span is None:
+            times[0] = (None, times[0][1])
+        return times
 
 
 def check_data_dir_output(path: str | Path, overwrite: bool = False, inputs: list[str | Path] | tuple = ()) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from sys import intern
 
 from punctkit.data.datadir import read_data_dir, write_data_dir
-from punctkit.data.formats import Report, Utterance, detect_format, flatten, get_format, read
+from punctkit.data.formats import CorpusRead, Report, Utterance, detect_format, flatten, get_format, read
 from punctkit.data.formats.nlp import read_nlp
 from punctkit.data.formats.sclite import trn_lines
 from punctkit.data.formats.text import PLAIN, TextOptions, kaldi_text_lines, read_text
@@ -141,12 +141,12 @@ def read_input(path: Path, fmt: str | None, inv: LabelSet, subst: Substitution, 
     case-aware `inv` gets each word's case class from its letters (`with_case`)."""
     name = fmt or detect_format(path, encoding)
     if name == "nlp" and opts in (PLAIN, NLP_OPTS):  # a call is one stream; its tokens may be split as IWSLT's
-        return read_nlp(path, inv, subst, report, lowercase, lines, encoding, opts.split_contractions)
+        return read_nlp(path, CorpusRead(inv, subst, report, lowercase, lines, encoding), opts.split_contractions)
     if opts != PLAIN:
         if name not in ID_LINES:
             raise PunctkitError(f"{path}: read as {name}, but {' '.join(options_used(opts))} apply to plain "
                                 f"text (and Kaldi text and trn) only; give --from text if it is one")
-        return read_text(path, inv, subst, report, lowercase, ID_LINES[name], lines, encoding, opts)
+        return read_text(path, CorpusRead(inv, subst, report, lowercase, lines, encoding), ID_LINES[name], opts)
     if inv.case_aware and get_format(name, "reader").labels:
         utts, found = read(path, name, None, subst, lowercase, report, lines, encoding)
         if not found.case_aware:

@@ -6,6 +6,10 @@ IWSLT blocks of one talk are a stream, so windows cross block boundaries and a
 model never learns "end of input = PERIOD". A data dir whose utt2spk maps every
 utterance to itself gives one stream per utterance. Training windows get a new
 random offset every epoch; decoding windows come from punctkit/decode/windows.py.
+Decoding a data dir with `segments` (feats/timing.py read_timing) reads a recording's utterances,
+in time order, as one stream instead: a change of speaker between consecutive ones is a
+turn, and the segments' edges (or a `ctm`'s word times) give the pauses (`Stream.speakers`,
+`Stream.times`, which the engine's boundary fusion reads: decode/boundary.py).
 The batch keys are those of punctkit/models/base.py; punctkit/batch.py turns
 batches into tensors.
 
@@ -22,7 +26,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from punctkit.data.datadir import DataDir
+from punctkit.data.datadir import DataDir, Timing
+from punctkit.data.labelled import Times
 from punctkit.data.labels import LabelSet
 from punctkit.files import PunctkitError
 
@@ -31,7 +36,7 @@ IGNORE = -100  # label id of words that are not learnt or scored
 
 @dataclass
 class Stream:
-    """Consecutive utterances of one speaker/document, as one word sequence."""
+    """Consecutive utterances of one speaker/document (or recording), as one word sequence."""
 
     key: str
     uttids: list[str]
@@ -39,6 +44,10 @@ class Stream:
     words: list[str]
     labels: list[int]          # label ids; IGNORE where unlabelled
     meta: dict[str, Any] = field(default_factory=dict)
+    # per utterance, who speaks it (utt2spk) where a stream holds several speakers' turns (a recording's
+    # utterances: `segments`), a change between consecutive ones a turn; None: the stream says nothing of turns
+    speakers: list[str] | None = None
+    times: list[Times] | None = None  # per word, its (start, end) seconds (data dir's `Timing`); None: none known
 
     def __len__(self) -> int:
         return len(self.words)
@@ -58,19 +67,31 @@ class Window:
     end: int
 
 
-def make_streams(dd: DataDir, inventory: LabelSet | None = None) -> list[Stream]:
-    """Group a data dir's utterances (sorted by id) into streams by `utt2spk`.
+def make_streams(dd: DataDir, inventory: LabelSet | None = None, timing: Timing | None = None) -> list[Stream]:
+    """Group a data dir's utterances (sorted by id) into streams by `utt2spk`; with a `timing` that has
+    segments (feats/timing.py read_timing), by recording instead: a recording's utterances in time order (start,
+    then id), each one's speaker in `Stream.speakers`. With `timing`, each word's times in `Stream.times`.
 
     Labels are mapped with `inventory` (default: the data dir's own); a data dir
     without labels gives IGNORE everywhere.
     """
     inv = inventory or dd.inventory
+    spans = timing.spans if timing is not None else {}
+    order = sorted(dd.utterances, key=lambda u: u.uttid)
+    if spans:
+        order.sort(key=lambda u: spans[u.uttid].start if u.words else 0.0)  # stable: the same start by id
     streams: dict[str, Stream] = {}
-    for u in sorted(dd.utterances, key=lambda u: u.uttid):
+    for u in order:
         if not u.words:
             continue
         spk = dd.utt2spk.get(u.uttid, u.uttid)
-        s = streams.setdefault(spk, Stream(spk, [], [], [], []))
+        key = spans[u.uttid].recording if spans else spk
+        s = streams.setdefault(key, Stream(key, [], [], [], [], speakers=[] if spans else None,
+                                           times=[] if timing is not None else None))
+        if s.speakers is not None:
+            s.speakers.append(spk)
+        if s.times is not None and timing is not None:
+            s.times.extend(timing.word_times(u.uttid, len(u.words)))
         s.uttids.append(u.uttid)
         s.starts.append(len(s.words))
         s.words.extend(u.words)
@@ -88,11 +109,13 @@ def make_streams(dd: DataDir, inventory: LabelSet | None = None) -> list[Stream]
 
 
 def split_utterances(streams: list[Stream]) -> list[Stream]:
-    """One stream per utterance (for n-best lists, which are per utterance)."""
+    """One stream per utterance (for n-best lists, which are per utterance); its words' times kept."""
     out = []
     for s in streams:
-        for uttid, a, b in s.utt_spans():
-            out.append(Stream(uttid, [uttid], [0], s.words[a:b], s.labels[a:b], dict(s.meta)))
+        for k, (uttid, a, b) in enumerate(s.utt_spans()):
+            out.append(Stream(uttid, [uttid], [0], s.words[a:b], s.labels[a:b], dict(s.meta),
+                              speakers=s.speakers[k:k + 1] if s.speakers is not None else None,
+                              times=s.times[a:b] if s.times is not None else None))
     return out
 
 

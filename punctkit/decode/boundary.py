@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from punctkit.data.labelled import Times, word_times
 from punctkit.data.labels import LabelSet, mark_of
 from punctkit.files import PunctkitError
 
@@ -53,18 +54,6 @@ def boundary_id(turn: int, gap: float | None) -> int:
     return turn * N_PAUSES + pause_bucket(gap)
 
 
-Times = tuple[float | None, float | None]  # a word's (start, end) seconds, None unknown
-
-
-def word_times(records: Sequence[Any], n: int) -> list[Times]:
-    """(start, end) seconds of each of `n` words from their reader's records (`start_s`, `end_s`; None where
-    a record has none)."""
-    out: list[Times] = []
-    for k in range(n):
-        rec = records[k] if k < len(records) and isinstance(records[k], dict) else {}
-        start, end = rec.get("start_s"), rec.get("end_s")
-        out.append((start, end if end is not None else start))
-    return out
 
 
 def between(speaker: str | None, times: Times, next_speaker: str | None, next_times: Times) -> int:

@@ -1,6 +1,6 @@
 """Combining models' per-word label distributions: the weights, the inventory check and the
 weighted average, shared by `punctkit decode EXP1 EXP2 ...` (decoder.py) and the packed
-ensembles of punctkit/infer/ensemble.py."""
+ensembles of punctkit/infer/scorers.py."""
 from __future__ import annotations
 
 from typing import Sequence

@@ -24,8 +24,8 @@ import numpy as np
 
 from punctkit.data.labels import LabelSet
 from punctkit.data.streams import IGNORE, Stream, Window, WindowDataset
-from punctkit.decode.stream_end import close_ids
-from punctkit.decode.windows import Predict, average_rows
+from punctkit.decode.decide import Decision
+from punctkit.decode.windows import Predict, WindowPrediction, average_rows
 from punctkit.files import PunctkitError
 
 UNLIMITED = ("-1", "inf", "none", "unlimited")
@@ -108,7 +108,7 @@ def word_windows(i: int, n: int, window: int, step: int, lookahead: int | None,
 
 
 def label_windows(words: Sequence[str], base: int, wanted: Iterable[tuple[int, Sequence[Span]]], frontend: object,
-                  predict: Predict, cache: dict[Span, tuple[list[int], np.ndarray]] | None = None,
+                  predict: Predict, cache: dict[Span, WindowPrediction] | None = None,
                   rows: dict[int, np.ndarray] | None = None) -> dict[int, int]:
     """Label id of each wanted word, given as (word index, its windows (start, end): `word_windows`),
     indices counted from the stream's start and `words` holding the stream from index `base` on; the
@@ -124,16 +124,16 @@ def label_windows(words: Sequence[str], base: int, wanted: Iterable[tuple[int, S
             raise PunctkitError(f"window {spans[0]} is outside the words kept ({base}..{base + len(words)})")
         stream = Stream("stream", ["stream"], [0], list(words), [IGNORE] * len(words))
         hyps = predict(WindowDataset([stream], frontend, [Window(0, a - base, b - base) for a, b in spans]))
-        cache.update((span, (hyps_[0][0], dist)) for span, (hyps_, dist) in zip(spans, hyps))
+        cache.update(zip(spans, hyps))
     n = base + len(words)
     ids: dict[int, int] = {}
     for i, ws in wanted:
         if len(ws) == 1:
             w = ws[0]
-            row = cache[w][1][i - w[0]]
-            ids[i] = cache[w][0][i - w[0]]
+            row = cache[w].rows[i - w[0]]
+            ids[i] = cache[w].best[i - w[0]]
         else:
-            row = average_rows(i, n, ws, [cache[w][1][i - w[0]] for w in ws])
+            row = average_rows(i, n, ws, [cache[w].rows[i - w[0]] for w in ws])
             ids[i] = int(row.argmax())
         if rows is not None:
             rows[i] = row
@@ -142,7 +142,7 @@ def label_windows(words: Sequence[str], base: int, wanted: Iterable[tuple[int, S
 
 def decode_lookahead(streams: list[list[str]], frontend: object, window: int, step: int,
                      lookahead: int | None, predict: Predict,
-                     cache: dict[tuple[int, Span], tuple[list[int], np.ndarray]] | None = None,
+                     cache: dict[tuple[int, Span], WindowPrediction] | None = None,
                      inventory: LabelSet | None = None, overlap: str = "central") -> list[list[int]]:
     """Label ids of every word of whole streams, each decided as with look-ahead `lookahead`
     (the same labels as streaming them word by word; `overlap` as the decode option: `word_windows`);
@@ -158,21 +158,21 @@ def decode_lookahead(streams: list[list[str]], frontend: object, window: int, st
     if spans:
         ss = [Stream(f"s{k}", [f"s{k}"], [0], list(s), [IGNORE] * len(s)) for k, s in enumerate(streams)]
         hyps = predict(WindowDataset(ss, frontend, [Window(k, a, b) for k, (a, b) in spans]))
-        cache.update((span, (hyps_[0][0], dist)) for span, (hyps_, dist) in zip(spans, hyps))
+        cache.update(zip(spans, hyps))
     out: list[list[int]] = [[] for _ in streams]
-    last: dict[int, np.ndarray] = {}
+    rows: list[list[np.ndarray]] = [[] for _ in streams]
     for k, i, ws in plan:
         n = len(streams[k])
         if len(ws) == 1:
             w = ws[0]
-            label, row = cache[(k, w)][0][i - w[0]], cache[(k, w)][1][i - w[0]]
+            label, row = cache[(k, w)].best[i - w[0]], cache[(k, w)].rows[i - w[0]]
         else:  # as label_windows averages them
-            row = average_rows(i, n, ws, [cache[(k, w)][1][i - w[0]] for w in ws])
+            row = average_rows(i, n, ws, [cache[(k, w)].rows[i - w[0]] for w in ws])
             label = int(row.argmax())
         out[k].append(label)
-        if i == n - 1:
-            last[k] = row
+        rows[k].append(row)
     if inventory is not None:  # the stream's ends (decode/stream_end.py; with no delay every word is out at once)
-        out = [close_ids(row, [last[k]] if row else [], inventory, closes=True, ends=delay(window, lookahead) > 0)
-               for k, row in enumerate(out)]
+        decision = Decision.argmax(inventory, closes=True)
+        out = [decision.decide(np.array(rows[k]), list(s), best=ids, last=delay(window, lookahead) > 0) if ids else ids
+               for k, (s, ids) in enumerate(zip(streams, out))]
     return out

@@ -9,7 +9,7 @@ import numpy as np
 
 from punctkit.data.labels import LabelSet, case_of, mark_of
 from punctkit.data.tokenize import split_contraction
-from punctkit.decode.windows import Hyps, Predicted
+from punctkit.decode.windows import Hypothesis, WindowPrediction
 
 
 class ModelWords:
@@ -53,13 +53,14 @@ class ModelWords:
             out_rows.append(case_times_mark(rows[first], rows[last], inventory) if split else rows[last])
         return out_ids, np.stack(out_rows) if out_rows else rows[:0]
 
-    def collapse_hyps(self, hyps: Hyps, rows: np.ndarray, inventory: LabelSet) -> Predicted:
+    def collapse_hyps(self, got: WindowPrediction, inventory: LabelSet) -> WindowPrediction:
         """`collapse` for a search's n-best hypotheses and its 1-best's distributions."""
         if self.starts is None:
-            return hyps, rows
-        best, out_rows = self.collapse(hyps[0][0], rows, inventory)
-        return [(best, hyps[0][1])] + [(self.collapse(ids, rows, inventory)[0], score)
-                                       for ids, score in hyps[1:]], out_rows
+            return got
+        best, out_rows = self.collapse(got.best, got.rows, inventory)
+        return WindowPrediction([Hypothesis(best, got.hyps[0].score)]
+                                + [Hypothesis(self.collapse(h.ids, got.rows, inventory)[0], h.score)
+                                   for h in got.hyps[1:]], out_rows)
 
 
 def word_label(first: int, last: int, inventory: LabelSet) -> int:

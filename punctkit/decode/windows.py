@@ -12,12 +12,13 @@ takes its prediction (`overlap`):
   side, counts least; its label is the average's arg-max. One-best only (no n-best).
 
 Every predictor also gives, per word, the probabilities of all the inventory's labels
-(`Predicted`): a tagger's softmax (`tagger_predicted`, shared by torch and onnxruntime),
+(`WindowPrediction`): a tagger's softmax (`tagger_predicted`, shared by torch and onnxruntime),
 an encoder-decoder's step distribution (decode/search.py). A word's row comes from its
 owner window, as its label does.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -25,9 +26,35 @@ import numpy as np
 from punctkit.data.streams import Extra, Stream, Window, WindowDataset
 from punctkit.files import PunctkitError
 
-Hyps = list[tuple[list[int], float]]  # n-best: (label ids, log-probability), best first
-Predicted = tuple[Hyps, np.ndarray]  # n-best, and the 1-best's per-word distributions (words x labels)
-Predict = Callable[[WindowDataset], list[Predicted]]  # of every window of a dataset
+
+@dataclass
+class Hypothesis:
+    """One of a search's n-best: a label id per word and its log-probability."""
+
+    ids: list[int]
+    score: float = 0.0
+
+
+@dataclass
+class WindowPrediction:
+    """What a model gives a window (or a stream, its windows joined): the search's n-best, best first, and
+    the 1-best's per-word distributions over the inventory's labels (words x labels)."""
+
+    hyps: list[Hypothesis]
+    rows: np.ndarray
+
+    @property
+    def best(self) -> list[int]:
+        """The 1-best's label ids."""
+        return self.hyps[0].ids
+
+    @classmethod
+    def empty(cls) -> "WindowPrediction":
+        """A window of no words."""
+        return cls([], np.zeros((0, 0)))
+
+
+Predict = Callable[[WindowDataset], list[WindowPrediction]]  # of every window of a dataset
 
 
 def centrality(i: int, a: int, b: int, n: int) -> int:
@@ -83,7 +110,7 @@ def owners(n: int, windows: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def decode_windows_rows(streams: list[Stream], frontend: object, window: int, step: int, predict: Predict,
-                        extra: Extra | None = None, overlap: str = "central") -> list[Predicted]:
+                        extra: Extra | None = None, overlap: str = "central") -> list[WindowPrediction]:
     """n-best label ids per stream and the 1-best's per-word distributions (words x labels), each
     word's label and row taken from its most central window, or from all its windows averaged
     (`overlap`: see the module's docstring; one-best).
@@ -95,41 +122,46 @@ def decode_windows_rows(streams: list[Stream], frontend: object, window: int, st
     plans = [plan_windows(len(s), window, step) for s in streams]
     wins = [Window(k, a, b) for k, plan in enumerate(plans) for a, b in plan]
     preds = predict(WindowDataset(streams, frontend, wins, extra=extra))
-    out: list[Predicted] = []
+    out: list[WindowPrediction] = []
     pos = 0
     for s, plan in zip(streams, plans):
         mine = preds[pos: pos + len(plan)]
         pos += len(plan)
-        if overlap == "average":
-            out.append(_averaged(len(s), plan, mine))
-            continue
-        own = owners(len(s), plan)
-        used = sorted({k for k, _ in own})
-        n = min(len(mine[k][0]) for k in used) if used else 1
-        hyps = [([mine[k][0][r][0][j] for k, j in own], sum(mine[k][0][r][1] for k in used)) for r in range(n)]
-        n_labels = mine[0][1].shape[-1] if mine else 0
-        rows = np.array([mine[k][1][j] for k, j in own], dtype=np.float64).reshape(len(own), n_labels)
-        out.append((hyps, rows))
+        out.append(_averaged(len(s), plan, mine) if overlap == "average" else _owned(len(s), plan, mine))
     return out
 
 
-def _averaged(n: int, plan: Sequence[tuple[int, int]], mine: Sequence[Predicted]) -> Predicted:
+def _owned(n: int, plan: Sequence[tuple[int, int]], mine: Sequence[WindowPrediction]) -> WindowPrediction:
+    """One stream's n-best and distributions under `overlap: central`: each word's label and row from its
+    owner window (`owners`); the k-th hypothesis joins the windows' k-th, its score the sum of theirs."""
+    own = owners(n, plan)
+    used = sorted({k for k, _ in own})
+    depth = min(len(mine[k].hyps) for k in used) if used else 1
+    hyps = [Hypothesis([mine[k].hyps[r].ids[j] for k, j in own], sum(mine[k].hyps[r].score for k in used))
+            for r in range(depth)]
+    n_labels = mine[0].rows.shape[-1] if mine else 0
+    rows = np.array([mine[k].rows[j] for k, j in own], dtype=np.float64).reshape(len(own), n_labels)
+    return WindowPrediction(hyps, rows)
+
+
+def _averaged(n: int, plan: Sequence[tuple[int, int]], mine: Sequence[WindowPrediction]) -> WindowPrediction:
     """One stream's one-best and distributions under `overlap: average`: each word's rows from every
     window holding it, weighted as `average_rows` weighs them (here for all words at once)."""
     if n == 0:
-        return [([], 0.0)], np.zeros((0, 0))
-    n_labels = mine[0][1].shape[-1]
+        return WindowPrediction([Hypothesis([], 0.0)], np.zeros((0, 0)))
+    n_labels = mine[0].rows.shape[-1]
     acc, total = np.zeros((n, n_labels)), np.zeros(n)
     seen, own = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)  # windows per word; a lone one's label
-    for (a, b), (hyps, rows) in zip(plan, mine):
+    for (a, b), got in zip(plan, mine):
         w = overlap_weights(a, b, n, np.arange(a, b))
-        acc[a:b] += w[:, None] * np.asarray(rows, dtype=np.float64)
+        acc[a:b] += w[:, None] * np.asarray(got.rows, dtype=np.float64)
         total[a:b] += w
         seen[a:b] += 1
-        own[a:b] = hyps[0][0]
+        own[a:b] = got.best
     rows = acc / total[:, None]
     ids = np.where(seen == 1, own, rows.argmax(-1))  # a word of one window keeps its label (as streaming does)
-    return [(ids.tolist(), float(np.log(np.maximum(rows[np.arange(n), ids], 1e-300)).sum()))], rows
+    return WindowPrediction([Hypothesis(ids.tolist(), float(np.log(np.maximum(rows[np.arange(n), ids],
+                                                                                   1e-300)).sum()))], rows)
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -139,7 +171,7 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
-def tagger_predicted(logits: np.ndarray, n_words: Sequence[int]) -> list[Predicted]:
+def tagger_predicted(logits: np.ndarray, n_words: Sequence[int]) -> list[WindowPrediction]:
     """1-best of every row of a tagger's (B, W, n_labels) logits: each real word's arg-max label,
     scored by the sum of their log-probabilities, and each word's softmax; row b's real words
     are its first `n_words[b]`.
@@ -150,4 +182,5 @@ def tagger_predicted(logits: np.ndarray, n_words: Sequence[int]) -> list[Predict
     ids = np.asarray(logits).argmax(-1)
     probs = softmax(logits)
     logp = np.log(np.take_along_axis(probs, ids[..., None], -1)[..., 0])  # log-softmax at the arg-max
-    return [([(ids[b, :n].tolist(), float(logp[b, :n].sum()))], probs[b, :n]) for b, n in enumerate(n_words)]
+    return [WindowPrediction([Hypothesis(ids[b, :n].tolist(), float(logp[b, :n].sum()))], probs[b, :n])
+            for b, n in enumerate(n_words)]

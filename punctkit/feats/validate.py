@@ -131,7 +131,15 @@ def _check_audio(d: Path, tables: dict, problems: list[str], wav_duration) -> di
             if dur is not None:
                 durations.setdefault(u, dur)
         return durations
-    for u, (i, rest) in tables["segments"].items():
+    _check_segments(d, tables["segments"], wavs, reco_dur, durations, problems, wav_duration)
+    return durations
+
+
+def _check_segments(d: Path, segments: dict, wavs: dict, reco_dur: dict, durations: dict[str, float],
+                    problems: list[str], wav_duration) -> None:
+    """Each segment's recording and bounds (a recording's duration from `reco_dur`, else its WAV header, kept in
+    `reco_dur`); each utterance's duration goes into `durations` where not known already."""
+    for u, (i, rest) in segments.items():
         loc = where(d / "segments", i, u)
         parts = rest.split()
         if len(parts) != 3:
@@ -159,4 +167,3 @@ def _check_audio(d: Path, tables: dict, problems: list[str], wav_duration) -> di
             durations.setdefault(u, end - start)
         elif rdur is not None:
             durations.setdefault(u, rdur - start)
-    return durations

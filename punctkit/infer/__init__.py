@@ -1,15 +1,18 @@
 """The inference engine (ESPnet's `Speech2Text`): what `punctkit decode`, `punctuate`, `serve` and
-`--stream` all label with, through its one labelling call, `Engine.label`.
+`--stream` all label with, through its one labelling call, `Punctuator.label`.
 
-- engine.py: the `Engine` base and `Punctuator`, one model built from a package (torch or
-  onnxruntime) or from an experiment (checkpoint, decoding options): windows, bounded memory, the
-  decision of marks and case, the forced marks and the stream's ends, each in one place;
-- ensemble.py: `Ensemble`, several engines as one (`MemberRun`: shared windows, threads, in turn);
+- engine.py: `Punctuator`, the one engine object, and `load_model`, the one way one is built (from
+  shipped names, packages, trained model directories, ensembles): bounded memory, the decision of
+  marks and case (decode/decide.py), the forced marks and the stream's ends, each in one place;
+- scorers.py: what gives the engine its distributions: one model (`ModelScorer`) or an `Ensemble`
+  that averages its members' (`MemberRun`: shared windows, threads, in turn);
+- backends.py: a `Runner` per backend (torch, onnxruntime, an ensemble's ONNX members side by side)
+  and the decoding options a package starts from;
 - render.py: how labelled words are shown (marks and case on the words as written);
-- stream.py: streaming over the engine (`PunctStream`, the line protocol of `--stream`);
-- backends.py: how a package runs (torch, int8, onnxruntime) and its decoding options.
+- stream.py: streaming over the engine (`PunctStream`, the line protocol of `--stream`).
 """
-from punctkit.infer.engine import Backend, Engine, Labelled, Punctuator
-from punctkit.infer.ensemble import Ensemble, load_model
+from punctkit.infer.backends import Runner
+from punctkit.infer.engine import Engine, Labelled, Punctuator, load_model
+from punctkit.infer.scorers import Ensemble, ModelScorer
 
-__all__ = ["Backend", "Engine", "Ensemble", "Labelled", "Punctuator", "load_model"]
+__all__ = ["Engine", "Ensemble", "Labelled", "ModelScorer", "Punctuator", "Runner", "load_model"]

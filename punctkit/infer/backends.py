@@ -1,18 +1,25 @@
-"""How a packed model runs: torch (its weights rebuilt, optionally int8) or onnxruntime (its
-graph), picked from the package and the options; and the decoding options a package starts from."""
+"""How a model runs: a `Runner` per backend (torch: `TorchRunner`, its weights rebuilt, optionally int8;
+onnxruntime: `OnnxRunner`, its graph; `SharedOnnxRunner`: an ensemble's ONNX members side by side over one
+frontend's windows), the backend picked from the package and the options (`pick_backend`); and the decoding
+options a package starts from (`decode_options`)."""
 from __future__ import annotations
 
+import abc
 import io
 import os
 import sys
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from punctkit.data.streams import WindowDataset
 from punctkit.decode.options import SEARCH_KEYS, DecodeOptions, resolve
+from punctkit.decode.windows import WindowPrediction
 from punctkit.files import PunctkitError
 from punctkit.package import Package
 
 if TYPE_CHECKING:  # torch is imported only by the torch backend, packing and quantization
     from punctkit.models.base import PunctModel
+    from punctkit.onnx import OnnxTagger, OnnxTaggers
 
 BACKENDS = ("auto", "torch", "onnx")
 TEXT_KEYS = {"tokens", "token_mask", "word_pos", "word_mask", "labels"}  # what a words-only input feeds
@@ -85,12 +92,13 @@ def torch_model(pkg: Package, ngpu: int = 0, threads: int = 0, quantize: bool = 
     return model.to(device).eval(), device
 
 
-def decode_options(pkg: Package, batch_size: int | None = None, beam: int | None = None,
+def decode_options(conf: dict[str, Any], batch_size: int | None = None, beam: int | None = None,
                    step: int | None = None) -> DecodeOptions:
-    """The packed `decode:` settings with punctuate's options over them."""
-    trained = {k: v for k, v in pkg.conf["decode"].items() if k in SEARCH_KEYS}
+    """A model's `decode:` settings (a package's packed config, an experiment's config) with punctuate's
+    options over them."""
+    trained = {k: v for k, v in conf["decode"].items() if k in SEARCH_KEYS}
     # punctuate's own default batch: 16 windows at most (of 1-128, the fastest for both shipped models on
-    # 2 cores: recipes/ted/RESULTS.md); an int8 graph runs one window at a time (Punctuator.from_package)
+    # 2 cores: recipes/ted/RESULTS.md); an int8 graph runs one window at a time (package_runner)
     batch_size = batch_size or min(int(trained.get("batch_size", 32)), 16)
     return resolve({"step": step, "beam": beam, "batch_size": batch_size}, trained)
 
@@ -116,3 +124,90 @@ def pick_backend(pkg: Package, backend: str, ngpu: int, quantize: bool) -> str:
                             f"onnxruntime on the CPU (--backend onnx or auto, without --ngpu/--quantize; "
                             f"pip install onnxruntime)")
     return "torch"
+
+
+class Runner(abc.ABC):
+    """How a model's windows are labelled: `predict` gives every window of a dataset its n-best label ids and
+    the 1-best's distributions (decode/windows.py: WindowPrediction). Each runner has its `name` (the backend:
+    torch, onnx) and its torch `model` (None with onnx: what it is, `seq2seq`, decides how it streams)."""
+
+    name: str
+    model: Any
+
+    @abc.abstractmethod
+    def predict(self, dataset: WindowDataset) -> list[WindowPrediction]:
+        """Every window of `dataset` labelled."""
+
+
+@dataclass
+class TorchRunner(Runner):
+    """A torch model (eval mode) on `device`: taggers' arg-max, encoder-decoders' search (decode/decoder.py);
+    `show`: a progress bar over the batches."""
+
+    model: PunctModel
+    device: Any
+    batch_size: int
+    beam: int = 1
+    nbest: int = 1
+    pad_id: int = 0
+    show: bool = False
+    name: str = "torch"
+
+    def predict(self, dataset: WindowDataset) -> list[WindowPrediction]:
+        from punctkit.decode.decoder import predict
+
+        return predict(self.model, dataset, self.batch_size, self.device, self.beam, self.nbest, self.pad_id,
+                       self.show)
+
+
+@dataclass
+class OnnxRunner(Runner):
+    """A tagger's graph in onnxruntime (punctkit/onnx.py: OnnxTagger); `show`: a progress bar."""
+
+    tagger: OnnxTagger
+    batch_size: int
+    pad_id: int = 0
+    show: bool = False
+    name: str = "onnx"
+    model: Any = None
+
+    def predict(self, dataset: WindowDataset) -> list[WindowPrediction]:
+        return self.tagger.predict(dataset, self.batch_size, self.pad_id, self.show)
+
+
+@dataclass
+class SharedOnnxRunner(Runner):
+    """An ensemble's ONNX members over one frontend and one window plan, run side by side on every batch: the
+    weighted average of their distributions (punctkit/onnx.py: OnnxTaggers)."""
+
+    taggers: OnnxTaggers
+    batch_size: int
+    pad_id: int = 0
+    name: str = "onnx"
+    model: Any = None
+
+    def predict(self, dataset: WindowDataset) -> list[WindowPrediction]:
+        return self.taggers.predict(dataset, self.batch_size, self.pad_id)
+
+
+def package_runner(pkg: Package, opts: DecodeOptions, *, ngpu: int = 0, threads: int = 0, quantize: bool = False,
+                   backend: str = "auto", show: bool = False) -> tuple[Runner, DecodeOptions]:
+    """The runner of a read package under `backend` (`pick_backend`), and its decoding options `opts` as it runs
+    them (an int8 model labels one window at a time: a window's labels its own, whatever runs beside it)."""
+    pad_id = pkg.frontend.pad_id
+    if pick_backend(pkg, backend, ngpu, quantize) == "onnx":
+        from punctkit.onnx import OnnxTagger, quantized_per_batch
+
+        if quantized_per_batch(pkg.onnx):
+            opts = replace(opts, batch_size=1)
+        return OnnxRunner(OnnxTagger(pkg.onnx, threads, f"{pkg.path} (model.onnx)"), opts.batch_size, pad_id,
+                          show), opts
+    model, device = torch_model(pkg, ngpu, threads, quantize)  # first: it imports torch (import_torch)
+    if quantize:  # torch's dynamic int8 quantizes activations per batch too
+        opts = replace(opts, batch_size=1)
+    missing = set(model.needs) - TEXT_KEYS
+    if missing:
+        raise PunctkitError(f"{pkg.path}: model {pkg.conf['model'].get('type')} needs "
+                            f"{', '.join(sorted(missing))}; a package is fed words only: decode its "
+                            f"experiment dir (punctkit decode EXP DATA OUT) for its audio")
+    return TorchRunner(model, device, opts.batch_size, opts.beam, 1, pad_id, show), opts

@@ -31,7 +31,7 @@ from punctkit.decode.boundary import (
     word_times,
 )
 from punctkit.files import PunctkitError
-from punctkit.infer.engine import Engine
+from punctkit.infer.engine import Engine, Punctuator
 from punctkit.infer.render import UnitRenderer
 
 
@@ -75,11 +75,8 @@ def collect(engine: Engine, ref: Path, blind: Path, rows: np.ndarray | None = No
     if len(ref_written) != len(words):
         raise PunctkitError(f"{blind}: {len(words)} words, its reference {ref} {len(ref_written)}")
     if rows is None:
-        saved, engine.boundary = engine.boundary, None
-        try:
-            rows = np.concatenate([d.rows for d in engine.label(lines, one_stream=True, probs=True)])
-        finally:
-            engine.boundary = saved
+        plain = Punctuator(scorer=engine.scorer.without_boundaries(), chunk_words=engine.chunk_words)
+        rows = np.concatenate([d.rows for d in plain.label(lines, one_stream=True, probs=True)])
     if rows.shape != (len(words), len(inv.labels)):
         raise PunctkitError(f"{blind}: cached distributions of shape {rows.shape}, not {len(words)} words")
     targets = np.array([inv.index(inv.label_for(w, m)) for w, m in zip(ref_written, ref_marks)])
@@ -168,7 +165,7 @@ def fit(docs: Sequence[Doc], inventory: LabelSet, *, seed: int = 1, l2: float = 
 
 def decided_utterances(engine: Engine, doc: Doc, fusion: BoundaryFusion | None,
                        variant: Variant = ALL) -> list[Utterance]:
-    """A document labelled from its cached distributions as `Engine.label` labels one stream (fused, then the
+    """A document labelled from its cached distributions as `Punctuator.label` labels one stream (fused, then the
     joint decision, then shown), as corpus utterances for scoring (one utterance, the words as shown)."""
     inv = engine.inventory
     rows = doc.rows.astype(np.float64)
@@ -176,7 +173,7 @@ def decided_utterances(engine: Engine, doc: Doc, fusion: BoundaryFusion | None,
     if fusion is not None:
         rows = fusion.apply(rows, b, inv)
     words = [w for u in doc.lines for w in u.words]
-    ids = engine.decide(rows, words, best=[int(i) for i in rows.argmax(axis=1)])
+    ids = engine.decision.decide(rows, words, best=[int(i) for i in rows.argmax(axis=1)])
     labels = [inv.labels[i] for i in ids]
     render = UnitRenderer(engine.casing(), True, None)
     opts = OutputOptions(inventory=inv)

@@ -1,30 +1,31 @@
 """The inference engine: a model ready to label words (ESPnet's `Speech2Text`).
 
-    >>> from punctkit import Punctuator
-    >>> for done in Punctuator.load("fast").label(units):
+    >>> from punctkit.infer import load_model
+    >>> for done in load_model("fast")(units):
     ...     done.utt, done.labels, done.shown, done.rows
 
-`Engine` is what labels words: one model (`Punctuator`, built from a package or an experiment)
-or several (`Ensemble`, infer/ensemble.py). `Engine.label` is the one labelling call of
-`punctkit decode`, `punctuate`, `serve` and `--stream`; everything a label goes through is
-here, once each:
+`Punctuator` is the one engine object: built by `load_model` (the one construction path, which
+`punctkit.load` wraps: shipped names, packages, trained model directories, ensembles), it runs a
+scorer (infer/scorers.py: one model, or an ensemble averaging its members' distributions) and
+its call, `Punctuator.label`, is the one labelling call of `punctkit decode`, `punctuate`, `serve`
+and `--stream`; everything a label goes through is here, once each:
 
-- the model's words (decode/model_words.py: `don't` read as `do n't`, one label back):
-  `Punctuator.distributions`;
-- overlapping windows and each word's most central one (decode/windows.py);
-- bounded memory: a long stream in segments of about `chunk_words` words (`_segments`), short
+- the scorer's distributions: the model's words (decode/model_words.py: `don't` read as `do n't`,
+  one label back), overlapping windows and each word's most central one (decode/windows.py),
+  turns and pauses fused in (decode/boundary.py);
+- bounded memory: a long stream in segments of about `chunk_words` words (`Segments`), short
   independent streams batched (`_batched`), with the labels of a whole-stream decode;
-- the decision (`decide`): marks and case together (decode/joint.py), the marks the input forces
-  (`forced`), and the stream's ends (decode/stream_end.py: `close_ids`);
+- the decision (decode/decide.py: `Decision`): marks and case together (decode/joint.py), the marks
+  the input forces (`forced`), and the stream's ends (decode/stream_end.py: `close_ids`);
 - how the words are shown (infer/render.py).
 
-Streaming (infer/stream.py) reads its windows through `label_window_spans` and decides through
-`decide`.
+Streaming (infer/stream.py) reads its windows through the scorer's `label_window_spans` and decides
+through the same `Decision`.
 """
 from __future__ import annotations
 
-import abc
 import math
+import os
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,74 +35,37 @@ import numpy as np
 
 from punctkit.data.formats import split_text
 from punctkit.data.formats.base import AsrUtterance, placed
+from punctkit.data.labelled import Labelled, word_times
 from punctkit.data.labels import LabelSet, O, Substitution, default_substitution, get_inventory
 from punctkit.data.streams import IGNORE, Extra, Stream
 from punctkit.data.tokenize import Written
-from punctkit.decode.boundary import NOTHING, BoundaryFusion, between, unit_boundaries, word_times
-from punctkit.decode.joint import THRESHOLD, JointDecision
-from punctkit.decode.lookahead import Span, label_windows
-from punctkit.decode.model_words import ModelWords
+from punctkit.decode.boundary import NOTHING, between, unit_boundaries
+from punctkit.decode.combine import parse_weights
+from punctkit.decode.decide import Decision, Forced
+from punctkit.decode.joint import JointDecision
 from punctkit.decode.options import DecodeOptions
 from punctkit.decode.stream_end import close_ids
-from punctkit.decode.windows import Hyps, Predict, Predicted, decode_windows_rows
+from punctkit.decode.windows import Hypothesis, WindowPrediction
 from punctkit.files import PunctkitError
-from punctkit.infer.backends import TEXT_KEYS, decode_options, import_torch, pick_backend, torch_model
+from punctkit.infer.backends import TorchRunner, decode_options, import_torch, package_runner
 from punctkit.infer.render import Casing, UnitRenderer
+from punctkit.infer.scorers import Ensemble, MemberRun, ModelScorer, shared_windows, side_by_side
 from punctkit.package import EnsemblePackage, Package, read_package
-from punctkit.pretrained import default_model
+from punctkit.pretrained import SHIPPED, default_model
 from punctkit.text.frontend import Frontend
 
-Forced = list[str | None]  # per word: the mark the input forces on it (--keep-input-marks), or None (predicted)
-Unit = AsrUtterance | str | Sequence[str] | Sequence[AsrUtterance] | Stream  # what `Engine.label` takes (see there)
-
-
-@dataclass
-class Labelled:
-    """One utterance (or line) labelled: its labels, its words as shown (marks and case set) and,
-    when asked for (`probs`), the model's distributions over the inventory's labels (words x labels)."""
-
-    utt: AsrUtterance
-    labels: list[str]
-    shown: list[str]
-    rows: np.ndarray | None = None
-    hyps: Hyps | None = None  # with `nbest` > 1: the search's n-best label ids and scores, ends closed
-    columns: tuple[str, ...] = ()  # the labels of the columns of `rows` (the inventory's, in order)
-
-    @property
-    def words(self) -> list[str]:
-        """The input's words, without the marks the input had (`utt.written`: each as written)."""
-        return self.utt.words
-
-    @property
-    def text(self) -> str:
-        """The words as shown, one space apart, the input's tokens that are not words (`<unk>`) in place:
-        what `punctuate` writes for them."""
-        return " ".join(placed(self.utt, self.shown))
-
-    @property
-    def probabilities(self) -> list[dict[str, float]] | None:
-        """Per word, each label's probability ({label: p}, the inventory's order); None unless asked for
-        (`probs`)."""
-        if self.rows is None:
-            return None
-        return [{lab: float(p) for lab, p in zip(self.columns, row)} for row in self.rows]
-
-    @property
-    def times(self) -> list[tuple[float | None, float | None]]:
-        """Per word, its (start, end) seconds where the input gave them (a CTM, Whisper's words, ...), else
-        (None, None)."""
-        return word_times(self.utt.records, len(self.utt.words))
+Unit = AsrUtterance | str | Sequence[str] | Sequence[AsrUtterance] | Stream  # what `Punctuator.label` takes (see there)
 
 
 def as_unit(words: Sequence[str], forced: Forced | None = None, uttid: str = "s0") -> AsrUtterance:
-    """Words (and the marks forced on them) as an utterance for `Engine.label`, each word as written."""
+    """Words (and the marks forced on them) as an utterance for `Punctuator.label`, each word as written."""
     marks = [O if m is None else m for m in (forced or [None] * len(words))]
     return AsrUtterance(uttid, list(words), marks, [Written("", w) for w in words], has_id=False)
 
 
 def text_unit(text: str, inventory: LabelSet, uttid: str, lineno: int = 0,
               rules: Substitution | None = None) -> AsrUtterance:
-    """A text as an utterance for `Engine.label`: its words (split on white space, line breaks too), each
+    """A text as an utterance for `Punctuator.label`: its words (split on white space, line breaks too), each
     as written, the marks it has as the input's marks (kept with `forced`), the tokens that are not words
     in place; `rules`: how its marks map to labels (the inventory's default)."""
     p = split_text(text, inventory, rules if rules is not None else default_substitution(inventory))
@@ -139,103 +103,163 @@ def word_streams(word_lists: list[list[str]]) -> list[Stream]:
     return [Stream(f"s{k}", [f"s{k}"], [0], words, [IGNORE] * len(words)) for k, words in enumerate(word_lists)]
 
 
-class Engine(abc.ABC):
-    """What labels words: one model (`Punctuator`) or several (`Ensemble`). A subclass gives the
-    model's distributions (`distributions`), the one model a stream runs (`streamable`), and these:"""
+@dataclass
+class StreamWord:
+    """One word of a stream on its way through `Segments`: the word, the mark the input forces on it (None:
+    predicted) and what follows it (decode/boundary.py's id)."""
 
-    inventory: LabelSet       # the labels of the distributions, in this order
-    chunk_words: int          # words a long stream is decoded in at once (memory bound)
-    frontend: Frontend        # how words become tokens (an ensemble: its first member's)
-    boundary: BoundaryFusion | None = None  # how turns and pauses weigh on the marks (decode/boundary.py)
+    word: str
+    forced: str | None = None
+    boundary: int = NOTHING
+
+
+@dataclass
+class Segments:
+    """A long stream's words labelled in segments of about `chunk_words` words (bounded memory). Segments start on
+    the window grid (a multiple of `step` of the words the model reads: `model_width`) and overlap by at least
+    the longest window on each side of the words they keep, so every kept word has the same windows, and owner,
+    as in a whole-stream decode; the decision runs on from one segment to the next (`prev`)."""
+
+    engine: "Punctuator"
+    stop: Callable[[], None] | None = None
+    buf: list[StreamWord] = field(default_factory=list)
+    at: list[int] = field(default_factory=list)  # per word of buf: the model words before it in the stream
+    buf_start: int = 0   # the stream index of buf's first word
+    keep: int = 0        # the stream index of the first word not labelled yet
+    prev: int | None = None  # the label id of the last word labelled
+    ctx: int = field(init=False, default=0)    # the context a segment keeps before its words: whole steps
+    chunk: int = field(init=False, default=0)  # the words a segment labels: whole steps, at least a window
+
+    def __post_init__(self) -> None:
+        L, S = self.engine.window, self.engine.step
+        self.ctx = math.ceil(L / S) * S
+        self.chunk = S * max(math.ceil(self.engine.chunk_words / S), math.ceil(L / S))
+
+    def __call__(self, items: Iterable[StreamWord]) -> Iterator[tuple[str, np.ndarray]]:
+        """(label, distribution) of every word of the stream, in order."""
+        L = self.engine.window
+        for it in items:
+            buf = self.buf
+            self.at.append(self.at[-1] + self.engine.scorer.model_width(buf[-1].word) if buf else 0)
+            buf.append(it)
+            if self.buf_start + len(buf) >= self.keep + self.chunk + L:
+                seg = buf[: self.keep + self.chunk + L - self.buf_start]
+                yield from self._run(seg, self.keep - self.buf_start, self.keep + self.chunk - self.buf_start)
+                self.keep += self.chunk
+                start = self._cut(self.keep - self.ctx)
+                del buf[: start - self.buf_start], self.at[: start - self.buf_start]
+                self.buf_start = start
+        if self.buf_start + len(self.buf) > self.keep:
+            yield from self._run(self.buf, self.keep - self.buf_start, len(self.buf), last=True)
+
+    def _cut(self, last: int) -> int:
+        """The next segment's first word: the last one at or before `last` whose model words start on
+        the grid (a split contraction may straddle a grid point; none found: `last` itself)."""
+        for j in range(last, max(self.buf_start, last - 2 * self.ctx) - 1, -1):
+            if self.at[j - self.buf_start] % self.engine.step == 0:
+                return j
+        return last
+
+    def _run(self, seg: list[StreamWord], a: int, b: int, last: bool = False) -> list[tuple[str, np.ndarray]]:
+        """Words a..b-1 of the segment `seg` labelled, the others their context."""
+        if self.stop is not None:
+            self.stop()
+        eng = self.engine
+        words = [w.word for w in seg]
+        got = eng.scorer.distributions(word_streams([words]), None, [[w.boundary for w in seg]])[0]
+        rows = got.rows
+        ids = eng.decision.decide(rows[a:b], words[a:b], forced=[w.forced for w in seg[a:b]], best=got.best[a:b],
+                                  prev=self.prev, first=self.buf_start + a == 0, last=last,
+                                  next_row=rows[b] if b < len(seg) else None,
+                                  next_word=words[b] if b < len(seg) else None)
+        self.prev = ids[-1] if ids else self.prev
+        return list(zip([eng.inventory.labels[i] for i in ids], rows[a:b]))
+
+
+@dataclass
+class _Pending:
+    """A unit of `_batched` waiting for its batch: its lines (one stream), the stream the model reads, the marks
+    the input forces and what follows each word (None: not weighed)."""
+
+    lines: list[AsrUtterance]
+    stream: Stream
+    forced: Forced | None
+    boundaries: list[int] | None
+
+
+@dataclass(kw_only=True)
+class Punctuator:
+    """The engine: a model ready to label words. Its scorer gives the distributions (infer/scorers.py: one model,
+    `ModelScorer`, or an `Ensemble` that averages its members'); its decision (decode/decide.py) chooses the
+    labels; it is called on units and yields `Labelled` (`label`). Built by `load_model`."""
+
+    scorer: ModelScorer | Ensemble
+    chunk_words: int = 10000      # words decoded at once (memory bound)
+    decision: Decision = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        o, fe = self.scorer.options, self.scorer.frontend
+        joint = JointDecision(self.scorer.inventory, fe.case_lexicon, getattr(fe, "case_prior", None),
+                              threshold=float(o.capital_threshold), weight=float(o.capital_weight), enabled=o.joint)
+        self.decision = Decision(self.scorer.inventory, joint, o.closes_streams)
+
+    # --- what the applications read
+    @property
+    def inventory(self) -> LabelSet:
+        """The labels of the distributions, in this order."""
+        return self.scorer.inventory
 
     @property
-    @abc.abstractmethod
-    def step(self) -> int:
-        """Windows start on multiples of this (an ensemble: a multiple of every member's step)."""
+    def frontend(self) -> Frontend:
+        """How words become tokens (an ensemble: its first member's)."""
+        return self.scorer.frontend
 
     @property
-    @abc.abstractmethod
+    def options(self) -> DecodeOptions:
+        """The resolved decoding options (an ensemble: the plan of infer/scorers.py's `Ensemble`)."""
+        return self.scorer.options
+
+    @property
     def window(self) -> int:
         """The longest window: the context a segment of a long stream needs on each side."""
+        return self.options.window
 
     @property
-    @abc.abstractmethod
+    def step(self) -> int:
+        """Windows start on multiples of this (an ensemble: a multiple of every member's step)."""
+        return self.options.step
+
+    @property
     def closes_streams(self) -> bool:
-        """Whether a stream's first word begins a sentence and its last ends one (decode option
-        `stream_end`; an ensemble: when every member's does)."""
+        """Whether a stream's first word begins a sentence and its last ends one (decode option `stream_end`)."""
+        return self.options.closes_streams
 
     @property
-    def decides_jointly(self) -> bool:
-        """Whether marks and case are decided together (the decode option `joint`)."""
-        return True
+    def backend(self) -> str:
+        """How it runs: torch or onnx (an ensemble: its members', joined by `+`)."""
+        return self.scorer.backend
 
     @property
-    def capital_rule(self) -> tuple[float, float]:
-        """Rule 2 of the joint decision: the decode options `capital_threshold` and `capital_weight`."""
-        return THRESHOLD, 0.0
+    def card(self) -> dict[str, Any]:
+        """The packed model's card (training data, test figures, ...)."""
+        return self.scorer.card
 
-    def model_width(self, word: str) -> int:
-        """How many of the words the model reads one input word is (`don't`: 2 where the model reads
-        IWSLT's `do n't`): its windows are planned over those (`_segments` cuts on their grid)."""
-        return 1
+    def with_options(self, **changes: Any) -> "Punctuator":
+        """This engine with decoding options changed (`DecodeOptions`' fields: `overlap`, `joint`,
+        `capital_weight`, ...): a new engine, its decision built anew."""
+        return replace(self, scorer=self.scorer.with_options(**changes))
 
-    @abc.abstractmethod
-    def distributions(self, streams: list[Stream], extra: Extra | None = None) -> list[Predicted]:
-        """Per stream: the search's n-best label ids (one per input word) and the 1-best's distributions
-        (words x labels, inventory order), before any decision. `extra`: a data directory's audio."""
-
-    @abc.abstractmethod
     def streamable(self) -> "Punctuator":
-        """The one model a `PunctStream` runs (an ensemble: its members as one tagger, else an error)."""
-
-    # ------------------------------------------------------------------ the decision
-    @property
-    def joint(self) -> JointDecision:
-        """The joint decision of marks and case over this engine's distributions (decode/joint.py)."""
-        got = self.__dict__.get("_joint")
-        if got is None:
-            fe = self.frontend
-            threshold, weight = self.capital_rule
-            got = JointDecision(self.inventory, fe.case_lexicon, getattr(fe, "case_prior", None),
-                                threshold=threshold, weight=weight, enabled=self.decides_jointly)
-            self.__dict__["_joint"] = got
-        return got
-
-    def decide(self, rows: np.ndarray, words: list[str], *, forced: Forced | None = None,
-               best: list[int] | None = None, prev: int | None = None, first: bool = True, last: bool = True,
-               next_row: np.ndarray | None = None, next_word: str | None = None) -> list[int]:
-        """The label ids of consecutive words of a stream, from their distributions (`rows`): the one
-        place a label is chosen. Marks and case together, left to right (decode/joint.py: `prev`, the
-        label id before these; `next_row`/`next_word`, the word after them when the stream goes on;
-        `best`, the search's own ids where the rules do not apply); each `forced` mark kept; the
-        stream's first word (`first`: these begin the stream) begins a sentence and its last (`last`:
-        these end it) ends one, unless the decode option `stream_end` leaves streams open
-        (decode/stream_end.py)."""
-        inv, closes = self.inventory, self.closes_streams
-        ids = self.joint.decide(rows, words, forced=forced, prev=prev, best=best, opens=first and closes,
-                                next_row=next_row, next_word=next_word)
-        if forced is not None:
-            ids = [i if mk is None else inv.index(inv.relabel(inv.labels[i], mk)) for i, mk in zip(ids, forced)]
-        return close_ids(ids, rows, inv, forced, closes=closes, opens=first, ends=last)
-
-    def fused(self, rows: np.ndarray, boundaries: Sequence[int] | None) -> np.ndarray:
-        """The words' distributions given what follows each of them (`boundaries`: decode/boundary.py's ids; None
-        or all NOTHING: `rows` as they are)."""
-        if self.boundary is None or boundaries is None:
-            return rows
-        return self.boundary.apply(rows, boundaries, self.inventory)
-
-    def fused_best(self, rows: np.ndarray, boundaries: Sequence[int] | None, best: list[int]) -> list[int]:
-        """The search's ids, each word whose distribution the boundary changed taking its arg-max."""
-        if self.boundary is None or boundaries is None:
-            return best
-        return [b if k == NOTHING else int(r.argmax()) for b, k, r in zip(best, boundaries, rows)]
+        """The engine a `PunctStream` runs: this one over its one model (an ensemble: its members as one
+        tagger, else a one-line error)."""
+        one = self.scorer.streamable()
+        return self if one is self.scorer else Punctuator(scorer=one, chunk_words=self.chunk_words)
 
     # ------------------------------------------------------------------ labelling
     def label(self, units: str | Iterable[Unit], *, one_stream: bool = False, forced: bool = False,
               casing: Casing | None = None, probs: bool = False, extra: Extra | None = None,
               nbest: int = 1, stop: Callable[[], None] | None = None) -> Iterator[Labelled]:
-        """Each unit labelled, in order, in bounded memory: the one labelling call.
+        """Each unit labelled, in order, in bounded memory: the one labelling call (also the engine's call).
 
         `units`: utterances (`AsrUtterance`, a list of words, or a text: `text_unit`; a text alone is one
         unit), each its own stream with an id of its own (`s0`, `s1`, ... where it has none), starting and
@@ -259,141 +283,82 @@ class Engine(abc.ABC):
         else:
             yield from self._batched(stream_runs(units), forced, casing, probs, extra, nbest, stop)
 
-    def label_window_spans(self, words: Sequence[str], base: int, wanted: Iterable[tuple[int, Sequence[Span]]],
-                           cache: dict[Span, tuple[list[int], np.ndarray]]
-                           ) -> tuple[dict[int, int], dict[int, np.ndarray]]:
-        """For streaming (infer/stream.py): each wanted model word's label id and distribution, given as
-        (word index, its windows (start, end): decode/lookahead.py's `word_windows`), `words` holding the
-        stream's model words from `base` on; the windows not in `cache` are read in one batch
-        (decode/lookahead.py: label_windows)."""
-        p = self.streamable()
-        rows: dict[int, np.ndarray] = {}
-        ids = label_windows(words, base, wanted, p.frontend, p.predict, cache, rows)
-        return ids, rows
+    __call__ = label
 
-    def _best_rows(self, word_lists: list[list[str]]) -> list[tuple[list[int], np.ndarray]]:
-        """The search's best label ids of each word of each stream and their distributions."""
-        return [(h[0][0], rows) for h, rows in self.distributions(word_streams(word_lists))]
-
-    def _decided(self, stream: Stream, hyps: Hyps, rows: np.ndarray, forced: Forced | None,
-                 nbest: int, boundaries: Sequence[int] | None = None) -> tuple[list[int], Hyps | None]:
-        """A whole stream's decided label ids (`rows` fused with its `boundaries` already), and its n-best
-        (`nbest` > 1) with the decided ids first and the others' ends closed as `decide` closes them."""
-        ids = self.decide(rows, stream.words, forced=forced, best=self.fused_best(rows, boundaries, hyps[0][0]))
+    def _decided(self, stream: Stream, got: WindowPrediction, forced: Forced | None,
+                 nbest: int) -> tuple[list[int], list[Hypothesis] | None]:
+        """A whole stream's decided label ids (`got` fused with its boundaries already), and its n-best
+        (`nbest` > 1) with the decided ids first and the others' ends closed as the decision closes them."""
+        ids = self.decision.decide(got.rows, stream.words, forced=forced, best=got.best)
         if nbest <= 1:
             return ids, None
-        return ids, [(ids, hyps[0][1])] + [(close_ids(h, rows, self.inventory, closes=self.closes_streams), score)
-                                           for h, score in hyps[1:]]
-
-    def _segments(self, items: Iterable[tuple[str, str | None, int]],
-                  stop: Callable[[], None] | None = None) -> Iterator[tuple[str, np.ndarray]]:
-        """(label, distribution) of every word of one stream of (word, forced mark or None, boundary id), in order,
-        in bounded memory. Segments start on the window grid (a multiple of `step` of the words the
-        model reads: `model_width`) and overlap by at least the longest window on each side of the
-        words they keep, so every kept word has the same windows, and owner, as in a whole-stream decode."""
-        L, S = self.window, self.step
-        ctx = math.ceil(L / S) * S
-        chunk = S * max(math.ceil(self.chunk_words / S), math.ceil(L / S))
-        buf: list[tuple[str, str | None, int]] = []
-        at: list[int] = []  # per word of buf: the model words before it in the stream
-        buf_start = keep = 0
-        prev: list[int] = []  # the label id of the last word labelled (the decision runs on)
-
-        def cut(last: int) -> int:
-            """The next segment's first word: the last one at or before `last` whose model words start on
-            the grid (a split contraction may straddle a grid point; none found: `last` itself)."""
-            for j in range(last, max(buf_start, last - 2 * ctx) - 1, -1):
-                if at[j - buf_start] % S == 0:
-                    return j
-            return last
-
-        def run(seg: list[tuple[str, str | None, int]], a: int, b: int,
-                last: bool = False) -> Iterator[tuple[str, np.ndarray]]:
-            if stop is not None:
-                stop()
-            words = [w for w, _, _ in seg]
-            best, rows = self._best_rows([words])[0]
-            bounds = [k for _, _, k in seg]
-            rows = self.fused(rows, bounds)
-            best = self.fused_best(rows, bounds, best)
-            forced = [f for _, f, _ in seg[a:b]]
-            ids = self.decide(rows[a:b], words[a:b], forced=forced, best=best[a:b], prev=prev[-1] if prev else None,
-                              first=buf_start + a == 0, last=last, next_row=rows[b] if b < len(seg) else None,
-                              next_word=words[b] if b < len(seg) else None)
-            prev[:] = ids[-1:] or prev
-            return zip([self.inventory.labels[i] for i in ids], rows[a:b])
-
-        for it in items:
-            at.append(at[-1] + self.model_width(buf[-1][0]) if buf else 0)
-            buf.append(it)
-            if buf_start + len(buf) >= keep + chunk + L:
-                seg = buf[: keep + chunk + L - buf_start]
-                yield from run(seg, keep - buf_start, keep + chunk - buf_start)
-                keep += chunk
-                start = cut(keep - ctx)
-                del buf[: start - buf_start], at[: start - buf_start]
-                buf_start = start
-        if buf_start + len(buf) > keep:
-            yield from run(buf, keep - buf_start, len(buf), last=True)
+        return ids, [Hypothesis(ids, got.hyps[0].score)] + [
+            Hypothesis(close_ids(h.ids, got.rows, self.inventory, closes=self.closes_streams), h.score)
+            for h in got.hyps[1:]]
 
     def _rows(self, pairs: list[tuple[str, np.ndarray]]) -> tuple[list[str], np.ndarray]:
         n = len(self.inventory.labels)
         return [p[0] for p in pairs], np.array([p[1] for p in pairs], dtype=np.float64).reshape(len(pairs), n)
+
+    def _shown(self, lines: list[AsrUtterance], labels: list[str], rows: np.ndarray, casing: Casing, forced: bool,
+               probs: bool, hyps: list[Hypothesis] | None = None) -> Iterator[Labelled]:
+        """The lines of one stream labelled (`labels`, `rows`: their words', in order) and shown."""
+        render = UnitRenderer(casing, len(lines) > 1, forced)  # lines of one stream: sentences run on
+        worded = [k for k, u in enumerate(lines) if u.words]
+        k = 0
+        for n, u in enumerate(lines):
+            mine, r = labels[k:k + len(u.words)], rows[k:k + len(u.words)]
+            k += len(u.words)
+            yield Labelled(u, mine, render.show(u, mine), r if probs else None, hyps, self.inventory.labels,
+                           starts=n == worded[0] if worded else False, ends=n == worded[-1] if worded else False)
+
+    def _flush(self, group: list[_Pending], casing: Casing, forced: bool, probs: bool, extra: Extra | None,
+               nbest: int, stop: Callable[[], None] | None) -> Iterator[Labelled]:
+        """A batch of independent streams labelled together, each shown."""
+        todo = [p for p in group if p.stream.words]
+        if todo and stop is not None:
+            stop()
+        bounds = [p.boundaries for p in todo] if self.scorer.uses_boundaries else None
+        done = iter(self.scorer.distributions([p.stream for p in todo], extra, bounds) if todo else ())
+        for p in group:
+            rows = np.zeros((0, len(self.inventory.labels)))
+            labels: list[str] = []
+            hyps = None
+            if p.stream.words:
+                got = next(done)
+                rows = got.rows
+                ids, hyps = self._decided(p.stream, got, p.forced, nbest)
+                labels = [self.inventory.labels[i] for i in ids]
+            yield from self._shown(p.lines, labels, rows, casing, forced, probs, hyps)
 
     def _batched(self, units: Iterable[Unit], forced: bool, casing: Casing, probs: bool,
                  extra: Extra | None = None, nbest: int = 1,
                  stop: Callable[[], None] | None = None) -> Iterator[Labelled]:
         """Independent streams (an utterance, lines of one stream, or a data directory's stream),
         batched across streams up to about `chunk_words` words; a longer stream alone, in segments
-        (`_segments`), unless it has audio (`extra`) or n-best lists are asked for."""
-        group: list[tuple[list[AsrUtterance], Stream, Forced | None, list[int] | None]] = []
-        size = 0
-
-        def show(lines: list[AsrUtterance], labels: list[str], rows: np.ndarray,
-                 hyps: Hyps | None = None) -> Iterator[Labelled]:
-            render = UnitRenderer(casing, len(lines) > 1, forced)  # lines of one stream: sentences run on
-            k = 0
-            for u in lines:
-                mine, r = labels[k:k + len(u.words)], rows[k:k + len(u.words)]
-                k += len(u.words)
-                yield Labelled(u, mine, render.show(u, mine), r if probs else None, hyps, self.inventory.labels)
-
-        def flush() -> Iterator[Labelled]:
-            nonlocal size
-            todo = [stream for _, stream, _, _ in group if stream.words]
-            if todo and stop is not None:
-                stop()
-            done = iter(self.distributions(todo, extra)) if todo else iter(())
-            for lines, stream, fx, bounds in group:
-                rows = np.zeros((0, len(self.inventory.labels)))
-                labels: list[str] = []
-                hyps = None
-                if stream.words:
-                    h, rows = next(done)
-                    rows = self.fused(rows, bounds)
-                    ids, hyps = self._decided(stream, h, rows, fx, nbest, bounds)
-                    labels = [self.inventory.labels[i] for i in ids]
-                yield from show(lines, labels, rows, hyps)
-            group.clear()
-            size = 0
-
+        (`Segments`), unless it has audio (`extra`) or n-best lists are asked for."""
+        group: list[_Pending] = []
+        size = 0  # the words of `group`
         for k, unit in enumerate(units):
             lines = self._lines(unit, f"s{k}")
             words = [w for u in lines for w in u.words]
-            fx = [f for u in lines for f in forced_marks(u, True)] if forced else None
-            bounds = unit_boundaries(lines) if self.boundary is not None else None
+            fx = [f for u in lines for f in forced_marks(u, True)] if forced else None  # type: ignore[union-attr]
+            bounds = unit_boundaries(lines) if self.scorer.uses_boundaries else None
             if len(words) > self.chunk_words and extra is None and nbest <= 1:
-                yield from flush()
-                items = zip(words, fx or [None] * len(words), bounds or [NOTHING] * len(words))
-                labels, rows = self._rows(list(self._segments(items, stop)))
-                yield from show(lines, labels, rows)
+                yield from self._flush(group, casing, forced, probs, extra, nbest, stop)
+                group, size = [], 0
+                items = [StreamWord(w, fx[j] if fx else None, bounds[j] if bounds else NOTHING)
+                         for j, w in enumerate(words)]
+                labels, rows = self._rows(list(Segments(self, stop)(items)))
+                yield from self._shown(lines, labels, rows, casing, forced, probs)
                 continue
             stream = unit if isinstance(unit, Stream) else Stream(f"s{k}", [f"s{k}"], [0], words, [IGNORE] * len(words))
-            group.append((lines, stream, fx, bounds))
+            group.append(_Pending(lines, stream, fx, bounds))
             size += len(words)
             if size >= self.chunk_words:
-                yield from flush()
-        yield from flush()
+                yield from self._flush(group, casing, forced, probs, extra, nbest, stop)
+                group, size = [], 0
+        yield from self._flush(group, casing, forced, probs, extra, nbest, stop)
 
     def _lines(self, unit: Unit, uttid: str) -> list[AsrUtterance]:
         """A unit as the lines of one stream; a text or a list of words made an utterance `uttid` (each unit
@@ -410,39 +375,48 @@ class Engine(abc.ABC):
             return items  # type: ignore[return-value]
         return [as_unit(items, uttid=uttid)]  # type: ignore[arg-type]
 
+    def _stream_words(self, units: Iterator[Unit], forced: bool, pending: deque[AsrUtterance]) -> Iterator[StreamWord]:
+        """The words of lines of one stream, each line put on `pending` as it is read; each word's boundary id
+        waits for the next word (a line's last word's for the next line: its speaker and start)."""
+        weighs = self.scorer.uses_boundaries
+        held: tuple[StreamWord, str | None, Any] | None = None  # the last word read, its speaker and times
+        for n, unit in enumerate(units):
+            for ln in self._lines(unit, f"s{n}"):
+                pending.append(ln)
+                times = word_times(ln.records, len(ln.words)) if weighs else None
+                for j, (w, f) in enumerate(zip(ln.words, forced_marks(ln, forced) or [None] * len(ln.words))):
+                    t = times[j] if times is not None else (None, None)
+                    if held is not None:
+                        held[0].boundary = between(held[1], held[2], ln.speaker, t) if weighs else NOTHING
+                        yield held[0]
+                    held = (StreamWord(w, f), ln.speaker, t)
+        if held is not None:
+            yield held[0]
+
     def _one_stream(self, units: Iterator[Unit], forced: bool, casing: Casing, probs: bool,
                     stop: Callable[[], None] | None = None) -> Iterator[Labelled]:
-        """Lines as one stream: words flow through `_segments`, lines come out whole, in order."""
+        """Lines as one stream: words flow through `Segments`, lines come out whole, in order (a line that
+        holds the last word read so far waits for the next word: whether it ends the stream)."""
         render = UnitRenderer(casing, True, forced)
         pending: deque[AsrUtterance] = deque()  # lines whose words are not all labelled yet
-
-        def items() -> Iterator[tuple[str, str | None, int]]:
-            """Each word, its forced mark and its boundary id, which waits for the next word (a line's last
-            word's for the next line: its speaker and start)."""
-            held = None  # the last word read: (word, forced mark, speaker, times)
-            for n, unit in enumerate(units):
-                for ln in self._lines(unit, f"s{n}"):
-                    pending.append(ln)
-                    times = word_times(ln.records, len(ln.words)) if self.boundary is not None else None
-                    for j, (w, f) in enumerate(zip(ln.words, forced_marks(ln, forced) or [None] * len(ln.words))):
-                        t = times[j] if times is not None else (None, None)
-                        if held is not None:
-                            k = between(held[2], held[3], ln.speaker, t) if self.boundary is not None else NOTHING
-                            yield held[0], held[1], k
-                        held = (w, f, ln.speaker, t)
-            if held is not None:
-                yield held[0], held[1], NOTHING
-
         got: deque[tuple[str, np.ndarray]] = deque()
-        labelled = self._segments(items(), stop)
+        labelled = Segments(self, stop)(self._stream_words(units, forced, pending))
+        started = ended = False  # a line with words came out; the words are all labelled
         while True:
-            while pending and len(got) >= len(pending[0].words):  # the first pending line is complete
+            while pending and (len(got) > len(pending[0].words)
+                               or len(got) == len(pending[0].words) and (ended or not got)):
                 ln = pending.popleft()
                 labels, rows = self._rows([got.popleft() for _ in ln.words])
-                yield Labelled(ln, labels, render.show(ln, labels), rows if probs else None, columns=self.inventory.labels)
+                yield Labelled(ln, labels, render.show(ln, labels), rows if probs else None,
+                               columns=self.inventory.labels, starts=bool(ln.words) and not started,
+                               ends=bool(ln.words) and ended and not got)
+                started = started or bool(ln.words)
+            if ended:
+                break
             nxt = next(labelled, None)
             if nxt is None:
-                break
+                ended = True
+                continue
             got.append(nxt)
         for ln in pending:  # only lines without words can be left
             if ln.words:
@@ -470,168 +444,149 @@ class Engine(abc.ABC):
         return "\n".join(" ".join(placed(d.utt, d.shown)) for d in done)
 
 
-@dataclass(frozen=True)
-class Backend:
-    """How a model runs: `predict` (n-best label ids and distributions of every window of a
-    WindowDataset), its `name` (torch, onnx), the torch `model` (None with onnx) and the onnx `tagger`
-    (None with torch; infer/ensemble.py runs members side by side)."""
-
-    predict: Predict
-    name: str = "torch"
-    model: Any = None
-    tagger: Any = None
+Engine = Punctuator  # the engine's name in type hints: one class, whatever scorer it runs
 
 
-@dataclass(kw_only=True)
-class Punctuator(Engine):
-    """A loaded model (torch or onnxruntime) with its frontend and decoding options; built by keyword."""
+# ---------------------------------------------------------------------- loading: the one construction path
+ModelSpec = str | os.PathLike | Package  # a shipped model's name, a package file (or one read), an experiment dir
+Models = ModelSpec | Sequence[ModelSpec]
 
-    runner: Backend
-    frontend: Frontend
-    inventory: LabelSet
-    conf: dict[str, Any]
-    manifest: dict[str, Any] = field(default_factory=dict)
-    chunk_words: int = 10000      # words decoded at once (memory bound)
-    options: DecodeOptions = field(default_factory=DecodeOptions)  # resolved decoding options
-    needs_audio: bool = False     # the model reads a data directory's features (`extra`)
-    boundary: BoundaryFusion | None = None  # turns and pauses as a cue (decode/boundary.py; a package's boundary.json)
 
-    @classmethod
-    def load(cls, path: str | Path | None = None, *, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
-             beam: int | None = None, chunk_words: int = 10000, step: int | None = None,
-             quantize: bool = False, backend: str = "auto") -> "Punctuator":
-        """Load a packed model (`punctkit pack`) or a shipped one by name (`fast`); `threads`: CPU
-        threads (0: the library's default); `step` replaces the packed decoding step (words between
-        windows: larger is faster, up to the window); `quantize` runs the model with int8 weights
-        (`quantize_int8`, CPU, torch); `backend`: torch, onnx (a package packed with --onnx; no torch
-        import) or auto (onnx when possible). An ensemble package (`punctkit pack --ensemble`) is
-        loaded by punctkit.load_model. `path` None: the model installed with punctkit."""
-        pkg = read_package(default_model() if path is None else path)
+@dataclass
+class Source:
+    """One model to load: a read package or a trained model directory (`model`), its name (errors, the card),
+    its share of an ensemble's weights (an ensemble package's members: their packed weights) and, for a
+    directory, its config once read."""
+
+    model: Package | Path
+    name: str
+    share: float = 1.0
+    packed: bool = False  # a member of an ensemble package
+    conf: dict[str, Any] | None = None
+
+
+def read_sources(model: Models | None, *, dirs: bool = False,
+                 ensembles: str | None = None) -> tuple[list[Source], dict[str, Any]]:
+    """The models `model` names (None: the model installed with punctkit), each package read and each
+    directory taken as a trained model directory (`dirs`: also a path that does not exist, `punctkit decode`'s
+    models): the one place an ensemble package becomes its members, with their packed weights shared among the
+    models given (`ensembles`: what to do instead; an ensemble package is then a one-line error that says it).
+    Also the ensemble package's manifest when it is the one model given (else {})."""
+    if model is None:
+        specs: list[ModelSpec] = [default_model()]
+    elif isinstance(model, (str, os.PathLike, Package)):
+        specs = [model]
+    else:
+        specs = list(model)
+    if not specs:
+        raise PunctkitError("no model given: name a shipped model (fast, accurate) or a packed model's file")
+    out: list[Source] = []
+    manifest: dict[str, Any] = {}
+    for spec in specs:
+        share = 1.0 / len(specs)
+        if isinstance(spec, Package):
+            out.append(Source(spec, str(spec.path), share))
+            continue
+        path = Path(spec)
+        if str(spec) not in SHIPPED and (path.is_dir() or dirs and not path.exists()):
+            out.append(Source(path, str(spec), share))
+            continue
+        pkg = read_package(spec)
+        if isinstance(pkg, EnsemblePackage) and ensembles is not None:
+            raise PunctkitError(f"{spec}: an ensemble package of {len(pkg.members)} models: {ensembles}")
         if isinstance(pkg, EnsemblePackage):
-            raise PunctkitError(f"{pkg.path}: an ensemble package of {len(pkg.members)} models: load it with "
-                                f"punctkit.load_model (punctuate -m and serve do)")
-        return cls.from_package(pkg, ngpu=ngpu, threads=threads, batch_size=batch_size, beam=beam,
-                                chunk_words=chunk_words, step=step, quantize=quantize, backend=backend)
-
-    @classmethod
-    def from_package(cls, pkg: Package, *, ngpu: int = 0, threads: int = 0, batch_size: int | None = None,
-                     beam: int | None = None, chunk_words: int = 10000, step: int | None = None,
-                     quantize: bool = False, backend: str = "auto",
-                     options: DecodeOptions | None = None, show: bool = False) -> "Punctuator":
-        """The model of a read package (`load`'s options); `options`: decoding options resolved
-        by the caller (`punctkit decode`), in place of the packed ones with `batch_size`, `beam`, `step`;
-        `show`: a progress bar over the batches (`punctkit decode`)."""
-        conf = pkg.conf
-        opts = options or decode_options(pkg, batch_size, beam, step)
-        pad_id = pkg.frontend.pad_id
-        kind = pick_backend(pkg, backend, ngpu, quantize)
-        if kind == "onnx":
-            from punctkit.onnx import OnnxTagger, quantized_per_batch
-
-            if quantized_per_batch(pkg.onnx):
-                opts = replace(opts, batch_size=1)  # int8: a window's labels its own, whatever runs beside it
-            tagger = OnnxTagger(pkg.onnx, threads, f"{pkg.path} (model.onnx)")
-            runner = Backend(lambda ds: tagger.predict(ds, opts.batch_size, pad_id, show), "onnx", tagger=tagger)
+            out += [Source(m, f"{pkg.path} (model {k})", w / len(specs), packed=True)
+                    for k, (m, w) in enumerate(zip(pkg.members, pkg.weights))]
+            manifest = pkg.manifest if len(specs) == 1 else {}
         else:
-            model, device = torch_model(pkg, ngpu, threads, quantize)  # first: it imports torch (import_torch)
-            if quantize:  # torch's dynamic int8 quantizes activations per batch too
-                opts = replace(opts, batch_size=1)
-            from punctkit.decode.decoder import predict
+            out.append(Source(pkg, str(spec), share))
+    return out, manifest
 
-            missing = set(model.needs) - TEXT_KEYS
-            if missing:
-                raise PunctkitError(f"{pkg.path}: model {conf['model'].get('type')} needs "
-                                    f"{', '.join(sorted(missing))}; a package is fed words only: decode its "
-                                    f"experiment dir (punctkit decode EXP DATA OUT) for its audio")
-            runner = Backend(lambda ds: predict(model, ds, opts.batch_size, device, opts.beam, 1, pad_id, show),
-                             "torch", model=model)
-        return cls(runner=runner, frontend=pkg.frontend, inventory=get_inventory(conf["resolved"]["inventory"]),
-                   conf=conf, manifest=pkg.manifest, chunk_words=chunk_words, options=opts, boundary=pkg.boundary)
 
-    @classmethod
-    def from_experiment(cls, exp_dir: str | Path, options: DecodeOptions, *, conf: dict[str, Any] | None = None,
-                        ngpu: int = 0, threads: int = 0, chunk_words: int = 10000,
-                        show: bool = False) -> "Punctuator":
-        """A trained model directory's model (`options.checkpoint`: None for model.avg.pt, model.best.pt,
-        the last epoch) decoding with resolved `options` (decode/options.py), n-best lists included;
-        `conf`: its config.yaml when already read; `threads`: torch's CPU threads (0: as they are);
-        `show`: a progress bar over the batches."""
-        from punctkit.batch import wants_audio
-        from punctkit.decode.decoder import predict
-        from punctkit.expdir import load_experiment_model, pick_device, read_model_config
+def load_model(model: Models | None = None, weights: str | Sequence[float] | None = None, *, ngpu: int = 0,
+               threads: int = 0, batch_size: int | None = None, beam: int | None = None, chunk_words: int = 10000,
+               step: int | None = None, quantize: bool = False, backend: str = "auto",
+               options: Sequence[DecodeOptions | None] | None = None, run: MemberRun | None = None,
+               single: bool = False, show: bool = False) -> Punctuator:
+    """The engine of any model: the one way one is built (`punctkit.load` wraps it).
 
-        torch = import_torch()
-        conf = conf or read_model_config(exp_dir)
-        device = pick_device(ngpu)
-        if threads:
-            torch.set_num_threads(int(threads))
-        model, frontend, inventory, conf = load_experiment_model(exp_dir, options.checkpoint, device, conf)
-        pad_id, o = frontend.pad_id, options
-        runner = Backend(lambda ds: predict(model, ds, o.batch_size, device, o.beam, o.nbest, pad_id, show),
-                         "torch", model=model)
-        return cls(runner=runner, frontend=frontend, inventory=inventory, conf=conf, chunk_words=chunk_words,
-                   options=options, needs_audio=wants_audio(conf, model.needs))
+    `model`: a shipped model's name (`fast`; None: the model installed with punctkit), a packed model
+    (`punctkit pack`: a file, or one read), a trained model directory (`punctkit train`'s: its checkpoint
+    `options.checkpoint`, torch), or several: their ensemble (infer/scorers.py), as is an ensemble package
+    (`punctkit pack --ensemble`: its members with their packed weights) or one model with `weights`; `single`:
+    an ensemble is a one-line error. `weights`: the members' (`0.6,0.4`; default: equal, or packed).
+    `ngpu`, `threads` (CPU threads; 0: the library's default), `quantize` (torch's int8, CPU) and `backend`
+    (torch, onnx: a package packed with --onnx, no torch import; auto: onnx when possible): how each model
+    runs. `options`: each model's decoding options resolved by the caller (`punctkit decode`), else a
+    package's packed ones (an experiment's `decode:` section) with `batch_size`, `beam` and `step` (words
+    between windows: larger is faster, up to the window) over them. `run`: how an ensemble's members run
+    (infer/scorers.py: MemberRun; None: side by side where they can, else in turn). `chunk_words`: words
+    decoded at once (memory bound); `show`: a progress bar over the batches (`punctkit decode`)."""
+    sources, manifest = read_sources(model, ensembles="give one packed model here" if single else None)
+    several = weights is not None or len(sources) > 1 or any(s.packed for s in sources)
+    if single and several:
+        raise PunctkitError(f"{', '.join(s.name for s in sources)}: an ensemble of {len(sources)} models: give one "
+                            f"packed model here")
+    return build_engine(sources, weights if several else None, manifest if weights is None else {},
+                        ngpu=ngpu, threads=threads, batch_size=batch_size, beam=beam, chunk_words=chunk_words,
+                        step=step, quantize=quantize, backend=backend, options=options, run=run, show=show)
 
-    # --- how it runs
-    @property
-    def predict(self) -> Predict:
-        return self.runner.predict
 
-    @property
-    def backend(self) -> str:
-        return self.runner.name
+def build_engine(sources: list[Source], weights: str | Sequence[float] | None = None,
+                 manifest: dict[str, Any] | None = None, *, ngpu: int = 0, threads: int = 0,
+                 batch_size: int | None = None, beam: int | None = None, chunk_words: int = 10000,
+                 step: int | None = None, quantize: bool = False, backend: str = "auto",
+                 options: Sequence[DecodeOptions | None] | None = None, run: MemberRun | None = None,
+                 show: bool = False) -> Punctuator:
+    """The engine of models read by `read_sources` (`load_model`'s options): one model's, or with `weights`
+    (or several models) their ensemble's, whose ONNX members over one frontend and one window plan run side by
+    side (`run` None or shared: infer/scorers.py, `side_by_side`), sharing `threads` (0: every CPU this
+    process may use)."""
+    opts = list(options) if options is not None else [None] * len(sources)
+    knobs = dict(ngpu=ngpu, batch_size=batch_size, beam=beam, step=step, quantize=quantize, backend=backend)
+    pkgs = [s.model for s in sources if isinstance(s.model, Package)]
+    together = (run in (None, "shared") and len(sources) > 1 and len(pkgs) == len(sources) and options is None
+                and side_by_side(pkgs, dict(knobs, threads=threads)))  # type: ignore[arg-type]
+    cores = int(threads or 0)
+    if together:
+        from punctkit.onnx import usable_cpus
 
-    @property
-    def model(self) -> Any:
-        return self.runner.model
+        cores = cores or usable_cpus()
+        threads = max(1, cores // len(sources))
+    scorers = [_scorer(s, o, threads=threads, show=show, **knobs) for s, o in zip(sources, opts)]  # type: ignore[arg-type]
+    if weights is None and len(sources) == 1 and not sources[0].packed:
+        return Punctuator(scorer=scorers[0], chunk_words=chunk_words)
+    shares = parse_weights(weights, len(sources)) if weights is not None else [s.share for s in sources]
+    ens = Ensemble(members=scorers, weights=shares, names=[s.name for s in sources], manifest=manifest or {},
+                   run="in_turn" if run in (None, "shared") else run)
+    if together:
+        ens.shared = shared_windows(ens.members, ens.weights, workers=min(len(sources), cores))
+    return Punctuator(scorer=ens, chunk_words=chunk_words)
 
-    @property
-    def tagger(self) -> Any:
-        return self.runner.tagger
 
-    @property
-    def card(self) -> dict[str, Any]:
-        """The packed model's card (training data, test figures, ...)."""
-        return self.manifest.get("card", {})
+def _scorer(src: Source, options: DecodeOptions | None, *, ngpu: int, threads: int, batch_size: int | None,
+            beam: int | None, step: int | None, quantize: bool, backend: str, show: bool) -> ModelScorer:
+    """One model's scorer: a package's (infer/backends.py: package_runner) or a trained model directory's."""
+    if isinstance(src.model, Package):
+        pkg = src.model
+        opts = options or decode_options(pkg.conf, batch_size, beam, step)
+        runner, opts = package_runner(pkg, opts, ngpu=ngpu, threads=threads, quantize=quantize, backend=backend,
+                                      show=show)
+        return ModelScorer(runner=runner, frontend=pkg.frontend, conf=pkg.conf, options=opts, manifest=pkg.manifest,
+                           inventory=get_inventory(pkg.conf["resolved"]["inventory"]), boundary=pkg.boundary)
+    from punctkit.batch import wants_audio
+    from punctkit.expdir import load_experiment_model, pick_device, read_model_config
 
-    @property
-    def window(self) -> int:
-        return self.options.window
-
-    @property
-    def step(self) -> int:
-        return self.options.step
-
-    @property
-    def closes_streams(self) -> bool:
-        return self.options.closes_streams
-
-    @property
-    def decides_jointly(self) -> bool:
-        return self.options.joint
-
-    @property
-    def capital_rule(self) -> tuple[float, float]:
-        return float(self.options.capital_threshold), float(self.options.capital_weight)
-
-    def model_width(self, word: str) -> int:
-        return ModelWords.width(word, self.frontend.split_contractions)
-
-    def distributions(self, streams: list[Stream], extra: Extra | None = None) -> list[Predicted]:
-        """Per stream: n-best label ids and the 1-best's distributions, one per input word. A model
-        trained on IWSLT's tokens reads `don't` as `do n't` (`ModelWords`), one label back."""
-        extra = extra if self.needs_audio else None  # a text model reads words only
-        split = [ModelWords(s.words, self.frontend.split_contractions) for s in streams]
-        if extra is not None and any(m.starts is not None for m in split):
-            raise PunctkitError("this model reads contractions split (do n't) and the data directory has them "
-                                "whole (don't): its audio is aligned to its words; prepare it with "
-                                "--split-contractions")
-        model_streams = [s if m.starts is None else Stream(s.key, s.uttids, [m.starts[i] for i in s.starts],
-                                                           m.words, [IGNORE] * len(m.words), s.meta)
-                         for s, m in zip(streams, split)]
-        decoded = decode_windows_rows(model_streams, self.frontend, self.window, self.step, self.predict, extra,
-                                      self.options.overlap)
-        return [m.collapse_hyps(h, rows, self.inventory) for m, (h, rows) in zip(split, decoded)]
-
-    def streamable(self) -> "Punctuator":
-        return self
+    if quantize or backend == "onnx":
+        raise PunctkitError(f"{src.model}: a trained model directory runs in torch: pack it (punctkit pack --onnx, "
+                            f"--int8) for onnxruntime or int8")
+    torch = import_torch()
+    conf = src.conf or read_model_config(src.model)
+    opts = options or decode_options(conf, batch_size, beam, step)
+    device = pick_device(ngpu)
+    if threads:
+        torch.set_num_threads(int(threads))
+    model, frontend, inventory, conf = load_experiment_model(src.model, opts.checkpoint, device, conf)
+    runner = TorchRunner(model, device, opts.batch_size, opts.beam, opts.nbest, frontend.pad_id, show)
+    return ModelScorer(runner=runner, frontend=frontend, inventory=inventory, conf=conf, options=opts,
+                       needs_audio=wants_audio(conf, model.needs))

@@ -1,14 +1,14 @@
 """Streaming punctuation: words in as a recognizer emits them, punctuated words out as soon as decided.
 
-    >>> s = PunctStream(Punctuator.load("fast"), lookahead=4)
+    >>> s = PunctStream(load_model("fast"), lookahead=4)
     >>> s.feed("so i 'm here")        # [Committed(word, label, shown), ...] committed by these words
     >>> s.finish()                    # the rest, at the end of the talk
 
 A word's label is decided once `lookahead` further words have arrived (unlimited:
 once no later window can hold it, a window's worth of words later) or the stream
-ends (punctkit/decode/lookahead.py). Its windows are read through the engine
-(`Engine.label_window_spans`), its model words collapse back to input words through
-`ModelWords`, and its labels are decided by `Engine.decide` (marks and case together, the
+ends (punctkit/decode/lookahead.py). Its windows are read through the engine's scorer
+(`ModelScorer.label_window_spans`), its model words collapse back to input words through
+`ModelWords`, and its labels are decided by the engine's `Decision` (marks and case together, the
 stream's first word beginning a sentence and its last ending one), as offline labelling
 decides them; a committed word is never revised, and the next sentence's capitalisation
 follows the committed marks. `PunctStream` does no I/O, so an async handler (a websocket)
@@ -27,14 +27,18 @@ import numpy as np
 
 from punctkit.data.formats import REGISTRY, cues, split_text
 from punctkit.data.formats.times import seconds
+from punctkit.data.labelled import Times
 from punctkit.data.labels import default_substitution
 from punctkit.data.tokenize import Written, split_words
-from punctkit.decode.boundary import NOTHING, Times, between
+from punctkit.decode.boundary import NOTHING, between
+from punctkit.decode.combine import combine
 from punctkit.decode.lookahead import Span, delay, parse_lookahead, word_windows
 from punctkit.decode.model_words import ModelWords
+from punctkit.decode.windows import Hypothesis, WindowPrediction
 from punctkit.files import PunctkitError, decode_lines, parse_json, stdin_lines
 from punctkit.infer.engine import Engine
 from punctkit.infer.render import Casing, Renderer, carries_case
+from punctkit.infer.scorers import Ensemble, ModelScorer
 
 
 class Committed(NamedTuple):
@@ -52,22 +56,29 @@ class PunctStream:
     """One talk's words fed in order; `feed` and `finish` return the words they commit."""
 
     def __init__(self, engine: Engine, lookahead: int | None = None, casing: Casing | None = None) -> None:
-        """`engine`: a loaded `punctkit.Punctuator`, or an Ensemble whose members run side by side
-        (infer/ensemble.py), streamed as that one tagger (`Engine.streamable`).
+        """`engine`: a loaded `punctkit.Punctuator` of one model, or of an ensemble whose members run side by
+        side (infer/scorers.py), streamed as that one tagger (`Punctuator.streamable`).
         `casing`: how the words are shown (`engine.casing(...)`; None: its default); whether
         the input carries case is judged on the words seen so far."""
         casing = casing if casing is not None else engine.casing()
         punct = engine.streamable()
-        if lookahead is not None and getattr(punct.model, "seq2seq", False):
-            raise PunctkitError(f"model {punct.conf['model'].get('type')} is an encoder-decoder: a bounded "
+        one = punct.scorer
+        assert isinstance(one, ModelScorer)  # (`streamable`: one model, or an ensemble's members as one)
+        if lookahead is not None and getattr(one.runner.model, "seq2seq", False):
+            raise PunctkitError(f"model {one.conf['model'].get('type')} is an encoder-decoder: a bounded "
                                 f"--lookahead is for taggers; stream it with unlimited look-ahead (inf)")
-        model_conf = punct.conf.get("model", {})
+        model_conf = one.conf.get("model", {})
         built_in = model_conf.get("delay", 0) if model_conf.get("direction") == "uni" else 0
         if lookahead is not None and lookahead < built_in:
             # its labels are read from the states `delay` words on: with fewer words they are not there yet
             raise PunctkitError(f"this model reads {built_in} words ahead by construction (direction: uni, "
                                 f"delay: {built_in}): stream it with --lookahead {built_in} or more")
         self.punct = punct
+        self.scorer = one
+        # an ensemble whose members weigh turns and pauses: where they are known, each member's own distributions
+        # are fused with its boundary fusion before they are averaged (as offline: infer/scorers.py)
+        self.ensemble = engine.scorer if isinstance(engine.scorer, Ensemble) and engine.scorer.uses_boundaries \
+            else None
         self.lookahead = lookahead
         self.casing = casing
         self.rules = default_substitution(punct.inventory)
@@ -87,7 +98,9 @@ class PunctStream:
         self.done = 0                     # words of this context committed
         self.render = Renderer(self.casing)  # sentence state and the input's case, run on
         self.prev: int | None = None      # the label id of the last word committed (decode/joint.py)
-        self.cache: dict[Span, tuple[list[int], np.ndarray]] = {}
+        self.cache: dict[Span, WindowPrediction] = {}
+        self.member_caches: list[dict[Span, WindowPrediction]] = \
+            [{} for _ in self.ensemble.members] if self.ensemble is not None else []
 
     @property
     def pending(self) -> int:
@@ -144,27 +157,29 @@ class PunctStream:
         p, inv = self.punct, self.punct.inventory
         wanted = [(i, word_windows(i, self.n, p.window, p.step, self.lookahead, p.options.overlap))
                   for i in range(self.done, upto)]
-        ids, rows = p.label_window_spans(self.words, self.base, wanted, self.cache)
         heads = [i for i in range(self.done, upto) if self.written[i - self.base] is not None] + [upto]
         spans = list(zip(heads, heads[1:]))  # model words i..j-1 are one input word
         words = ["".join(self.words[i - self.base:j - self.base]) for i, j in spans]
-        pieces = ModelWords.of_spans([j - heads[0] for j in heads])  # back to one label per input word
-        best, word_rows = pieces.collapse([ids[i] for i in range(heads[0], upto)],
-                                          np.stack([rows[i] for i in range(heads[0], upto)]), inv)
-        if p.boundary is not None:  # what follows each word: known once the next word has arrived
-            bounds = [between(self.speakers[i - self.base], self.times[j - 1 - self.base],
-                              self.speakers[j - self.base], self.times[j - self.base]) if j < self.n else NOTHING
-                      for i, j in spans]
-            word_rows = p.fused(word_rows, bounds)
-            best = p.fused_best(word_rows, bounds, best)
-        held = p.joint.active and not ended  # the last word waits for its successor's distribution
+        # what follows each word: known once the next word has arrived
+        bounds = [between(self.speakers[i - self.base], self.times[j - 1 - self.base],
+                          self.speakers[j - self.base], self.times[j - self.base]) if j < self.n else NOTHING
+                  for i, j in spans] if self.scorer.uses_boundaries or self.ensemble is not None else None
+        if self.ensemble is not None and bounds is not None and any(k != NOTHING for k in bounds):
+            each = [m.fuse(self._input_words(m, cache, wanted, heads), bounds).rows
+                    for m, cache in zip(self.ensemble.members, self.member_caches)]
+            avg = combine(each, self.ensemble.weights)
+            got = WindowPrediction([Hypothesis(avg.argmax(1).tolist())], avg)
+        else:
+            got = self.scorer.fuse(self._input_words(self.scorer, self.cache, wanted, heads), bounds)
+        best, word_rows = got.best, got.rows
+        held = p.decision.joint.active and not ended  # the last word waits for its successor's distribution
         if held and len(spans) < 2:
             return []
         decided = spans[:-1] if held else spans
         k = len(decided)
-        label_ids = p.decide(word_rows[:k], words[:k], best=best[:k], prev=self.prev, first=self.done == 0,
-                             last=ended, next_row=word_rows[-1] if held else None,
-                             next_word=words[-1] if held else None)
+        label_ids = p.decision.decide(word_rows[:k], words[:k], best=best[:k], prev=self.prev,
+                                      first=self.done == 0, last=ended, next_row=word_rows[-1] if held else None,
+                                      next_word=words[-1] if held else None)
         out: list[Committed] = []
         for (i, j), lab in zip(decided, label_ids):
             w, label = self.written[i - self.base], inv.labels[lab]
@@ -177,6 +192,16 @@ class PunctStream:
         self._trim()
         return out
 
+    def _input_words(self, scorer: ModelScorer, cache: dict[Span, WindowPrediction],
+                     wanted: list[tuple[int, list[Span]]], heads: list[int]) -> WindowPrediction:
+        """The 1-best and distributions of the input words whose model words start at `heads` (the last: the end)
+        from `scorer`'s windows (`wanted`: each model word's, read through `cache`), one per input word."""
+        ids, rows = scorer.label_window_spans(self.words, self.base, wanted, cache)
+        pieces = ModelWords.of_spans([j - heads[0] for j in heads])  # back to one label per input word
+        best, word_rows = pieces.collapse([ids[i] for i in range(heads[0], heads[-1])],
+                                          np.stack([rows[i] for i in range(heads[0], heads[-1])]), scorer.inventory)
+        return WindowPrediction([Hypothesis(best)], word_rows)
+
     def _trim(self) -> None:
         """Drop words no undecided word's window can reach (bounded memory)."""
         keep_from = max(self.base, self.done - self.punct.window + 1)
@@ -187,6 +212,7 @@ class PunctStream:
         del self.times[: keep_from - self.base]
         self.base = keep_from
         self.cache = {s: v for s, v in self.cache.items() if s[0] >= keep_from}
+        self.member_caches = [{s: v for s, v in c.items() if s[0] >= keep_from} for c in self.member_caches]
 
 
 @dataclass(frozen=True)

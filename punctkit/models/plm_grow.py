@@ -33,7 +33,8 @@ GATE_SCALE = 100.0
 class GatedLayer(nn.Module):
     """One grown layer: an encoder layer whose change to its input passes through a gate (0 at the start)."""
 
-    def __init__(self, layer: nn.Module, width: int, source: int, copy_init: bool = False, opening: float = 0.0) -> None:
+    def __init__(self, layer: nn.Module, width: int, source: int, copy_init: bool = False,
+                 opening: float = 0.0) -> None:
         super().__init__()
         self.layer = layer
         self.gate = nn.Parameter(torch.full((width,), opening / GATE_SCALE))

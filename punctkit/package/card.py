@@ -44,7 +44,8 @@ def card_result(path: Path) -> dict[str, Any]:
 
 
 CARD_DECODE = ("window", "step", "beam", "overlap", "capital_threshold", "capital_weight")
-# the entries `punctkit pack` writes itself (`make_card`, `model_files`), which no note may replace (`pack --card-note`, a re-pack's too)
+# the entries `punctkit pack` writes itself (`make_card`, `model_files`), which no note may replace
+# (`pack --card-note`, a re-pack's too)
 CARD_OWN = ("name", "model", "frontend", "inventory", "checkpoint", "training_data", "decode", "epochs",
             "best_dev_f1", "distilled_from", "results", "onnx")
 
@@ -135,7 +136,8 @@ def make_card(exp: Path, conf: dict[str, Any], checkpoint: Path, card_results: l
 
 # ---------------------------------------------------------------- the card as `punctkit models` prints it
 
-CARD_NOTES = ("training_data", "licence", "boundary_data", "boundary_licence", "speed", "rebuild")  # the notes `punctkit models --long` prints
+# the notes `punctkit models --long` prints
+CARD_NOTES = ("training_data", "licence", "boundary_data", "boundary_licence", "speed", "rebuild")
 SPEED = re.compile(r"^\s*([\d,.]+(?:\s*-\s*[\d,.]+)?\s*words/s)")
 
 

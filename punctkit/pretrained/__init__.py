@@ -1,5 +1,5 @@
 """The models punctkit ships with (package data), by name: `-m fast` (the default: `punctuate`, `serve`
-and `Punctuator.load()` use it when no model is named) and `-m accurate`. Both are true-case packages of
+and `load_model()` use it when no model is named) and `-m accurate`. Both are true-case packages of
 recipes/ted trained on TED talks and Earnings-22 calls, ONNX only: `fast` is DRNN-LWMA over
 MiniLM-pooled vectors, `accurate` a fine-tuned MiniLM-L6 encoder grown to nine layers, in int8, about a
 sixth as fast and several points more accurate. Each card names the command that rebuilds it, its figures

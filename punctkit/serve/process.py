@@ -17,7 +17,7 @@ from aiohttp.http import HttpProcessingError
 from aiohttp.web import RequestHandler
 
 from punctkit.files import PunctkitError, check_not_input
-from punctkit.infer.ensemble import load_model
+from punctkit.infer.engine import load_model
 from punctkit.serve.app import Service, make_app
 from punctkit.serve.errors import error, framework_message, printable
 from punctkit.serve.limits import ServeOptions

@@ -1,8 +1,9 @@
 """A minimum-edit-distance alignment of two word sequences (case-insensitive), in numpy rows.
 
 Used by scoring (`punctkit score --align`: ASR output against a reference, through `align_slots`, which
-takes a contraction split or whole as the same word) and by mark projection (punctkit/mark_projection.py). Not to be confused with punctkit/align.py, the forced alignment of
-words with audio (pocketsphinx). Hirschberg's divide and conquer keeps memory O(n+m); small
+takes a contraction split or whole as the same word) and by mark projection (punctkit/mark_projection.py).
+Not to be confused with punctkit/align.py, the forced alignment of words with audio (pocketsphinx).
+Hirschberg's divide and conquer keeps memory O(n+m); small
 sub-problems keep their whole matrix for the traceback.
 """
 from __future__ import annotations

@@ -215,7 +215,8 @@ def pooled_hidden_states(sents: list[list[str]], path: str | Path = "auto", laye
     return vocab, {layer: (m / counts.unsqueeze(1)).float().numpy() for layer, m in sums.items()}
 
 
-def _piece_windows(sents: list[list[str]], fe: Any, window: int) -> Iterable[tuple[list[int], list[tuple[str, int, int]]]]:
+def _piece_windows(sents: list[list[str]], fe: Any,
+                   window: int) -> Iterable[tuple[list[int], list[tuple[str, int, int]]]]:
     """Each sentence cut into windows of at most `window` words that fit the PLM's `max_len`:
     (ids with special tokens, [(word, first piece, end piece)])."""
     room = fe.max_len - fe.n_special

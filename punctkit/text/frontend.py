@@ -15,8 +15,9 @@ config. Every kind implements the same small interface:
 - `lowercase: true` (any kind): the model reads every word lower-cased (true-case training data keep
   each word's exact form; stage 3 sets it for them). `split_contractions: true`: the model was trained
   on IWSLT's tokens (`do n't`, `i 'm`: stage 3 sets it when the training text has them), so readers
-  of users' text split `don't` for it (punctkit.data.tokenize.split_contraction) and show it whole. `case_lexicon`: the exact forms of the training
-  text's Mixed-case words (`CaseLexicon`, saved as `case_lexicon.txt`), for showing true case.
+  of users' text split `don't` for it (punctkit.data.tokenize.split_contraction) and show it whole.
+  `case_lexicon`: the exact forms of the training text's Mixed-case words (`CaseLexicon`, saved as
+  `case_lexicon.txt`), for showing true case.
 
 A new kind subclasses `Frontend`, implements `pieces`, `piece_strs`,
 `vocab_size`, `learn`, `_write` and `read_dir`, and registers itself with

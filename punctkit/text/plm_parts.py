@@ -120,7 +120,8 @@ def join_parts(parts: list[Path], out: Path) -> tuple[str, int]:
 
 
 def member_limit(name: str) -> int:
-    """The largest uncompressed size accepted for a model-directory member (punctkit/archive.py's limits, as for packages)."""
+    """The largest uncompressed size accepted for a model-directory member (punctkit/archive.py's limits, as for
+    packages)."""
     return WEIGHTS_LIMIT if name.lower().endswith(WEIGHT_SUFFIXES) else FRONTEND_LIMIT
 
 

@@ -190,6 +190,8 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
   [ -f "$exp/run.sh" ] || write_rerun_script
   log "stage 6: $exp/RESULTS.md (environment, command, config, a table per test set)"
   python -m punctkit.report experiment "$exp"
+  # the recipe's RESULTS.md is built from committed blocks: copy this one in with (from the repository's root)
+  #   python utils/results_doc.py --add recipes/<recipe>/exp/<tag>
 fi
 
 if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then

@@ -24,7 +24,8 @@ IGNORE = -100
 def test_every_recipe_config_loads_and_synth_conf_holds_the_fixed_prosody() -> None:
     names = sorted(p.stem for p in (RECIPE / "conf").glob("train_*.yaml"))
     for m in ("lexical", "acoustic", "fused_concat", "fused_add", "fused_max", "fused_average", "fused_stochastic",
-              "lexical_pauses", "concat_transformer", "yitao_word_speech_sum", "faber_w2v_s2v_concat", "lexical_scratch"):
+              "lexical_pauses", "concat_transformer", "yitao_word_speech_sum", "faber_w2v_s2v_concat",
+              "lexical_scratch"):
         assert f"train_{m}" in names
     for n in names:
         load_config(RECIPE / "conf" / f"{n}.yaml")

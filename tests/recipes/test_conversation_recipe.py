@@ -43,7 +43,8 @@ def test_meetings_as_nlp_keep_turns_and_read_markers_and_contractions(tmp_path: 
     assert [r[6] for r in got[:3]] == ["UC", "LC", "LC"] and got[-1][6] == "CA"
     assert all(r[2] == r[3] == "" for r in got)  # the meetings have no times
     # the committees' text has its marks attached to the words
-    turns = [{"speaker": "The Chair", "text": "I call the meeting to order. Thank you, Mr. Chair. \"Yes,\" so... (COVID-19)?"}]
+    turns = [{"speaker": "The Chair",
+              "text": "I call the meeting to order. Thank you, Mr. Chair. \"Yes,\" so... (COVID-19)?"}]
     (tmp_path / "c.jsonl").write_text(json.dumps({"meeting": "covid_2", "turns": turns}) + "\n")
     scp = run("meetings.py", "nlp", tmp_path / "c.jsonl", tmp_path / "out", cwd=tmp_path).stdout.split()
     assert [(r[0], r[4]) for r in rows(Path(scp[1]))] == [

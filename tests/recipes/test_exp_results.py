@@ -63,13 +63,15 @@ def test_results_md_has_environment_command_config_and_a_table_per_set(tmp_path:
                and line.count("|") == head.count("|"))
     score = json.loads((exp / "decode_cased" / "score.json").read_text())["case"]["exact"]
     assert (score["precision"], score["hits"]) == (50.0, 1)
-    assert row.split(" | ")[-2] == "/".join(f"{score[k]:.1f}" for k in ("precision", "recall", "f1")) == "50.0/33.3/40.0"
+    prf = "/".join(f"{score[k]:.1f}" for k in ("precision", "recall", "f1"))
+    assert row.split(" | ")[-2] == prf == "50.0/33.3/40.0"
 
 
 def test_results_md_from_the_command_line(tmp_path: Path) -> None:
     exp = _exp(tmp_path)
     (exp / "run.sh").unlink()  # an experiment trained elsewhere: the rest is still written
-    p = subprocess.run([sys.executable, "-m", "punctkit.report", "experiment", str(exp)], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "punctkit.report", "experiment", str(exp)],
+                       capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     md = (exp / "RESULTS.md").read_text()
     assert md.startswith("# sys_a\n") and "(no run.sh:" in md and "### cased" in md

@@ -17,7 +17,7 @@ Words are the input's tokens separated by white space other than no-break spaces
 by punctkit.data.tokenize.read_passage: each comes with the word the model reads, the mark
 that followed it (O for none) and how it was written, so that the output gives back every
 word as it came (only marks and case change). A token that is only a mark (`,`) gives its
-mark to the word before and is dropped (counted in `dropped[0]`).
+mark to the word before and is dropped (counted: protocol.ReadContext.add_word).
 Word times are read and kept (for the CTM, subtitle and timed-JSON outputs); no model uses pauses yet.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from punctkit.data.formats.base import (
     AsrUtterance,
@@ -33,23 +33,18 @@ from punctkit.data.formats.base import (
     Source,
     input_lines,
     label_probs,
+    lines_only,
     placed,
-    source_name,
     word_spans,
 )
+from punctkit.data.formats.protocol import ReadContext, Reader
 from punctkit.data.formats.times import Timeline, checked, seconds
-from punctkit.data.labels import LabelSet, O, Substitution
-from punctkit.data.tokenize import (
-    NonWord,
-    is_mark_token,
-    mark_after,
-    passes_through,
-    read_passage,
-    split_words,
-    strip_space,
-)
+from punctkit.data.tokenize import NonWord, passes_through, split_words, strip_space
 from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError, parse_json, where
+
+if TYPE_CHECKING:
+    from punctkit.data.labelled import Labelled
 
 ID_KEYS = ("id", "uttid", "utt_id", "key")
 WORD_KEYS = ("word", "text", "token", "punctuated_word")
@@ -118,40 +113,14 @@ def read_ctm(src: Source, encoding: str | None = None) -> Iterator[tuple[str, li
         yield cur[0].uttid, cur
 
 
-def add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, rules: Substitution) -> bool:
-    """Add one ASR token (a word, possibly with marks attached) to `utt`; False if it is dropped, holding
-    no word (a bare mark gives its mark to the word before, when that has none). A token that is not a word
-    but passes through (tokenize.passes_through: `<unk>`, `[noise]`, a lone `-`) goes to `utt.tags`, with
-    its record, in its place."""
-    token = strip_space(token)  # Whisper's leading space goes; a no-break space is the word's
-    if token and passes_through(token):
-        utt.tags.append(NonWord(len(utt.words), token, record))
-        return True
-    if not token or is_mark_token(token):
-        mk = mark_after(token, inventory, rules)
-        if utt.words and mk != O and utt.marks[-1] == O:
-            utt.marks[-1] = mk
-        return False
-    if isinstance(record, dict):
-        record["token"] = token  # the word as given, for outputs that give it back (timed JSON)
-    p = read_passage([token], inventory, rules)  # one word, however many `segment` sees in it
-    utt.words.append(p.words[0])
-    utt.marks.append(p.marks[0])
-    utt.written.append(p.written[0])
-    utt.records.append(record)
-    return True
-
-
-def ctm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-              dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
-    """CTM utterances for punctuate; `dropped[0]` counts tokens without a word."""
-    for uttid, recs in read_ctm(src, encoding):
-        utt = AsrUtterance(uttid, lineno=recs[0].lineno)
+@Reader
+def ctm_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
+    """CTM utterances for punctuate, one at a time."""
+    for uttid, recs in read_ctm(src, ctx.encoding):
+        utt = ctx.start(uttid, lineno=recs[0].lineno)
         for r in recs:
-            record = {"channel": r.channel, "start": r.start, "duration": r.duration, "rest": r.rest,
-                      "start_s": r.start_s, "end_s": r.start_s + r.dur_s}
-            if not add_token(utt, r.word, record, inventory, rules) and dropped is not None:
-                dropped[0] += 1
+            ctx.add_word(r.word, start=r.start_s, end=r.start_s + r.dur_s,
+                         keep={"channel": r.channel, "start": r.start, "duration": r.duration, "rest": r.rest})
         yield utt
 
 
@@ -162,14 +131,14 @@ def check_one_word_id(utt: AsrUtterance, src: Source, output: str) -> None:
                             f"{output} line cannot hold: use --format jsonl (or ids of one word)")
 
 
-def ctm_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source, rows: Any = None,
-            opts: OutputOptions | None = None) -> Iterator[str]:
+def ctm_out(d: Labelled, opts: OutputOptions) -> Iterator[str]:
     """CTM lines with each word as written, cased and its mark set (`Hello,`); a CTM input's fields as they
     came, other words channel 1 and their times (monotone in the utterance: base.word_spans, counted in
     `opts.time_repairs`)."""
+    utt, shown, src = d.utt, d.shown, opts.src
     check_one_word_id(utt, src, "a CTM")
     from_ctm = bool(utt.records) and isinstance(utt.records[0], dict) and "channel" in utt.records[0]
-    timeline = Timeline(opts.time_repairs) if opts is not None and not from_ctm else None
+    timeline = Timeline(opts.time_repairs) if not from_ctm else None
     spans = word_spans(utt, timeline) if utt.words else []
     if spans is None:
         raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: no word has a start time "
@@ -266,14 +235,13 @@ def speaker_of(value: Any) -> str | None:
     return str(value)
 
 
-def jsonl_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-                dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+@Reader
+def jsonl_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """JSON lines, one utterance each (accepted keys in the module docstring)."""
-    name = source_name(src)
-    for i, loc, obj in json_objects(src, encoding):
+    for i, loc, obj in json_objects(src, ctx.encoding):
         uttid = first_key(obj, ID_KEYS)
-        uttid = f"{name}-{i:06d}" if uttid is None or uttid == "" else str(uttid)
-        utt = AsrUtterance(uttid, source=obj, lineno=i, speaker=speaker_of(obj.get("speaker")))
+        uttid = ctx.line_id(i) if uttid is None or uttid == "" else str(uttid)
+        utt = ctx.start(uttid, source=obj, lineno=i, speaker=speaker_of(obj.get("speaker")))
         items = obj.get("words")
         span: list[tuple[float | None, float | None]] = []
         if items is None:
@@ -286,34 +254,31 @@ def jsonl_units(src: Source, inventory: LabelSet, rules: Substitution, encoding:
         if not isinstance(items, list):
             raise PunctkitError(f"{loc} (utterance {uttid}): 'words' must be a list")
         for k, item in enumerate(items):
-            if isinstance(item, str) and span:
-                token, rec = item, {"index": k, "start_s": span[k][0], "end_s": span[k][1]}
-            elif isinstance(item, str):
-                token, rec = item, {"index": k}
+            if isinstance(item, str):
+                token, (start, end) = item, span[k] if span else (None, None)
             elif isinstance(item, dict) and isinstance(first_key(item, WORD_KEYS), str):
                 start, end = word_times(item, f"{loc} (utterance {uttid})")
-                token, rec = first_key(item, WORD_KEYS), {"index": k, "start_s": start, "end_s": end}
+                token = first_key(item, WORD_KEYS)
             else:
                 raise PunctkitError(f"{loc} (utterance {uttid}): word {k + 1} has none of the keys "
                                     f"{', '.join(WORD_KEYS)}")
-            if not add_token(utt, token, rec, inventory, rules) and dropped is not None:
-                dropped[0] += 1
+            ctx.add_word(token, start=start, end=end, keep={"index": k})
         yield utt
 
 
-def jsonl_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source, rows: Any = None,
-              opts: OutputOptions | None = None) -> Iterator[str]:
+def jsonl_out(d: Labelled, opts: OutputOptions) -> Iterator[str]:
     """The input object (or {"id"}) with `text` (punctuated) and, per word object, `punctuated` and
     `label`; utterances with ids also get `labels` (plain-text lines only `id` and `text`).
     With probability rows (--probs), `probs`: per word, {label: probability}. A unit of the input's
     own lines alone (`lines_only`: an stm's trailing comments) writes no object."""
-    if utt.lines_only:
+    utt, labels, shown, rows = d.utt, d.labels, d.shown, d.rows
+    if lines_only(utt):
         return
     obj = dict(utt.source) if isinstance(utt.source, dict) else {"id": utt.uttid}
     obj["text"] = " ".join(placed(utt, shown))
     if utt.has_id:
         obj["labels"] = labels
-    if rows is not None and opts is not None and opts.inventory is not None:
+    if rows is not None and opts.inventory is not None:
         obj["probs"] = [label_probs(r, opts.inventory) for r in rows[:len(labels)]]
     items = obj.get("words")
     if isinstance(items, list):

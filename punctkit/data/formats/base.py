@@ -29,6 +29,31 @@ from punctkit.files import PunctkitError, iter_lines, shown, stdin_lines
 MAX_HELD = 1 << 20
 
 
+@dataclass(frozen=True)
+class Frame:
+    """What a unit's input line holds besides its words, which the outputs that give the input back write
+    around them: `before` (an stm's fields and the comment lines before it, a TSV row's times) and `after` (a
+    trn's ` (id)`), and the format that wrote it (`fmt`: stm writes back only its own). `lines_only`: a unit of
+    the input's own lines alone, no utterance (an stm's comments after its last segment, a long run of them or
+    of a table's blank lines): those outputs write its lines, the others nothing, and punctuate does not count
+    it as an utterance."""
+
+    before: str = ""
+    after: str = ""
+    fmt: str = ""
+    lines_only: bool = False
+
+
+def lines_only(utt: "AsrUtterance") -> bool:
+    """Whether `utt` is a unit of the input's own lines alone, no utterance (`Frame.lines_only`)."""
+    return utt.frame is not None and utt.frame.lines_only
+
+
+def made_id(name: str, n: int) -> str:
+    """The id made up for unit (or line) `n` of an input without ids named `name`: `talk.txt-000007`."""
+    return f"{name}-{n:06d}"
+
+
 @dataclass
 class AsrUtterance:
     """One utterance (or line of plain text) for punctuate: words, input marks, words as written,
@@ -42,16 +67,13 @@ class AsrUtterance:
     source: Any = None     # the JSON object of a jsonl line
     lineno: int = 0        # the input line it starts on
     has_id: bool = True    # False for plain-text lines (the id is FILE-LINENO, made up)
-    # the input's line around the words, which the readable output keeps (sclite.py: a trn's id after them,
-    # an stm's fields and comment lines before them); None: the readable output's own `uttid text`
-    frame: tuple[str, str] | None = None
+    # the input's line around the words, which the outputs that give the input back keep (`Frame`: a trn's
+    # id, an stm's fields and comment lines, a TSV row's times); None: the readable output's own `uttid text`
+    frame: Frame | None = None
     # the stream it belongs to: consecutive units with the same stream are lines of one stream (an stm's
-    # recording and channel: sentences run on across them); None: its own stream (or the format's one)
+    # recording and channel, a data directory's speaker: sentences run on across them); None: its own stream
+    # (or the format's one)
     stream: str | None = None
-    # a unit of the input's own lines alone, no utterance (an stm's comments after its last segment, a long
-    # run of them or of a table's blank lines): the outputs that give the input back (readable, an stm's stm)
-    # write its lines, the others nothing, and punctuate does not count it as an utterance
-    lines_only: bool = False
     # who speaks its words (an NLP turn's speaker, an stm's, a service's label); None: the input does not say.
     # Consecutive units of one stream with different speakers are a turn change (decode/boundary.py)
     speaker: str | None = None
@@ -74,6 +96,10 @@ class OutputOptions:
     lexicon: CaseLexicon | None = None  # the model's Mixed forms (the shown words' case comes from them)
     # what the timed writers did to times that went backwards (times.Timeline), for punctuate's report
     time_repairs: TimeRepairs = field(default_factory=TimeRepairs, compare=False)
+    src: Source = "-"  # the input, named in messages (`talk.ctm:3 (utterance u1): ...`)
+    # a corpus format's file output (written whole): whether it may replace a file, and the inputs it never replaces
+    overwrite: bool = False
+    inputs: tuple[str | Path, ...] = ()
 
     def word_column(self, utt: AsrUtterance, shown: list[str]) -> list[str]:
         """Each word of `utt` as the input gave it, without the marks at its end (the output gives the
@@ -88,11 +114,6 @@ class OutputOptions:
     def corpus_utterance(self, utt: AsrUtterance, labels: list[str], shown: list[str]) -> Utterance:
         """A punctuated unit as a corpus writer's utterance: its words (`word_column`) and labels."""
         return Utterance(utt.uttid, self.word_column(utt, shown), labels)
-
-
-# one punctuated unit: the utterance, its labels, its words as shown and its probability rows
-# (words x labels, inventory order; None without --probs)
-Punctuated = tuple[AsrUtterance, list[str], list[str], Any]
 
 
 def as_given(w: Written) -> str:

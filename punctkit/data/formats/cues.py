@@ -24,10 +24,10 @@ import html
 import re
 from typing import Iterator
 
-from punctkit.data.formats.asr import add_token, text_shares
-from punctkit.data.formats.base import MAX_HELD, AsrUtterance, Source, input_lines, source_name
+from punctkit.data.formats.asr import text_shares
+from punctkit.data.formats.base import MAX_HELD, AsrUtterance, Frame, Source, input_lines
+from punctkit.data.formats.protocol import ReadContext, Reader
 from punctkit.data.formats.times import checked, seconds
-from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import split_words
 from punctkit.files import PunctkitError, where
 
@@ -138,14 +138,11 @@ def cue_blocks(src: Source, encoding: str | None) -> Iterator[tuple[int, list[st
                 yield i + a, lines[a:b]
 
 
-def cue_units(kind: str):
+def cue_units(kind: str) -> Reader:
     """The units reader of `srt` or `vtt` (the registry's `units`): a cue a unit, one stream."""
 
-    def units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-              dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
-        name = source_name(src)
-        n = 0
-        for k, (i, lines) in enumerate(cue_blocks(src, encoding)):
+    def units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
+        for k, (i, lines) in enumerate(cue_blocks(src, ctx.encoding)):
             if kind == "vtt" and k == 0 and lines[0].startswith("WEBVTT"):
                 continue  # the header block
             if kind == "vtt" and lines[0].split(" ", 1)[0] in ("NOTE", "STYLE", "REGION"):
@@ -159,18 +156,15 @@ def cue_units(kind: str):
                                     f"format")
             for t, what in zip(times, ("the cue's start", "the cue's end")):
                 checked(t, where(src, i + at), what, lines[at].strip()[:40])
-            n += 1
-            utt = AsrUtterance(f"{name}-{n:06d}", source={"cue": n, "start": times[0], "end": times[1]},
-                               lineno=i, has_id=False)
+            uttid = ctx.next_id()
+            utt = ctx.start(uttid, source={"cue": ctx.count, "start": times[0], "end": times[1]}, lineno=i,
+                            has_id=False)
             tokens = split_words(cue_text(lines[at + 1:]))
-            for tok, (s, e) in zip(tokens, cue_shares(tokens, *times)):
-                if not add_token(utt, tok, {"index": None, "start_s": s, "end_s": e}, inventory, rules) \
-                        and dropped is not None:
-                    dropped[0] += 1
+            ctx.add_words(tokens, cue_shares(tokens, *times))
             yield utt
 
     units.__doc__ = f"The cues of a {kind} file, in order, as units of one stream (module docstring)."
-    return units
+    return Reader(units)
 
 
 # ---------------------------------------------------------------- Whisper's segment table
@@ -187,20 +181,18 @@ def tsv_kind(line: str) -> str:
     return "whisper-tsv?" if _TSV_ROW.match(line) else ""
 
 
-def tsv_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-              dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+@Reader
+def tsv_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """Whisper's TSV, a segment a unit of one stream, its words sharing its time; a row that is not two whole
     numbers of milliseconds and a text is a one-line error naming it."""
-    name = source_name(src)
     head = ""
-    n = 0
-    for i, line in input_lines(src, encoding):
+    for i, line in input_lines(src, ctx.encoding):
         row = line.lstrip("\ufeff") if i == 1 else line
-        if not row.strip() or (not n and row.strip() == TSV_HEAD):
+        if not row.strip() or (not ctx.count and row.strip() == TSV_HEAD):
             head += line + "\n"
             if len(head) > MAX_HELD:  # a long run of blank lines: given back as a unit without words
-                yield AsrUtterance(f"{name}-{i:06d}", lineno=i, has_id=False, frame=(head[:-1], ""),
-                                   lines_only=True)
+                yield AsrUtterance(ctx.line_id(i), lineno=i, has_id=False,
+                                   frame=Frame(head[:-1], fmt="whisper-tsv", lines_only=True))
                 head = ""
             continue
         m = _TSV_ROW.match(row)
@@ -209,13 +201,9 @@ def tsv_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
                                 f"the times in milliseconds, got {row[:40]!r}; give --input-format for another format")
         start = seconds(m.group(1), where(src, i), "the start (in milliseconds)", 1000)
         end = seconds(m.group(2), where(src, i), "the end (in milliseconds)", 1000)
-        n += 1
-        utt = AsrUtterance(f"{name}-{n:06d}", source={"start": start, "end": end}, lineno=i, has_id=False,
-                           frame=(head + f"{m.group(1)}\t{m.group(2)}\t", ""))
+        utt = ctx.start(ctx.next_id(), source={"start": start, "end": end}, lineno=i, has_id=False,
+                        frame=Frame(head + f"{m.group(1)}\t{m.group(2)}\t", fmt="whisper-tsv"))
         head = ""
         tokens = split_words(m.group(3))
-        for tok, (s, e) in zip(tokens, cue_shares(tokens, start, end)):
-            if not add_token(utt, tok, {"index": None, "start_s": s, "end_s": e}, inventory, rules) \
-                    and dropped is not None:
-                dropped[0] += 1
+        ctx.add_words(tokens, cue_shares(tokens, start, end))
         yield utt

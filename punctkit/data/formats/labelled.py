@@ -6,9 +6,19 @@ and a line classifier for detection (punctkit.data.formats.registry).
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from punctkit.data.formats.base import Report, Source, Utterance, as_source, input_lines
+from punctkit.data.formats.base import (
+    OutputOptions,
+    Report,
+    Source,
+    Utterance,
+    as_source,
+    chosen_prob,
+    input_lines,
+    made_id,
+)
+from punctkit.data.formats.protocol import CorpusRead
 from punctkit.data.labels import (
     INVENTORIES,
     MARK_TEXT,
@@ -20,6 +30,9 @@ from punctkit.data.labels import (
 )
 from punctkit.data.tokenize import model_lowercase, tokens
 from punctkit.files import PunctkitError, where
+
+if TYPE_CHECKING:
+    from punctkit.data.labelled import Labelled
 
 KNOWN_LABELS = frozenset(lab for inv in INVENTORIES.values() for lab in inv.labels)
 # punctuator2's mark tokens and our label names
@@ -107,20 +120,20 @@ def _check_label(label: str, inventory: LabelSet | None, loc: str) -> None:
         raise PunctkitError(f"{loc}: unknown label '{label}'{inv}")
 
 
-def read_twocol(path: Source, inventory: LabelSet | None, report: Report,
-                lines: tuple[int, int] | None = None, encoding: str | None = None) -> list[Utterance]:
-    """Read `word<TAB>LABEL` lines; blank lines end an utterance."""
+def read_twocol(path: Source, how: CorpusRead) -> list[Utterance]:
+    """Read `word<TAB>LABEL` lines; blank lines end an utterance (labels of `how.inventory`, else any known)."""
     p = as_source(path)
+    inventory, report = how.inventory, how.report
     utts: list[Utterance] = []
-    cur = Utterance(f"{p.name}-{1:06d}", [], [])
+    cur = Utterance(made_id(p.name, 1), [], [])
 
     def flush() -> None:
         nonlocal cur
         if cur.words:
             utts.append(cur)
-        cur = Utterance(f"{p.name}-{len(utts) + 1:06d}", [], [])
+        cur = Utterance(made_id(p.name, len(utts) + 1), [], [])
 
-    for i, line in input_lines(p, encoding, lines):
+    for i, line in input_lines(p, how.encoding, how.lines):
         if not line.strip():
             flush()
             continue
@@ -165,13 +178,12 @@ def _empty_token(cur: Utterance, label: str, report: Report, loc: str, word: str
         report.repair("token without a word, mark dropped (previous word already marked)", loc, f"{what} {label}")
 
 
-def read_punctuator2(path: Source, inventory: LabelSet, rules: Substitution, report: Report,
-                     lowercase: bool = False, lines: tuple[int, int] | None = None,
-                     encoding: str | None = None) -> list[Utterance]:
+def read_punctuator2(path: Source, how: CorpusRead) -> list[Utterance]:
     """Read inline mark tokens (`word ,COMMA word`), one utterance a line."""
     p = as_source(path)
+    inventory, rules, report, lowercase = how.inventory, how.rules, how.report, how.lowercase
     utts = []
-    for i, line in input_lines(p, encoding, lines):
+    for i, line in input_lines(p, how.encoding, how.lines):
         words: list[str] = []
         labels: list[str] = []
         pending: list[str] = []
@@ -181,12 +193,12 @@ def read_punctuator2(path: Source, inventory: LabelSet, rules: Substitution, rep
                 continue
             if _P2_TOKEN.match(tok):
                 raise PunctkitError(f"{where(p, i)}: unknown punctuator2 mark token '{tok}'")
-            _close_marks(words, labels, pending, inventory, rules, report)
-            words.append(tok.lower() if lowercase or model_lowercase(inventory) else tok)
-            labels.append(inventory.label_for(tok, O))
-        _close_marks(words, labels, pending, inventory, rules, report)
+            _close_marks(words, labels, pending, inventory, rules, report)  # type: ignore[arg-type]
+            words.append(tok.lower() if lowercase or model_lowercase(inventory) else tok)  # type: ignore[arg-type]
+            labels.append(inventory.label_for(tok, O))  # type: ignore[union-attr]
+        _close_marks(words, labels, pending, inventory, rules, report)  # type: ignore[arg-type]
         if words:
-            utts.append(Utterance(f"{p.name}-{i:06d}", words, labels))
+            utts.append(Utterance(made_id(p.name, i), words, labels))
     return utts
 
 
@@ -222,3 +234,24 @@ def _p2_line(words: list[str], labels: list[str]) -> str:
         if mark_of(lab) != O:
             out.append(LABEL_P2[mark_of(lab)])
     return " ".join(out)
+
+
+def twocol_emit(d: Labelled, opts: OutputOptions) -> Iterator[str]:
+    """punctuate's `word<TAB>LABEL` lines of one unit and a blank line: each word as the input gave it, its mark
+    in the label, its case changed only by a case-aware model (OutputOptions.word_column: `$5`, `10\u00a0km`,
+    `"Hello"`); with probability rows, the chosen label's probability as a third column. A word holding a tab
+    or a line break (a JSON word) is a one-line error: a twocol line cannot hold it."""
+    utt, labels, rows = d.utt, d.labels, d.rows
+    if not utt.words:
+        return
+    words = opts.word_column(utt, d.shown)
+    for k, w in enumerate(words):
+        if any(c in w for c in "\t\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"):
+            raise PunctkitError(f"{where(opts.src, utt.lineno, utt.uttid)}: word {k + 1} ({w!r}) holds a tab or a "
+                                f"line break, which a twocol line cannot hold: use --format jsonl")
+    for k, (w, lab) in enumerate(zip(words, labels)):
+        if rows is not None and opts.inventory is not None:
+            yield f"{w}\t{lab}\t{chosen_prob(rows[k], opts.inventory, lab):.4f}"
+        else:
+            yield f"{w}\t{lab}"
+    yield ""

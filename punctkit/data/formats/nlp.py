@@ -29,25 +29,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
-from punctkit.data.formats.asr import add_token
 from punctkit.data.formats.base import (
     AsrUtterance,
     OutputOptions,
-    Punctuated,
-    Report,
     Source,
     Utterance,
     as_source,
     input_lines,
     shown_words,
-    source_name,
 )
+from punctkit.data.formats.protocol import CorpusRead, ReadContext, Reader
 from punctkit.data.formats.times import seconds
-from punctkit.data.labels import LabelSet, Substitution
+from punctkit.data.labels import LabelSet
 from punctkit.data.tokenize import NonWord, column_mark, label_tokens, passes_through, split_contraction, tokens
 from punctkit.files import PunctkitError, where
+
+if TYPE_CHECKING:
+    from punctkit.data.labelled import Labelled
 
 REQUIRED = ("token", "speaker", "ts", "endTs", "punctuation", "case")
 ELLIPSIS = "…"
@@ -202,16 +202,15 @@ def mark_text(mark: str, inventory: LabelSet) -> str:
     return mark
 
 
-def read_nlp(path: Source, inventory: LabelSet, rules: Substitution, report: Report, lowercase: bool = False,
-             lines: tuple[int, int] | None = None, encoding: str | None = None,
-             split_contractions: bool = False) -> list[Utterance]:
+def read_nlp(path: Source, how: CorpusRead, split_contractions: bool = False) -> list[Utterance]:
     """An NLP file as a corpus: one utterance (the file's name), its words and labels; non-speech
-    tokens are counted in `report`, never words. `lines` is not supported (a call is one stream)."""
+    tokens are counted in the report, never words. `how.lines` is not supported (a call is one stream)."""
     p = as_source(path)
-    if lines is not None:
+    inventory, report = how.inventory, how.report
+    if how.lines is not None:
         raise PunctkitError(f"{p}: --lines is for line-per-utterance text; an NLP file is one stream")
     toks: list[tuple[str, str]] = []
-    for _, row in nlp_rows(p, encoding):
+    for _, row in nlp_rows(p, how.encoding):
         tok = row.token.strip()
         pre = row.fields.get("prepunctuation", "").strip()
         if pre:
@@ -230,7 +229,7 @@ def read_nlp(path: Source, inventory: LabelSet, rules: Substitution, report: Rep
             report.note(f"marks without a class in {inventory.name} dropped ({punct})")
         elif punct:
             toks += [kind_tok for kind_tok in tokens(f" {mark_text(punct, inventory)} ") if kind_tok[0] == "m"]
-    seg = label_tokens(toks, inventory, rules, lowercase)
+    seg = label_tokens(toks, inventory, how.rules, how.lowercase)  # type: ignore[arg-type]
     report.note("marks dropped (rules, or not the first after a word)", seg.dropped_marks)
     if not seg.words:
         report.repair("input without any word skipped", str(p))
@@ -240,33 +239,28 @@ def read_nlp(path: Source, inventory: LabelSet, rules: Substitution, report: Rep
 
 # ---------------------------------------------------------------- punctuate: in and out
 
-def nlp_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-              dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+@Reader
+def nlp_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """NLP tokens for punctuate, one unit per speaker turn; each word's record holds its row (and
     the non-speech rows after it, which pass through); rows before a turn's first word go in the
     unit's `source` (a `Turn`). Times are read where given (`start_s`, `end_s`; None where empty)."""
-    name = source_name(src)
     utt: AsrUtterance | None = None
     header: Header | None = None
-    turn = 0
-    for header, row in nlp_rows(src, encoding):
+    for header, row in nlp_rows(src, ctx.encoding):
         speaker = row.fields["speaker"]
         if utt is None or speaker != utt.source.speaker:
             if utt is not None:
                 yield utt
-            turn += 1
-            utt = AsrUtterance(f"{name}-{turn:06d}", source=Turn(header, speaker), lineno=row.lineno, has_id=False,
-                               speaker=speaker)
+            utt = ctx.start(ctx.next_id(), source=Turn(header, speaker), lineno=row.lineno, has_id=False,
+                            speaker=speaker)
         if non_speech(row.token):
             (utt.records[-1]["after"] if utt.records else utt.source.before).append(row)
             if row.token.strip():  # in place for the outputs that write text (its row: `after`, `before`)
                 utt.tags.append(NonWord(len(utt.words), row.token.strip(), {"row": row}))
             continue
         token = row.token.strip() + row.fields["punctuation"].strip()
-        record = {"row": row, "after": [], "start_s": _time(src, row, "ts"), "end_s": _time(src, row, "endTs")}
-        if not add_token(utt, token, record, inventory, rules):
-            if dropped is not None:
-                dropped[0] += 1
+        if not ctx.add_word(token, start=_time(src, row, "ts"), end=_time(src, row, "endTs"), speaker=speaker,
+                            keep={"row": row, "after": []}):
             (utt.records[-1]["after"] if utt.records else utt.source.before).append(row)
     if utt is not None:
         yield utt
@@ -305,7 +299,7 @@ COLUMNS = ("token", "speaker", "ts", "endTs", "punctuation", "prepunctuation", "
            "ali_comment")  # Rev's columns, for inputs of other formats
 
 
-def nlp_lines(units: Iterable[Punctuated], src: Source, opts: OutputOptions) -> Iterator[str]:
+def nlp_lines(units: Iterable[Labelled], opts: OutputOptions) -> Iterator[str]:
     """The NLP format: an NLP input written back (its header, then each row with its `token` re-cased
     and its `punctuation` and `case` filled; non-speech rows and every other column as they came);
     an input of another format as new rows (Rev's columns: speaker 0, times where the input had them), its
@@ -313,7 +307,8 @@ def nlp_lines(units: Iterable[Punctuated], src: Source, opts: OutputOptions) -> 
     never holds the mark (a dotted word keeps its period: `U.S.`), `punctuation` holds the label's mark
     (render.column_mark: `.` for `U.S.` ending a sentence)."""
     header_done = False
-    for utt, labels, shown, _ in units:
+    for d in units:
+        utt, labels, shown = d.utt, d.labels, d.shown
         turn = utt.source if isinstance(utt.source, Turn) else None
         header = turn.header if turn is not None else None
         if not header_done:

@@ -1,6 +1,6 @@
-"""Recognizer outputs read by punctuate: Whisper JSON (`whisper`), NeMo manifests (`nemo`) and Vosk
-results (`vosk`), and how a JSON input is told apart from the others (`json_kind`: these by their keys,
-the ASR services' transcripts of services.py by their shapes).
+"""Recognizer outputs read by punctuate: Whisper JSON (`whisper`), NeMo manifests (`nemo`), Vosk results (`vosk`)
+and the others below, each a reader `(src, ctx)` (protocol.Reader); how a JSON input is told apart from the
+others (by these formats' keys, the ASR services' transcripts by their shapes) is json_shapes.py's table.
 
 - whisper: ONE JSON document, as openai-whisper (`--output_format json`), faster-whisper
   (segments dumped), WhisperX and whisper-timestamped write it, with word timestamps:
@@ -47,11 +47,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from punctkit.data.formats import services
-from punctkit.data.formats.asr import ID_KEYS, add_token, first_key, json_objects, speaker_of, text_shares, word_times
-from punctkit.data.formats.base import AsrUtterance, Source, given_words, placed, source_name
+from punctkit.data.formats.asr import ID_KEYS, first_key, json_objects, speaker_of, text_shares, word_times
+from punctkit.data.formats.base import AsrUtterance, OutputOptions, Source, given_words, lines_only, placed
 from punctkit.data.formats.json_docs import (  # noqa: F401 (MAX_DOCUMENT_CHARS, read_json_text: re-exported)
     MAX_DOCUMENT_CHARS,
     json_error,
@@ -60,19 +59,15 @@ from punctkit.data.formats.json_docs import (  # noqa: F401 (MAX_DOCUMENT_CHARS,
     one_document,
     read_json_text,
 )
+from punctkit.data.formats.protocol import ReadContext, Reader
 from punctkit.data.formats.times import checked, seconds
-from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import split_words
-from punctkit.files import PunctkitError, parse_json, where
+from punctkit.files import PunctkitError, where
 
-# the keys that tell a JSON object's kind (top-level keys only); an object with none is `jsonl`
-KIND_KEYS = {"whisper": ("segments", "transcription"), "vosk": ("result", "partial", "alternatives"),
-             "nemo": ("pred_text", "audio_filepath", "pred_text_punctuated"), "deepspeech": ("transcripts",),
-             "azure-speech": ("NBest", "RecognitionStatus", "DisplayText")}
-ASK = "give --input-format"
+if TYPE_CHECKING:
+    from punctkit.data.labelled import Labelled
 
-
-# ---------------------------------------------------------------- detection
+# ---------------------------------------------------------------- detection (the rest: json_shapes.py)
 
 def pocketsphinx_shape(obj: dict[str, Any]) -> bool:
     """Whether a JSON object is a PocketSphinx utterance: `t` a string, `b` and `d` numbers, `w` (if any) a list."""
@@ -81,106 +76,18 @@ def pocketsphinx_shape(obj: dict[str, Any]) -> bool:
         and isinstance(obj.get("w", []), list)
 
 
-def object_kinds(obj: Any) -> set[str]:
-    """The formats whose keys a JSON value has (several: ambiguous; none: generic `jsonl`): the
-    recognizers' by KIND_KEYS (PocketSphinx's by its shape), the services' by their shapes (services.SERVICES)."""
-    if not isinstance(obj, dict):
-        return set()
-    kinds = {kind for kind, keys in KIND_KEYS.items() if any(k in obj for k in keys)}
-    if pocketsphinx_shape(obj):
-        kinds.add("pocketsphinx")
-    if "vosk" in kinds and isinstance(obj.get("transcription"), list) and isinstance(obj.get("result"), dict):
-        kinds.discard("vosk")  # whisper.cpp's `"result": {"language": "en"}` beside its transcription
-    return kinds | services.service_kinds(obj)
-
-
-def segment_list(value: Any) -> bool:
-    """Whether a JSON value is a list of Whisper segments alone: objects with a `text` and a `start` or `end`,
-    none with another kind's keys."""
+def segment_like(value: Any) -> bool:
+    """Whether a JSON value is a list of Whisper segments: objects with a `text` and a `start` or `end` (detection
+    also asks that none has another format's keys: json_shapes.segment_list)."""
     return isinstance(value, list) and bool(value) and all(
-        isinstance(v, dict) and isinstance(v.get("text"), str) and ("start" in v or "end" in v) and not object_kinds(v)
-        for v in value[:200])
-
-
-def kind_keys(kind: str) -> tuple[str, ...]:
-    """The keys that tell format `kind` (for messages)."""
-    if kind == "pocketsphinx":
-        return ("b", "d", "t")
-    return KIND_KEYS[kind] if kind in KIND_KEYS else services.SERVICES[kind].keys
-
-
-def json_line_kind(line: str) -> str:
-    """The line classifier of the JSON formats: for a line holding one JSON object, the kind its keys
-    say (`whisper`, `vosk`, `nemo`; `jsonl` for none or several), else ''."""
-    s = line.strip()
-    if not (s.startswith("{") and s.endswith("}")):
-        return ""
-    try:
-        obj = parse_json(s)
-    except ValueError:
-        return ""
-    if not isinstance(obj, dict):
-        return ""
-    kinds = object_kinds(obj)
-    return kinds.pop() if len(kinds) == 1 else "jsonl"
-
-
-def json_kind(head: str, complete: bool, source: str) -> str | None:
-    """The format of an input whose text starts with `{` or `[` (`head`: its start, or all of it
-    when `complete`), or None when its first JSON value cannot be decoded (not JSON: the line
-    classifiers decide). A value's top-level keys say its kind (KIND_KEYS); objects without any
-    are `jsonl` when each is on one line. Keys of two kinds are an error naming both."""
-    values, err = json_values(head, 200)
-    if not values:
-        if err is None or not head.lstrip().startswith("{"):
-            return None
-        if not complete:
-            return head_key_kind(head)
-        lines = [ln for ln in head.splitlines() if ln.strip()]
-        if sum(bool(json_line_kind(ln)) for ln in lines) >= 0.5 * len(lines):
-            return None  # JSON lines with a bad line: the jsonl reader names it
-        raise PunctkitError(f"{source}:{err.lineno}: not valid JSON ({err.msg}, column {err.colno}); "
-                            f"{ASK} to read it as another format")
-    objs = [v for _, _, v in values]
-    if len(objs) == 1 and segment_list(objs[0]):
-        return "whisper"
-    if len(objs) == 1 and isinstance(objs[0], list):  # a list of results (Vosk)
-        objs = objs[0][:200]
-    kinds: set[str] = set()
-    for obj in objs:
-        kinds |= object_kinds(obj)
-    if len(kinds) > 1:
-        raise PunctkitError(f"{source}: cannot tell its format: its JSON has keys of {' and '.join(sorted(kinds))} "
-                            f"({', '.join(k for kind in sorted(kinds) for k in kind_keys(kind))}); {ASK}")
-    if kinds:
-        return kinds.pop()
-    if all(isinstance(v, dict) and "\n" not in head[a:b] for a, b, v in values):
-        return "jsonl"
-    raise PunctkitError(f"{source}: JSON of no known shape (Whisper has 'segments', Vosk 'result', "
-                        f"NeMo 'pred_text', DeepSpeech 'transcripts', Rev.ai 'monologues', AWS and Deepgram 'results', "
-                        f"AssemblyAI 'audio_url', Azure 'recognizedPhrases'; JSON lines one object a line); {ASK}")
-
-
-def head_key_kind(head: str) -> str | None:
-    """The kind of a JSON document too long to decode from its head: a service's by its first marker
-    (services.head_service), else the first KIND_KEYS key found."""
-    if '"transcription"' in head and '"offsets"' in head:  # whisper.cpp (its `result` is no Vosk's, its
-        return "whisper"                                     # `timestamps` no Watson's)
-    if kind := services.head_service(head):
-        return kind
-    if re.match(r'\s*\{\s*"b"\s*:\s*[0-9.]+\s*,\s*"d"\s*:', head):  # PocketSphinx's one long utterance
-        return "pocketsphinx"
-    found = sorted(((pos, kind) for kind, keys in KIND_KEYS.items() for k in keys
-                    if (pos := head.find(f'"{k}"')) >= 0))
-    return found[0][1] if found else None
+        isinstance(v, dict) and isinstance(v.get("text"), str) and ("start" in v or "end" in v) for v in value[:200])
 
 
 # ---------------------------------------------------------------- shared
 
-def timed_words(utt: AsrUtterance, items: Any, loc: str, inventory: LabelSet, rules: Substitution,
-                dropped: list[int] | None, keys: tuple[str, ...] = ("word",)) -> None:
+def timed_words(ctx: ReadContext, items: Any, loc: str, keys: tuple[str, ...] = ("word",)) -> None:
     """Add the word objects of `items` (the word in the first of `keys` it has; `start`, `end`, optional) to
-    `utt`."""
+    the context's unit."""
     if not isinstance(items, list):
         raise PunctkitError(f"{loc}: the words must be a list")
     for k, item in enumerate(items):
@@ -189,39 +96,30 @@ def timed_words(utt: AsrUtterance, items: Any, loc: str, inventory: LabelSet, ru
             raise PunctkitError(f"{loc}: word {k + 1} is not an object with a {' or a '.join(map(repr, keys))} "
                                 f"string")
         start, end = word_times(item, f"{loc}, word {k + 1}")
-        rec = {"index": k, "start_s": start, "end_s": end}
-        if not add_token(utt, item[key], rec, inventory, rules) and dropped is not None:
-            dropped[0] += 1
+        ctx.add_word(item[key], start=start, end=end, keep={"index": k})
 
 
-def text_words(utt: AsrUtterance, text: str, inventory: LabelSet, rules: Substitution,
-               dropped: list[int] | None, span: tuple[float | None, float | None] = (None, None)) -> None:
-    """Add the words of `text` (split on white space, never at a no-break space) to `utt`: without times, or
-    with a `span` of (start, end) seconds, each word a share of it in proportion to its length."""
+def text_words(ctx: ReadContext, text: str, span: tuple[float | None, float | None] = (None, None)) -> None:
+    """Add the words of `text` (split on white space, never at a no-break space) to the context's unit: without
+    times, or with a `span` of (start, end) seconds, each word a share of it in proportion to its length."""
     tokens = split_words(text)
     start, end = span
-    times: list[tuple[float | None, float | None]] = [(None, None)] * len(tokens)
-    if start is not None and end is not None and end >= start:
-        times = text_shares(tokens, start, end)  # type: ignore[assignment]
-    for tok, (start, end) in zip(tokens, times):
-        if not add_token(utt, tok, {"index": None, "start_s": start, "end_s": end}, inventory, rules) \
-                and dropped is not None:
-            dropped[0] += 1
+    timed = start is not None and end is not None and end >= start
+    ctx.add_words(tokens, text_shares(tokens, start, end) if timed else None)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- Whisper
 
-def whisper_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-                  dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+@Reader
+def whisper_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """The segments of a Whisper JSON file, in order, as units of one stream (module docstring)."""
-    lineno, doc = one_document(src, encoding, "a Whisper JSON object")
+    lineno, doc = one_document(src, ctx.encoding, "a Whisper JSON object")
     cpp = isinstance(doc, dict) and isinstance(doc.get("transcription"), list) and "segments" not in doc
-    segments = doc if segment_list(doc) else doc.get("transcription" if cpp else "segments") \
+    segments = doc if segment_like(doc) else doc.get("transcription" if cpp else "segments") \
         if isinstance(doc, dict) else None
     if not isinstance(segments, list):
         raise PunctkitError(f"{where(src, lineno)}: expected a Whisper JSON object with a 'segments' list (or "
                             f"whisper.cpp's 'transcription', or a list of segments)")
-    name = source_name(src)
     for k, seg in enumerate(segments):
         loc = f"{where(src, lineno)} (segment {k + 1})"
         if not isinstance(seg, dict):
@@ -229,12 +127,12 @@ def whisper_units(src: Source, inventory: LabelSet, rules: Substitution, encodin
         words, said = seg.get("words"), seg.get("text")
         if not isinstance(words, (list, type(None))) or not isinstance(said, (str, type(None))):
             raise PunctkitError(f"{loc}: 'words' must be a list and 'text' a string")
-        utt = AsrUtterance(f"{name}-{k + 1:06d}", source=seg, lineno=lineno, has_id=False,
-                           speaker=speaker_of(seg.get("speaker")))  # WhisperX's diarized segments
+        utt = ctx.start(ctx.next_id(), source=seg, lineno=lineno, has_id=False,
+                        speaker=speaker_of(seg.get("speaker")))  # WhisperX's diarized segments
         if words:
-            timed_words(utt, words, loc, inventory, rules, dropped, ("word", "text"))
+            timed_words(ctx, words, loc, ("word", "text"))
         elif said:
-            text_words(utt, said, inventory, rules, dropped, _segment_span(seg, loc, cpp))
+            text_words(ctx, said, _segment_span(seg, loc, cpp))
         yield utt
 
 
@@ -253,16 +151,14 @@ def _segment_span(seg: dict[str, Any], loc: str, cpp: bool) -> tuple[float | Non
 
 # ---------------------------------------------------------------- NeMo
 
-def nemo_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-               dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+@Reader
+def nemo_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """NeMo manifest lines, one utterance each (words from `nemo_text`)."""
-    name = source_name(src)
-    for i, loc, obj in json_objects(src, encoding, "a NeMo manifest"):
+    for i, loc, obj in json_objects(src, ctx.encoding, "a NeMo manifest"):
         text = nemo_text(obj, loc)
         uttid = first_key(obj, ID_KEYS)
-        utt = AsrUtterance(f"{name}-{i:06d}" if uttid in (None, "") else str(uttid), source=obj, lineno=i,
-                           has_id=False)
-        text_words(utt, text, inventory, rules, dropped)
+        utt = ctx.start(ctx.line_id(i) if uttid in (None, "") else str(uttid), source=obj, lineno=i, has_id=False)
+        text_words(ctx, text)
         yield utt
 
 
@@ -282,12 +178,12 @@ def nemo_text(obj: dict[str, Any], loc: str) -> str:
     raise PunctkitError(f"{loc}: no 'pred_text' or 'text' string")
 
 
-def nemo_out(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source,
-             *_: Any) -> Iterator[str]:
+def nemo_out(d: Labelled, opts: OutputOptions) -> Iterator[str]:
     """The manifest line with `pred_text_punctuated` added, every other field kept (an input that
     was not a manifest: `pred_text` holds its words as given; a unit of the input's own lines alone,
     `lines_only`, none)."""
-    if utt.lines_only:
+    utt, shown = d.utt, d.shown
+    if lines_only(utt):
         return
     obj = dict(utt.source) if isinstance(utt.source, dict) else {}
     if "pred_text" not in obj and "text" not in obj:
@@ -314,12 +210,10 @@ def result_objects(src: Source, encoding: str | None, what: str = "a Vosk result
         yield line_of(text, pos), obj
 
 
-def vosk_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-               dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+@Reader
+def vosk_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """The final results of a Vosk file with words, in order, as units of one stream (module docstring)."""
-    name = source_name(src)
-    n = 0
-    for i, obj in result_objects(src, encoding):
+    for i, obj in result_objects(src, ctx.encoding):
         loc = where(src, i)
         if "partial" in obj:
             continue
@@ -327,25 +221,24 @@ def vosk_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: 
             obj = obj["alternatives"][0]
             if not isinstance(obj, dict):
                 raise PunctkitError(f"{loc}: an alternative must be a JSON object")
-        utt = AsrUtterance("", source=obj, lineno=i, has_id=False)
+        utt = ctx.start(source=obj, lineno=i, has_id=False)
         if "result" in obj:
-            timed_words(utt, obj["result"], loc, inventory, rules, dropped)
+            timed_words(ctx, obj["result"], loc)
         elif isinstance(obj.get("text"), str):
-            text_words(utt, obj["text"], inventory, rules, dropped)
+            text_words(ctx, obj["text"])
         else:
             raise PunctkitError(f"{loc}: a Vosk result needs 'result' (a list of words) or 'text' (a string)")
         if utt.words:
-            n += 1
-            utt.uttid = f"{name}-{n:06d}"
+            utt.uttid = ctx.next_id()
             yield utt
 
 
 # ---------------------------------------------------------------- DeepSpeech, Coqui STT
 
-def deepspeech_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-                     dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+@Reader
+def deepspeech_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """The most confident of a DeepSpeech (Coqui STT) file's transcripts, one unit (module docstring)."""
-    lineno, doc = one_document(src, encoding, "a DeepSpeech JSON object")
+    lineno, doc = one_document(src, ctx.encoding, "a DeepSpeech JSON object")
     loc = where(src, lineno)
     found = doc.get("transcripts") if isinstance(doc, dict) else None
     if not isinstance(found, list) or not all(isinstance(t, dict) for t in found):
@@ -355,11 +248,11 @@ def deepspeech_units(src: Source, inventory: LabelSet, rules: Substitution, enco
     conf = [t.get("confidence") if isinstance(t.get("confidence"), (int, float)) else -math.inf for t in found]
     k = max(range(len(found)), key=lambda i: (conf[i], -i))  # the most confident; the first of equals
     best = found[k]
-    utt = AsrUtterance(f"{source_name(src)}-000001", source=best, lineno=lineno, has_id=False)
+    utt = ctx.start(ctx.next_id(), source=best, lineno=lineno, has_id=False)
     if isinstance(best.get("words"), list):
-        timed_words(utt, best["words"], f"{loc} (transcript {k + 1})", inventory, rules, dropped)
+        timed_words(ctx, best["words"], f"{loc} (transcript {k + 1})")
     elif isinstance(best.get("text"), str):
-        text_words(utt, best["text"], inventory, rules, dropped)
+        text_words(ctx, best["text"])
     else:
         raise PunctkitError(f"{loc} (transcript {k + 1}): needs 'words' (a list) or 'text' (a string)")
     yield utt
@@ -370,12 +263,10 @@ def deepspeech_units(src: Source, inventory: LabelSet, rules: Substitution, enco
 TICKS = 10_000_000  # Azure's ticks a second
 
 
-def azure_speech_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-                       dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+@Reader
+def azure_speech_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """Azure Speech results, a recognized phrase a unit of one stream (module docstring)."""
-    name = source_name(src)
-    n = 0
-    for i, obj in result_objects(src, encoding, "an Azure Speech result object"):
+    for i, obj in result_objects(src, ctx.encoding, "an Azure Speech result object"):
         loc = where(src, i)
         if obj.get("RecognitionStatus", "Success") != "Success":
             continue
@@ -383,7 +274,7 @@ def azure_speech_units(src: Source, inventory: LabelSet, rules: Substitution, en
         best = best[0] if isinstance(best, list) and best else {}
         if not isinstance(best, dict):
             raise PunctkitError(f"{loc}: 'NBest' must be a list of objects")
-        utt = AsrUtterance("", source=obj, lineno=i, has_id=False)
+        utt = ctx.start(source=obj, lineno=i, has_id=False)
         words = best.get("Words")
         if isinstance(words, list) and words:
             for k, w in enumerate(words):
@@ -391,17 +282,14 @@ def azure_speech_units(src: Source, inventory: LabelSet, rules: Substitution, en
                 if not (isinstance(w, dict) and isinstance(w.get("Word"), str)):
                     raise PunctkitError(f"{wloc}: expected an object with a 'Word' string")
                 start, end = _ticks(w, wloc)
-                if not add_token(utt, w["Word"], {"index": k, "start_s": start, "end_s": end}, inventory, rules) \
-                        and dropped is not None:
-                    dropped[0] += 1
+                ctx.add_word(w["Word"], start=start, end=end, keep={"index": k})
         else:
             said = best.get("Lexical", obj.get("DisplayText", ""))
             if not isinstance(said, str):
                 raise PunctkitError(f"{loc}: 'Lexical' and 'DisplayText' must be strings")
-            text_words(utt, said, inventory, rules, dropped, _ticks(obj, loc))
+            text_words(ctx, said, _ticks(obj, loc))
         if utt.words:
-            n += 1
-            utt.uttid = f"{name}-{n:06d}"
+            utt.uttid = ctx.next_id()
             yield utt
 
 
@@ -422,31 +310,26 @@ def _ticks(obj: dict[str, Any], loc: str) -> tuple[float | None, float | None]:
 VARIANT = re.compile(r"\(\d+\)$")  # are(2): a dictionary's second pronunciation of `are`
 
 
-def pocketsphinx_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-                       dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+@Reader
+def pocketsphinx_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """PocketSphinx's JSON lines, an utterance a unit of one stream (module docstring)."""
-    name = source_name(src)
-    n = 0
-    for i, loc, obj in json_objects(src, encoding, "PocketSphinx's JSON"):
+    for i, loc, obj in json_objects(src, ctx.encoding, "PocketSphinx's JSON"):
         if not pocketsphinx_shape(obj):
             raise PunctkitError(f"{loc}: expected a PocketSphinx utterance, {{\"b\": begin, \"d\": duration, "
                                 f"\"t\": text, \"w\": [words]}}")
         begin, end = _span(obj, loc)
-        utt = AsrUtterance("", source=obj, lineno=i, has_id=False)
+        utt = ctx.start(source=obj, lineno=i, has_id=False)
         if obj.get("w"):
             for k, item in enumerate(obj["w"]):
                 wloc = f"{loc}, word {k + 1}"
                 if not (isinstance(item, dict) and isinstance(item.get("t"), str)):
                     raise PunctkitError(f"{wloc}: expected an object with a 't' string (the word)")
                 start, stop = _span(item, wloc)
-                rec = {"index": k, "start_s": start, "end_s": stop}
-                if not add_token(utt, VARIANT.sub("", item["t"]), rec, inventory, rules) and dropped is not None:
-                    dropped[0] += 1
+                ctx.add_word(VARIANT.sub("", item["t"]), start=start, end=stop, keep={"index": k})
         else:
-            text_words(utt, obj["t"], inventory, rules, dropped, (begin, end))
+            text_words(ctx, obj["t"], (begin, end))
         if utt.words:
-            n += 1
-            utt.uttid = f"{name}-{n:06d}"
+            utt.uttid = ctx.next_id()
             yield utt
 
 

@@ -19,24 +19,28 @@ marked references: TED-LIUM's, and what Kaldi's sclite scoring reads).
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from punctkit.data.formats.asr import NUMBER, add_token, check_one_word_id, text_shares
+from punctkit.data.formats.asr import NUMBER, check_one_word_id, text_shares
 from punctkit.data.formats.base import (
     MAX_HELD,
     AsrUtterance,
+    Frame,
     OutputOptions,
     Source,
     input_lines,
+    lines_only,
     placed,
-    source_name,
     word_spans,
 )
+from punctkit.data.formats.protocol import ReadContext, Reader
 from punctkit.data.formats.times import Timeline, seconds
-from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import join_marked, read_passage, split_words
 from punctkit.data.utterance import Utterance
 from punctkit.files import PunctkitError, where
+
+if TYPE_CHECKING:
+    from punctkit.data.labelled import Labelled
 
 # ---------------------------------------------------------------- trn
 
@@ -80,13 +84,13 @@ def trn_lines(src: Source, encoding: str | None = None,
         yield i, uttid, line[:m.start()]
 
 
-def trn_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-              dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+@Reader
+def trn_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """A trn for punctuate: an utterance a line, its id after its words (the readable output keeps it there)."""
-    for i, uttid, text in trn_lines(src, encoding):
-        p = read_passage(split_words(text), inventory, rules)
+    for i, uttid, text in trn_lines(src, ctx.encoding):
+        p = read_passage(split_words(text), ctx.inventory, ctx.rules)
         yield AsrUtterance(uttid, p.words, p.marks, p.written, [None] * len(p.words), lineno=i,
-                           frame=("", f" ({uttid})"), tags=p.tags)
+                           frame=Frame(after=f" ({uttid})", fmt="trn"), tags=p.tags)
 
 
 def _writable_id(uttid: str) -> str:
@@ -121,21 +125,20 @@ def stm_kind(line: str) -> str:
     return "stm" if label or not NUMBER.fullmatch(f[2]) else ""
 
 
-def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-              dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
+@Reader
+def stm_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """An stm for punctuate: a segment a unit, one stream a recording's channel (module docstring)."""
     comments: list[str] = []
     held = 0  # characters of the comments held for the next segment's line (bounded: MAX_HELD)
     seen: set[str] = set()
-    name = source_name(src)
     i = 0
-    for i, line in input_lines(src, encoding):
+    for i, line in input_lines(src, ctx.encoding):
         if line.startswith(";;") or not line.strip():
             comments.append(line)
             held += len(line) + 1
             if held > MAX_HELD:  # a long run of comments: given back as a unit of its own, without words
-                yield AsrUtterance(f"{name}-{i:06d}", lineno=i, has_id=False, frame=("\n".join(comments), ""),
-                                   lines_only=True)
+                yield AsrUtterance(ctx.line_id(i), lineno=i, has_id=False,
+                                   frame=Frame("\n".join(comments), fmt="stm", lines_only=True))
                 comments, held = [], 0
             continue
         m = _STM_HEAD.match(line)
@@ -151,40 +154,36 @@ def stm_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: s
             uttid = f"{file}-{chan}-{round(start_s * 100):07d}-{round(end_s * 100):07d}"
         seen.add(uttid)
         head, text = line[:m.end()], line[m.end():]
-        utt = AsrUtterance(uttid, lineno=i, stream=f"{file} {chan}", speaker=spk,
-                           source={"id": uttid, "file": file, "channel": chan, "speaker": spk, "start": start_s,
-                                   "end": end_s},
-                           frame=("".join(c + "\n" for c in comments) + head, ""))
-        comments, held = [], 0
         tokens = [] if text.strip() == SKIPPED else split_words(text)
-        if not tokens:
-            utt.frame = (utt.frame[0] + text, "")
-        for tok, (s, e) in zip(tokens, text_shares(tokens, start_s, end_s)):
-            if not add_token(utt, tok, {"index": None, "start_s": s, "end_s": e}, inventory, rules) \
-                    and dropped is not None:
-                dropped[0] += 1
+        utt = ctx.start(uttid, lineno=i, stream=f"{file} {chan}", speaker=spk,
+                        source={"id": uttid, "file": file, "channel": chan, "speaker": spk, "start": start_s,
+                                "end": end_s},
+                        frame=Frame("".join(c + "\n" for c in comments) + head + ("" if tokens else text),
+                                    fmt="stm"))
+        comments, held = [], 0
+        ctx.add_words(tokens, text_shares(tokens, start_s, end_s))
         yield utt
     if comments:  # comments after the last segment: given back, a unit without words
-        yield AsrUtterance(f"{name}-{i:06d}", lineno=i, has_id=False, frame=("\n".join(comments), ""),
-                           lines_only=True)
+        yield AsrUtterance(ctx.line_id(i), lineno=i, has_id=False,
+                           frame=Frame("\n".join(comments), fmt="stm", lines_only=True))
 
 
 def _time(src: Source, i: int, value: str, what: str) -> float:
     return seconds(value, where(src, i), f"the segment's {what} time")
 
 
-def stm_emit(utt: AsrUtterance, labels: list[str], shown: list[str], src: Source, rows: Any = None,
-             opts: OutputOptions | None = None) -> Iterator[str]:
+def stm_emit(d: Labelled, opts: OutputOptions) -> Iterator[str]:
     """punctuate's stm output: an stm input's lines as they came, transcripts punctuated (the readable
-    output); another timed input's unit as `id 1 id start end words`, its words' times (monotone:
-    base.word_spans, counted in `opts.time_repairs`)."""
-    if utt.frame is not None and (utt.stream is not None or utt.lines_only):  # read from an stm
-        yield utt.frame[0] + " ".join(placed(utt, shown)) + utt.frame[1]
+    output; and a unit of another input's own lines alone); another timed input's unit as
+    `id 1 id start end words`, its words' times (monotone: base.word_spans, counted in `opts.time_repairs`)."""
+    utt, shown, src = d.utt, d.shown, opts.src
+    if utt.frame is not None and (utt.frame.fmt == "stm" or lines_only(utt)):  # read from an stm
+        yield utt.frame.before + " ".join(placed(utt, shown)) + utt.frame.after
         return
     if not utt.words:
         return
     check_one_word_id(utt, src, "an stm")
-    spans = word_spans(utt, Timeline(opts.time_repairs) if opts is not None else None)
+    spans = word_spans(utt, Timeline(opts.time_repairs))
     if spans is None:
         raise PunctkitError(f"{where(src, utt.lineno, utt.uttid)}: no word has a start time (--format stm "
                             "needs word times)")

@@ -40,11 +40,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from punctkit.data.formats.asr import add_token
-from punctkit.data.formats.base import AsrUtterance, Source, source_name
+from punctkit.data.formats.base import AsrUtterance, Source
 from punctkit.data.formats.json_docs import one_document
+from punctkit.data.formats.protocol import ReadContext, Reader
 from punctkit.data.formats.times import checked
-from punctkit.data.labels import LabelSet, Substitution
 from punctkit.data.tokenize import split_words
 from punctkit.files import PunctkitError, where
 
@@ -381,11 +380,14 @@ def huggingface_turns(doc: dict[str, Any], loc: str) -> Iterator[Turn]:
 
 @dataclass(frozen=True)
 class Service:
-    """One service's document: how it is told apart (`claims`: by its top-level object), the keys an
-    error names, the markers that tell it from a document's head, and its turns."""
+    """One service's document: what it is (`title`, for messages; `summary`, with what a unit is, `unit`, for the
+    listing), how it is told apart (`claims`: by its top-level object), the keys an error names, the markers that
+    tell it from a document's head, and its turns. Its entry of the JSON formats' table is json_shapes.py's."""
 
     name: str
     title: str
+    summary: str
+    unit: str
     keys: tuple[str, ...]
     claims: Callable[[dict[str, Any]], bool]
     turns: Callable[[dict[str, Any], str], Iterator[Turn]]
@@ -408,84 +410,75 @@ def _first_alternative(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 SERVICES = {s.name: s for s in [
-    Service("rev", "Rev.ai", ("monologues",), lambda o: "monologues" in o, rev_turns, ('"monologues"',)),
-    Service("aws", "Amazon Transcribe", ("results.items", "results.transcripts"),
+    Service("rev", "Rev.ai", "Rev.ai JSON (`monologues[].elements[]`)", "monologue", ("monologues",),
+            lambda o: "monologues" in o, rev_turns, ('"monologues"',)),
+    Service("aws", "Amazon Transcribe", "Amazon Transcribe JSON (`results.items[]`)", "speaker turn",
+            ("results.items", "results.transcripts"),
             lambda o: bool(_results(o, dict)) and ("items" in o["results"] or "transcripts" in o["results"]),
             aws_turns, ('"jobName"', '"transcripts"', '"pronunciation"')),
-    Service("speechmatics", "Speechmatics", ("results[].type",),
-            lambda o: "type" in _first_result(o) or "format" in o and "job" in o, speechmatics_turns, ('"attaches_to"', '"is_eos"')),
-    Service("watson", "IBM Watson", ("results[].alternatives[].timestamps",),
-            lambda o: "result_index" in o or "timestamps" in _first_alternative(o), watson_turns,
-            ('"result_index"', '"timestamps"')),
-    Service("google", "Google Speech-to-Text", ("results[].alternatives",),
+    Service("speechmatics", "Speechmatics", "Speechmatics JSON v2 (`results[]` of type word)", "speaker turn",
+            ("results[].type",), lambda o: "type" in _first_result(o) or "format" in o and "job" in o,
+            speechmatics_turns, ('"attaches_to"', '"is_eos"')),
+    Service("google", "Google Speech-to-Text",
+            "Google Cloud Speech-to-Text JSON (`results[].alternatives[].words[]`)", "result",
+            ("results[].alternatives",),
             lambda o: "alternatives" in _first_result(o) and "timestamps" not in _first_alternative(o)
             and "result_index" not in o and "type" not in _first_result(o), google_turns,
             ('"resultEndTime"', '"startOffset"', '"startTime"', '"languageCode"')),
-    Service("deepgram", "Deepgram", ("results.channels",),
+    Service("watson", "IBM Watson", "IBM Watson JSON (`results[].alternatives[].timestamps`)", "result",
+            ("results[].alternatives[].timestamps",),
+            lambda o: "result_index" in o or "timestamps" in _first_alternative(o), watson_turns,
+            ('"result_index"', '"timestamps"')),
+    Service("deepgram", "Deepgram", "Deepgram JSON (`results.channels[].alternatives[].words[]`)",
+            "utterance or speaker turn", ("results.channels",),
             lambda o: bool(_results(o, dict)) and "channels" in o["results"], deepgram_turns, ('"channels"',)),
-    Service("assemblyai", "AssemblyAI", ("audio_url", "audio_duration"),
+    Service("assemblyai", "AssemblyAI", "AssemblyAI JSON (`words[]`, milliseconds)", "utterance or speaker turn",
+            ("audio_url", "audio_duration"),
             lambda o: ("audio_url" in o or "audio_duration" in o) and ("words" in o or "text" in o),
             assemblyai_turns, ('"audio_url"', '"audio_duration"')),
-    Service("huggingface", "a Hugging Face ASR pipeline", ("chunks",),
+    Service("huggingface", "a Hugging Face ASR pipeline",
+            "a Hugging Face ASR pipeline's JSON (`chunks[]` of text and timestamp)", "recording", ("chunks",),
             lambda o: isinstance(o.get("chunks"), list) and "text" in o, huggingface_turns, ('"chunks"',)),
-    Service("azure", "Azure", ("recognizedPhrases",),
-            lambda o: "recognizedPhrases" in o or "combinedRecognizedPhrases" in o, azure_turns, ('"recognizedPhrases"', '"combinedRecognizedPhrases"')),
+    Service("azure", "Azure", "Azure batch transcription JSON (`recognizedPhrases[]`)", "phrase",
+            ("recognizedPhrases",), lambda o: "recognizedPhrases" in o or "combinedRecognizedPhrases" in o,
+            azure_turns, ('"recognizedPhrases"', '"combinedRecognizedPhrases"')),
 ]}
-
-
-def service_kinds(obj: Any) -> set[str]:
-    """The services whose shape a JSON value has (several: ambiguous; none: not a service's)."""
-    if not isinstance(obj, dict):
-        return set()
-    return {s.name for s in SERVICES.values() if s.claims(obj)}
-
-
-def head_service(head: str) -> str | None:
-    """The service of a document too long to decode from its head: the first service marker found."""
-    found = sorted((pos, s.name) for s in SERVICES.values() for m in s.markers if (pos := head.find(m)) >= 0)
-    return found[0][1] if found else None
 
 
 # ---------------------------------------------------------------- the reader
 
 
-def service_units(kind: str) -> Callable[..., Iterator[AsrUtterance]]:
+def service_units(kind: str) -> Reader:
     """The units reader of service `kind` (the registry's `units`): the document's turns in order, one
     unit each, as one stream."""
     service = SERVICES[kind]
 
-    def units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-              dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
-        lineno, doc = one_document(src, encoding, f"one {service.title} JSON object")
+    def units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
+        lineno, doc = one_document(src, ctx.encoding, f"one {service.title} JSON object")
         loc = where(src, lineno)
         if not isinstance(doc, dict) or not service.claims(doc):
-            raise PunctkitError(f"{loc}: expected a JSON object as {service.title} writes it (with {' or '.join(service.keys)}); "
-                                f"give --input-format if it is another format")
-        name = source_name(src)
-        n = 0
+            raise PunctkitError(f"{loc}: expected a JSON object as {service.title} writes it (with "
+                                f"{' or '.join(service.keys)}); give --input-format if it is another format")
         try:
             for turn in service.turns(doc, loc):
-                n += 1
-                yield unit(turn, f"{name}-{n:06d}", lineno, inventory, rules, dropped)
+                yield unit(turn, ctx, lineno)
         except Shape as e:
             raise PunctkitError(f"{e} (read as {service.title}: give --input-format if it is another format)") \
                 from None
 
     units.__doc__ = f"The turns of a {kind} JSON document, in order, as units of one stream."
-    return units
+    return Reader(units)
 
 
-def unit(turn: Turn, uttid: str, lineno: int, inventory: LabelSet, rules: Substitution,
-         dropped: list[int] | None) -> AsrUtterance:
-    """A Turn as an AsrUtterance whose source is a JSON object of its own (id, speaker, words)."""
+def unit(turn: Turn, ctx: ReadContext, lineno: int) -> AsrUtterance:
+    """A Turn as the context's next unit, whose source is a JSON object of its own (id, speaker, words)."""
+    uttid = ctx.next_id()
     tokens = [Word(t) for t in split_words(turn.text)] if not turn.words else turn.words
     source: dict[str, Any] = {"id": uttid}
     if turn.speaker is not None:
         source["speaker"] = turn.speaker
     source["words"] = [{"word": w.token, "start": w.start, "end": w.end} for w in tokens]
-    utt = AsrUtterance(uttid, source=source, lineno=lineno, has_id=False, speaker=turn.speaker)
+    utt = ctx.start(uttid, source=source, lineno=lineno, has_id=False, speaker=turn.speaker)
     for k, w in enumerate(tokens):
-        rec = {"index": k, "start_s": w.start, "end_s": w.end}
-        if not add_token(utt, w.token, rec, inventory, rules) and dropped is not None:
-            dropped[0] += 1
+        ctx.add_word(w.token, start=w.start, end=w.end, speaker=turn.speaker, keep={"index": k})
     return utt

@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from punctkit.data.formats.base import (
     OutputOptions,
-    Punctuated,
     Source,
     chosen_prob,
     given_words,
@@ -42,6 +41,9 @@ from punctkit.data.formats.times import Timeline
 from punctkit.data.labels import SENTENCE_END, O, case_class, mark_of
 from punctkit.data.tokenize import is_title
 from punctkit.files import PunctkitError, where
+
+if TYPE_CHECKING:
+    from punctkit.data.labelled import Labelled
 
 
 @dataclass(frozen=True)
@@ -150,25 +152,26 @@ def unit_spans(utt: Any, src: Source, fmt: str, timeline: Timeline) -> list[tupl
     return spans
 
 
-def with_stream_ends(units: Iterable[Punctuated], opts: OutputOptions) -> Iterator[tuple[Punctuated, bool]]:
-    """Each unit and whether its stream ends with it: never in one stream (`opts.one_stream`); else unless
-    the next unit goes on its stream (AsrUtterance.stream: an stm's recording)."""
-    prev: Punctuated | None = None
+def with_stream_ends(units: Iterable[Labelled], opts: OutputOptions) -> Iterator[tuple[Labelled, bool]]:
+    """Each labelled unit and whether its stream ends with it, the writers' one rule: never in one stream
+    (`opts.one_stream`); else unless the next unit goes on its stream (AsrUtterance.stream: an stm's
+    recording)."""
+    prev: Labelled | None = None
     for unit in units:
         if prev is not None:
-            yield prev, not opts.one_stream and (prev[0].stream is None or prev[0].stream != unit[0].stream)
+            yield prev, not opts.one_stream and (prev.utt.stream is None or prev.utt.stream != unit.utt.stream)
         prev = unit
     if prev is not None:
         yield prev, not opts.one_stream
 
 
-def cue_words(units: Iterable[Punctuated], src: Source, opts: OutputOptions, fmt: str,
-              timeline: Timeline) -> Iterator[TimedWord]:
+def cue_words(units: Iterable[Labelled], opts: OutputOptions, fmt: str, timeline: Timeline) -> Iterator[TimedWord]:
     """The words of punctuated units as TimedWords, their times through the output's `timeline` (monotone; the
     last word of an independent utterance, or of a stream's last unit, is a hard end). A token that is not a
     word (`<unk>`, a lone `-`) stands in its place, with the word after it (base.glued)."""
-    for (utt, labels, shown, _), ends in with_stream_ends(units, opts):
-        spans = unit_spans(utt, src, fmt, timeline) if labels else []
+    for d, ends in with_stream_ends(units, opts):
+        utt, labels, shown = d.utt, d.labels, d.shown
+        spans = unit_spans(utt, opts.src, fmt, timeline) if labels else []
         for k, (lab, text) in enumerate(zip(labels, glued(utt, shown))):
             start, end = spans[k]
             mk, title = mark_of(lab), is_title(text)
@@ -190,10 +193,10 @@ def limits_of(opts: OutputOptions) -> Limits:
     return Limits(opts.max_cue_seconds, opts.max_line_chars, opts.max_cue_lines)
 
 
-def srt_lines(units: Iterable[Punctuated], src: Source, opts: OutputOptions) -> Iterator[str]:
+def srt_lines(units: Iterable[Labelled], opts: OutputOptions) -> Iterator[str]:
     """SubRip: numbered cues, `start --> end`, the lines, a blank line."""
     timeline = Timeline(opts.time_repairs)
-    for n, cue in enumerate(build_cues(cue_words(units, src, opts, "srt", timeline), limits_of(opts)), 1):
+    for n, cue in enumerate(build_cues(cue_words(units, opts, "srt", timeline), limits_of(opts)), 1):
         start, end = timeline.cue(cue.start, cue.end)
         yield from (str(n), f"{stamp(start, ',')} --> {stamp(end, ',')}", *cue.lines, "")
 
@@ -203,11 +206,11 @@ def vtt_text(line: str) -> str:
     return line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def vtt_lines(units: Iterable[Punctuated], src: Source, opts: OutputOptions) -> Iterator[str]:
+def vtt_lines(units: Iterable[Labelled], opts: OutputOptions) -> Iterator[str]:
     """WebVTT: the header, then cues (`start --> end`, the lines, a blank line)."""
     yield from ("WEBVTT", "")
     timeline = Timeline(opts.time_repairs)
-    for cue in build_cues(cue_words(units, src, opts, "vtt", timeline), limits_of(opts)):
+    for cue in build_cues(cue_words(units, opts, "vtt", timeline), limits_of(opts)):
         start, end = timeline.cue(cue.start, cue.end)
         yield from (f"{stamp(start, '.')} --> {stamp(end, '.')}", *map(vtt_text, cue.lines), "")
 
@@ -218,12 +221,13 @@ def word_case(shown: str) -> str | None:
     return case_class(shown) if any(c.isalpha() for c in shown) else None
 
 
-def json_words(units: Iterable[Punctuated], opts: OutputOptions) -> Iterator[tuple[dict[str, Any], bool]]:
+def json_words(units: Iterable[Labelled], opts: OutputOptions) -> Iterator[tuple[dict[str, Any], bool]]:
     """Each word as a timed-JSON object, with whether a sentence (or an independent utterance, or a stream)
     ends there (never on a title, `Mr.`); its times (null where it has none) through a Timeline of each stream
     (monotone within it: the utterances of a CTM or JSON lines may each start at 0)."""
     timeline = Timeline(opts.time_repairs)
-    for (utt, labels, shown, rows), ends in with_stream_ends(units, opts):
+    for d, ends in with_stream_ends(units, opts):
+        utt, labels, shown, rows = d.utt, d.labels, d.shown, d.rows
         given = given_words(utt)
         for k, (lab, text) in enumerate(zip(labels, shown)):
             rec = utt.records[k] if k < len(utt.records) and isinstance(utt.records[k], dict) else {}
@@ -254,7 +258,7 @@ def sentence_json(words: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def timed_json_lines(units: Iterable[Punctuated], src: Source, opts: OutputOptions) -> Iterator[str]:
+def timed_json_lines(units: Iterable[Labelled], opts: OutputOptions) -> Iterator[str]:
     """JSON lines, a sentence a line, each written as soon as it is complete (times without values: null)."""
     for group in sentences(json_words(units, opts)):
         yield json.dumps(sentence_json(group), ensure_ascii=False)

@@ -15,26 +15,32 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from punctkit.data.datadir import read_table
 from punctkit.data.formats import cues, nlp
+from punctkit.data.formats.asr import check_one_word_id
 from punctkit.data.formats.base import (
     MAX_HELD,
     AsrUtterance,
+    OutputOptions,
     Report,
     Source,
     TextInput,
     Utterance,
     as_source,
     input_lines,
-    source_name,
+    made_id,
+    placed,
     split_text,
 )
-from punctkit.data.labels import LabelSet, Substitution
+from punctkit.data.formats.protocol import CorpusRead, ReadContext, Reader
 from punctkit.data.tokenize import join_marked, label_tokens, read_passage, split_contraction, split_words, tokens
 from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError, where
+
+if TYPE_CHECKING:
+    from punctkit.data.labelled import Labelled
 
 # an utterance id: letters, digits, `_-.:/` with at least one digit (`utt1`, `1272-128104-0000`)
 ID = re.compile(r"[\w.:/-]*\d[\w.:/-]*")
@@ -165,27 +171,26 @@ def line_tokens(line: str, opts: TextOptions, report: Report, loc: str) -> list[
     return out
 
 
-def read_text(path: Source, inventory: LabelSet, rules: Substitution, report: Report,
-              lowercase: bool = False, id_lines: IdLines | None = None,
-              lines: tuple[int, int] | None = None, encoding: str | None = None,
+def read_text(path: Source, how: CorpusRead, id_lines: IdLines | None = None,
               opts: TextOptions = PLAIN) -> list[Utterance]:
     """Read punctuated text as a corpus, one utterance a line (`id_lines`: each line's id and words, as
     `kaldi_text_lines` gives Kaldi `text`'s, id first, and sclite.trn_lines a trn's, id last;
     `opts.one_stream`: one utterance a file, named after it), repaired as `opts` asks."""
     p = as_source(path)
+    report = how.report
     if id_lines is not None:
         if opts.one_stream:
             raise PunctkitError(f"{p}: a text with utterance ids has an utterance a line; one stream a file is "
                                 "for plain text")
-        rows: Iterator[tuple[int, str, str]] = id_lines(p, encoding, lines)
+        rows: Iterator[tuple[int, str, str]] = id_lines(p, how.encoding, how.lines)
     else:
-        rows = ((i, f"{p.name}-{i:06d}", line) for i, line in input_lines(p, encoding, lines))
+        rows = ((i, made_id(p.name, i), line) for i, line in input_lines(p, how.encoding, how.lines))
     units: Iterable[tuple[int, str, str, list[tuple[str, str]]]] = _repaired(rows, p, opts, report)
     if opts.one_stream:
         units = [(0, p.name, "", [t for *_, toks in units for t in toks])]
     utts = []
     for i, uttid, line, toks in units:
-        seg = label_tokens(toks, inventory, rules, lowercase)
+        seg = label_tokens(toks, how.inventory, how.rules, how.lowercase)  # type: ignore[arg-type]
         report.note("marks dropped (rules, or not the first after a word)", seg.dropped_marks)
         report.note("quotes, brackets and other symbols dropped", seg.dropped_symbols)
         if seg.words:
@@ -258,27 +263,26 @@ def checked_lines(src: Source, encoding: str | None = None, told: bool = False,
     yield from rows
 
 
-def text_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-               dropped: list[int] | None = None, told: bool = False) -> Iterator[AsrUtterance]:
+@Reader
+def text_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """Plain text for punctuate, one unit per input line (lines without words give empty units);
-    the lines are one stream (a sentence may go on to the next line). Unless `told` (the user gave
+    the lines are one stream (a sentence may go on to the next line). Unless `ctx.told` (the user gave
     the format), lines that look like another format's are refused (`checked_lines`)."""
-    name = source_name(src)
-    for i, line in checked_lines(src, encoding, told):
-        p = split_text(line, inventory, rules)
-        yield AsrUtterance(f"{name}-{i:06d}", p.words, p.marks, p.written, [None] * len(p.words),
+    for i, line in checked_lines(src, ctx.encoding, ctx.told):
+        p = split_text(line, ctx.inventory, ctx.rules)
+        yield AsrUtterance(ctx.line_id(i), p.words, p.marks, p.written, [None] * len(p.words),
                            lineno=i, has_id=False, tags=p.tags)
 
 
-def kaldi_text_units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-                     dropped: list[int] | None = None, told: bool = False) -> Iterator[AsrUtterance]:
+@Reader
+def kaldi_text_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """Kaldi `text` for punctuate: `uttid words...` per line (an id without words gives an empty utterance),
     each its own stream; but a data directory's `text` (a file named `text` with `utt2spk` beside it) has its
     speakers' utterances run on, one after another, as `punctkit decode` of the directory has them
-    (`AsrUtterance.stream`: the speaker). Unless `told`, lines that look like another format's are refused."""
+    (`AsrUtterance.stream`: the speaker). Unless `ctx.told`, lines that look like another format's are refused."""
     speakers = speakers_beside(src)
-    for i, uttid, rest in kaldi_text_lines(src, encoding, told=told):
-        p = read_passage(split_words(rest), inventory, rules)
+    for i, uttid, rest in kaldi_text_lines(src, ctx.encoding, told=ctx.told):
+        p = read_passage(split_words(rest), ctx.inventory, ctx.rules)
         yield AsrUtterance(uttid, p.words, p.marks, p.written, [None] * len(p.words), lineno=i,
                            stream=speakers.get(uttid), tags=p.tags)
 
@@ -305,3 +309,17 @@ def kaldi_text_out(utts: list[Utterance]) -> Iterator[str]:
             raise PunctkitError(f"utterance id {u.uttid!r} holds white space, which a Kaldi text line cannot "
                                 "hold: use --format jsonl (or ids of one word)")
         yield f"{u.uttid} {join_marked(u.words, u.labels)}"
+
+
+def readable_out(d: Labelled, opts: OutputOptions) -> Iterator[str]:
+    """punctuate's default output: the input words as written, marks and case set, on the input's line
+    (`AsrUtterance.frame`: trn, stm, whisper-tsv); `uttid text` for other inputs with ids; the tokens that are not
+    words (`<unk>`, a lone `-`) in place."""
+    utt = d.utt
+    line = " ".join(placed(utt, d.shown))
+    if utt.frame is not None:
+        yield (utt.frame.before + line + utt.frame.after).strip(" ")
+        return
+    if utt.has_id:
+        check_one_word_id(utt, opts.src, "an `uttid text`")
+    yield f"{utt.uttid} {line}".rstrip() if utt.has_id else line

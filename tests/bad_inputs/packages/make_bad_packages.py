@@ -101,7 +101,8 @@ def outside_paths_and_yaml() -> None:
     outside_plm = yaml_member(plm, "config.yaml", lambda c: c["model"].update(plm="/nonexistent/punctkit-outside/bert"))
     outside_fe = yaml_member(plm, "frontend/frontend.yaml", lambda c: c.update(path="../../punctkit-outside/bert"))
     write("plm_path_outside.pkt", changed(plm, {"config.yaml": outside_plm, "frontend/frontend.yaml": outside_fe}))
-    write("plm_path_outside_no_config.pkt", changed(plm, {"config.yaml": outside_plm, "frontend/plm/config.json": None}))
+    write("plm_path_outside_no_config.pkt",
+          changed(plm, {"config.yaml": outside_plm, "frontend/plm/config.json": None}))
     with zipfile.ZipFile(plm) as z:
         tok = json.loads(z.read("frontend/plm/tokenizer_config.json"))
     tok.update(vocab_file="/nonexistent/punctkit-outside/vocab.txt", tokenizer_file="../../outside/tokenizer.json")

@@ -17,7 +17,7 @@ sys.path.insert(0, str(HERE.parents[1]))  # tests/
 
 from legacy_util import prepare_data, write_corpus  # noqa: E402
 from punct_util import tiny_conf  # noqa: E402
-from punctkit import Punctuator  # noqa: E402
+from punctkit import load_model  # noqa: E402
 from punctkit.fit import train  # noqa: E402
 from punctkit.packing import pack  # noqa: E402
 
@@ -54,7 +54,7 @@ def main() -> None:
         conf["frontend"] = fe
         train(conf, tmp / "train", tmp / "valid", tmp / name, quiet=True)
         pack(tmp / name, HERE / f"{name}.pkt")
-        (HERE / f"{name}.expected.txt").write_text(Punctuator.load(HERE / f"{name}.pkt").punctuate(text) + "\n")
+        (HERE / f"{name}.expected.txt").write_text(load_model(HERE / f"{name}.pkt").punctuate(text) + "\n")
     pack(tmp / "word", HERE / "word_onnx.pkt", onnx=True)
     exp = HERE / "exp"
     shutil.rmtree(exp, ignore_errors=True)
