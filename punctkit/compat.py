@@ -1,5 +1,5 @@
 """What differs between the Pythons setup.cfg declares (`python_requires >= 3.10`): each difference in one place,
-so that the rest of punctkit reads the same on all of them. tests/test_safe_tar.py runs what is here under the
+so that the rest of punctkit reads the same on all of them. tests/test_archive.py runs what is here under the
 oldest declared Python where one is installed (`pyenv install 3.10`), and both ways under the Python at hand.
 
 - tarfile's extraction filters (PEP 706) came in 3.10.12 and 3.11.4 (Debian 12's 3.11.2 has none); 3.12+ warns of

@@ -1,4 +1,4 @@
-"""The generated corpus behind tests/data/legacy (files written by an older punctkit).
+"""The generated corpus behind tests/fixtures/legacy (files written by an older punctkit).
 
 The text is made here from a tiny grammar (no third-party text is committed); the same
 seed gives the same words, so a test can rebuild the data a legacy model was trained on.
@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-LEGACY = Path(__file__).resolve().parent / "data" / "legacy"
+LEGACY = Path(__file__).resolve().parent / "fixtures" / "legacy"
 
 SUBJECTS = ["the cat", "a dog", "my friend", "the teacher", "our neighbour", "this student", "the old man",
             "a small child", "her brother", "the doctor"]

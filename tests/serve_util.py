@@ -1,5 +1,5 @@
 """`punctkit serve` as a child process, and a client's POST and websocket talk, for the tests that talk to
-a real server (test_serve.py, test_serve_limits.py, test_stream_property.py)."""
+a real server (test_serve.py, test_limits.py, test_stream_property.py)."""
 from __future__ import annotations
 
 import asyncio

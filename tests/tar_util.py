@@ -1,4 +1,4 @@
-"""Tar archives for the tests of `punctkit.archive.extract_tar` (tests/test_safe_tar.py): a good one, hostile ones,
+"""Tar archives for the tests of `punctkit.archive.extract_tar` (tests/test_archive.py): a good one, hostile ones,
 and the check that extraction keeps to its rules. Standard library, punctkit.archive and punctkit.compat only, so
 that the oldest Python setup.cfg declares runs `check_extraction` too, without the project's virtual environment."""
 from __future__ import annotations

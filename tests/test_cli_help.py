@@ -138,7 +138,7 @@ def test_examples_run_as_written(workdir, command):
 
 def test_punctuate_help_points_to_every_format_it_reads():
     """Its first lines named seven input formats of more than twenty; now they point to `punctkit formats`, which
-    lists every format punctuate reads (tests/test_formats_listing.py checks that list against the registry)."""
+    lists every format punctuate reads (tests/data/formats/test_listing.py checks that list against the registry)."""
     intro = " ".join(help_text("punctuate", columns=200).split("Examples:")[0].split())
     assert "punctkit formats" in intro, intro
     for family in ("Kaldi text", "CTM", "stm", "trn", "subtitles", "NLP", "Whisper", "NeMo", "Vosk"):

@@ -102,7 +102,7 @@ def _md(text: str) -> str:
 
 def anchor(heading: str) -> str:
     """GitHub's anchor of a heading's text: links as their text, lower case, punctuation but - and _ dropped,
-    each space a - (a page's second heading of the same anchor gets -1, the third -2: tests/test_docs.py)."""
+    each space a - (a page's second heading of the same anchor gets -1, the third -2: tests/contracts/test_docs.py)."""
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip()).lower()
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 

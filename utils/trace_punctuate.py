@@ -17,7 +17,7 @@ comprehensions and generator expressions are not functions of their own):
 (b) the walk of `model`: the calls that carry the value of the CLI's `model` parameter or a value derived
     from it (an argument that is the value, holds it in a list, tuple or dict, or is an attribute of it; a
     walk call's return value is then derived from it too), while the model loads. Each call's module has its
-    layer (tests/test_layers.py: LEVELS, the README's order); a climb is a walk call whose layer is above the
+    layer (tests/contracts/test_layers.py: LEVELS, the README's order); a climb is a walk call whose layer is above the
     layer of the walk call before it: the chain came back up. Also counted: how many times the walk enters
     infer/backends.py (a call into it from another module while loading).
 
@@ -162,12 +162,12 @@ class Tracer:
 
 
 def levels_of(repo: Path) -> dict[str, int]:
-    """The layers of tests/test_layers.py's LEVELS (the README's order of imports)."""
+    """The layers of tests/contracts/test_layers.py's LEVELS (the README's order of imports)."""
     tree = ast.parse((repo / "tests" / "test_layers.py").read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "LEVELS":
             return ast.literal_eval(node.value)
-    raise SystemExit("tests/test_layers.py has no LEVELS")
+    raise SystemExit("tests/contracts/test_layers.py has no LEVELS")
 
 
 def run(model: str, show: bool) -> int:

@@ -9,7 +9,7 @@ transformers only for a directory without one (a bare `vocab.txt`), taking the f
 transformers builds from it; `save` always writes `tokenizer.json`, so every frontend and
 package punctkit writes is read without transformers.
 
-The ids are the same as transformers' for the same directory (tests/test_plm_tokenizer.py
+The ids are the same as transformers' for the same directory (tests/text/test_plm_tokenizer.py
 compares both over test2011's words and odd ones, for MiniLM and MPNet): a model trained
 through one path decodes through the other. Padding and truncation that some files carry
 (`padding: {length: 128}`) are switched off: punctkit windows and pads itself.

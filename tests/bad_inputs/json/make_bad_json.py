@@ -2,7 +2,7 @@
 
 Each is read by `punctuate` (detected, or by the format its name ends in) and must give a one-line
 error naming the file and line, or (deep_array.json, which is no JSON document punctkit reads) a
-normal answer as plain text; tests/test_asr_formats.py says which. Deep files nest 5000 levels:
+normal answer as plain text; tests/data/formats/test_recognizers.py says which. Deep files nest 5000 levels:
 json itself overflows the stack near 1000, punctkit refuses more than 100 (files.MAX_JSON_DEPTH).
 Run from the repository root: `python tests/bad_inputs/json/make_bad_json.py`.
 """

@@ -1,6 +1,6 @@
 """Write the hostile packages and checkpoints of this directory (one file per kind of attack).
 
-Each package is tests/data/legacy/word.pkt, a good package, with one member added, replaced
+Each package is tests/fixtures/legacy/word.pkt, a good package, with one member added, replaced
 or its zip header altered; each must be refused with a one-line error naming that member,
 before anything is written. The checkpoint carries a pickle whose `__reduce__` runs
 `touch punctkit-pwned` (in the current directory) when loaded without weights_only.
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 HERE = Path(__file__).resolve().parent
-GOOD = HERE.parents[1] / "data" / "legacy" / "word.pkt"
+GOOD = HERE.parents[1] / "fixtures" / "legacy" / "word.pkt"
 MARKER = "punctkit-pwned"
 
 
@@ -151,7 +151,7 @@ def main() -> None:
     write("code_weights.pkt", [(i, evil.getvalue() if i.filename == "model.pt" else d) for i, d in good])
     from punctkit.expdir import load_checkpoint
 
-    state = load_checkpoint(HERE.parents[1] / "data" / "legacy" / "exp" / "checkpoints" / "epoch_2.pt")
+    state = load_checkpoint(HERE.parents[1] / "fixtures" / "legacy" / "exp" / "checkpoints" / "epoch_2.pt")
     torch.save(dict(state, note=Pwn()), HERE / "code_checkpoint.pt")
     import pickle
 
