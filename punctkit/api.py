@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence, overload
 
 from punctkit.data.formats.base import AsrUtterance
+from punctkit.data.formats.protocol import ReadContext
 from punctkit.data.labels import default_substitution
 from punctkit.files import PunctkitError
 from punctkit.infer.engine import Engine, Labelled, Unit, load_model, text_unit
@@ -119,7 +120,7 @@ class Model:
         punctuate's (a plain text's lines one stream); a `Labelled`'s `times` are the input's word times."""
         reader = input_reader(src, input_format, encoding, "input_format=")
         inv = self.engine.inventory
-        units = reader.reader_units(bool(input_format))(src, inv, default_substitution(inv), encoding, [0])
+        units = reader.read(src, ReadContext.of(src, inv, default_substitution(inv), encoding, told=bool(input_format)))
         yield from self.engine.label(units, one_stream=reader.one_stream, forced=self.keep_input_marks,
                                      casing=self.casing, probs=probs)
 

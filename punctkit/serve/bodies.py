@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from punctkit.data.formats import AsrUtterance, Format, TextInput, detect_for, get_format, names
+from punctkit.data.formats.protocol import ReadContext
 from punctkit.data.labels import default_substitution
 from punctkit.files import PunctkitError, decode_lines, parse_json
 from punctkit.infer.engine import Engine, Labelled, stream_runs
@@ -83,7 +84,7 @@ def parse_body(punct: Engine, body: bytes, input_format: str | None = None,
     reader = (get_format(input_format, "units", "input format") if input_format
               else detect_for(src, "units", None, "serve", "the input_format parameter"))
     inv = punct.inventory
-    units = list(reader.reader_units(bool(input_format))(src, inv, default_substitution(inv), None, [0]))
+    units = list(reader.read(src, ReadContext.of(src, inv, default_substitution(inv), told=bool(input_format))))
     return Parsed(reader, units, sum(len(u.words) for u in units))
 
 

@@ -30,10 +30,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TextIO
 from punctkit.data.formats import asr, cues, datadir_io, json_shapes, labelled, nlp, sclite, subtitles, text
 from punctkit.data.formats.base import AsrUtterance, OutputOptions, Source, Utterance
 from punctkit.data.formats.json_shapes import json_line_kind
-from punctkit.data.formats.labelled import twocol_emit  # noqa: F401 (importable from here, as before)
 from punctkit.data.formats.protocol import CorpusRead, ReadContext, Reader
-from punctkit.data.formats.text import readable_out  # noqa: F401 (importable from here, as before)
-from punctkit.data.labels import LabelSet, Substitution
+from punctkit.data.labels import LabelSet
 from punctkit.files import PunctkitError, check_output_file, write_lines
 
 if TYPE_CHECKING:
@@ -84,14 +82,6 @@ class Format:
         format's)."""
         return self.units.read(src, ctx)  # type: ignore[union-attr]
 
-    def reader_units(self, told: bool) -> Callable[..., Iterator[AsrUtterance]]:
-        """`read` as a function of `(src, inventory, rules, encoding=None, dropped=None)` (protocol.Reader's call:
-        `dropped[0]` counts the tokens without a word), `told` as `read`'s."""
-        def units(src: Source, inventory: LabelSet, rules: Substitution, encoding: str | None = None,
-                  dropped: list[int] | None = None) -> Iterator[AsrUtterance]:
-            return self.units(src, inventory, rules, encoding, dropped, told)  # type: ignore[misc]
-        return units
-
     def write(self, labelled: Iterable[Labelled], out: TextIO | str | Path, opts: OutputOptions) -> None:
         """Labelled units written in this format (protocol.OutputFormat): a writer over all units (`stream`:
         subtitles, timed JSON) or one per unit (`emit`) writes lines to the text stream `out`; a corpus format
@@ -138,10 +128,10 @@ def json_entry(shape: json_shapes.JsonShape) -> Format:
 
 REGISTRY: dict[str, Format] = {f.name: f for f in [
     Format("readable", "punctuate's default output: the input words as written, marks and case set "
-           "(`uttid text` for inputs with ids)", emit=readable_out),
+           "(`uttid text` for inputs with ids)", emit=text.readable_out),
     Format("twocol", "`word<TAB>LABEL` a line, a blank line between utterances (IWSLT; punctuate --probs: "
            "a third column, the label's probability)",
-           reader=labelled.read_twocol, lines=labelled.twocol_out, emit=twocol_emit,
+           reader=labelled.read_twocol, lines=labelled.twocol_out, emit=labelled.twocol_emit,
            line_kind=labelled.twocol_kind, labels=True, probs=True),
     Format("punctuator2", "inline mark tokens, `so ,COMMA if we .PERIOD`, one utterance a line",
            reader=labelled.read_punctuator2, lines=labelled.punctuator2_out, line_kind=labelled.punctuator2_kind),
