@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from punctkit.data.datadir import check_data_dir_output, read_data_dir, write_data_dir
 from punctkit.data.formats import FORMATS, write
-from punctkit.data.formats.base import AsrUtterance
-from punctkit.data.labels import SENTENCE_END, LabelSet, O, cased_words, get_inventory, mark_of
+from punctkit.data.labels import SENTENCE_END, LabelSet, cased_words, get_inventory, mark_of
 from punctkit.data.probs import PROBS_FILE, format_probs, write_probs
-from punctkit.data.streams import Stream, make_streams, split_utterances
-from punctkit.data.tokenize import Written
+from punctkit.data.streams import make_streams, split_utterances
 from punctkit.data.utterance import Utterance
 from punctkit.decode.combine import check_inventories, parse_weights
 from punctkit.decode.options import (
@@ -78,7 +76,6 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     check_given(given)  # a bad value is an error before any model (or torch) loads
     sources = [_checked(s, checkpoint, nbest) for s in read_sources(dirs, dirs=True, ensembles=(
         "decode with its members' packages or experiment dirs (several MODEL_DIRS are an ensemble)"))[0]]
-    pkgs = [s.model if isinstance(s.model, Package) else None for s in sources]
     confs = [s.conf or {} for s in sources]
     names = [s.name for s in sources]
     all_opts = [resolve(given, c["decode"], read_decode_config(config), str(config), log=log or _stderr)
@@ -102,7 +99,7 @@ def decode_dir(model_dir: str | Path | list[str | Path], data_dir: str | Path, o
     timing = read_timing(dd)  # segments: a recording's utterances one stream; ctm: its words' times
     streams = make_streams(dd, inv, timing if timing.known else None)
     nbest = opts.nbest
-    units = split_utterances(streams) if nbest > 1 else data_units(streams, packages=None not in pkgs)
+    units = split_utterances(streams) if nbest > 1 else streams
     if threads is None:  # the first model's training threads, if any
         threads = int(confs[0].get("train", {}).get("threads") or 0)
     engine = build_engine(sources, weights if len(sources) > 1 else None, ngpu=ngpu, threads=threads,
@@ -172,53 +169,6 @@ def _write_outputs(out: str | Path, opts: DecodeOptions, utts: list[Utterance], 
                 f.writelines(ln + "\n" for ln in nbest_lines)
         if rows is not None:
             write_probs(f"{out}.{PROBS_FILE}", ((u, rows[u]) for u in sorted(rows)))
-
-
-@dataclass
-class StreamLines:
-    """A data directory's stream as `Engine.label` reads the lines of one stream (a sequence of utterances):
-    each utterance with its speaker and its words' times (records' `start_s`, `end_s`), from which the
-    engine's boundary fusion takes the turn changes and pauses (decode/boundary.py: unit_boundaries); its
-    `words` and `uttids` are the stream's."""
-
-    stream: Stream
-    lines: list[AsrUtterance]
-
-    @property
-    def words(self) -> list[str]:
-        return self.stream.words
-
-    @property
-    def uttids(self) -> list[str]:
-        return self.stream.uttids
-
-    def __iter__(self) -> Iterator[AsrUtterance]:
-        return iter(self.lines)
-
-    def __len__(self) -> int:
-        return len(self.lines)
-
-
-def data_units(streams: list[Stream], packages: bool) -> list[Stream | StreamLines]:
-    """What `Engine.label` labels of a data directory's streams: a stream that knows its turns or its words'
-    times (`Stream.speakers`, `Stream.times`: segments, a ctm) as `StreamLines`, so that they reach the model;
-    any other stream as it is. Only `packages` (models that read no audio) take `StreamLines`: an
-    experiment's model may read the data directory's features, which it finds by the stream's utterances."""
-    units: list[Stream | StreamLines] = []
-    for s in streams:
-        if not packages or (s.speakers is None and s.times is None):
-            units.append(s)
-            continue
-        lines = []
-        for k, (uttid, a, b) in enumerate(s.utt_spans()):
-            times = s.times[a:b] if s.times is not None else [(None, None)] * (b - a)
-            words = s.words[a:b]
-            lines.append(AsrUtterance(uttid, words=words, marks=[O] * len(words),
-                                      written=[Written("", w) for w in words],
-                                      records=[{"start_s": t0, "end_s": t1} for t0, t1 in times],
-                                      speaker=s.speakers[k] if s.speakers is not None else None))
-        units.append(StreamLines(s, lines))
-    return units
 
 
 def _checked(src: Source, checkpoint: str | None, nbest: int | None) -> Source:

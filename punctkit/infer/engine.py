@@ -103,6 +103,22 @@ def word_streams(word_lists: list[list[str]]) -> list[Stream]:
     return [Stream(f"s{k}", [f"s{k}"], [0], words, [IGNORE] * len(words)) for k, words in enumerate(word_lists)]
 
 
+def stream_lines(stream: Stream) -> list[AsrUtterance]:
+    """A data directory's stream as the lines of one stream: each utterance with its words as the model reads them
+    and, where the directory says (`Stream.speakers`, `Stream.times`: segments, a ctm; feats/timing.py), its speaker
+    and its words' times (records' `start_s`, `end_s`), from which a boundary fusion takes the turn changes and
+    pauses (decode/boundary.py: unit_boundaries)."""
+    known = stream.speakers is not None or stream.times is not None
+    lines = []
+    for k, (uttid, a, b) in enumerate(stream.utt_spans()):
+        words = stream.words[a:b]
+        times = stream.times[a:b] if stream.times is not None else [(None, None)] * (b - a)
+        lines.append(AsrUtterance(uttid, words, [O] * (b - a), [Written("", w) for w in words],
+                                  records=[{"start_s": t0, "end_s": t1} for t0, t1 in times] if known else [],
+                                  speaker=stream.speakers[k] if stream.speakers is not None else None))
+    return lines
+
+
 @dataclass
 class StreamWord:
     """One word of a stream on its way through `Segments`: the word, the mark the input forces on it (None:
@@ -366,8 +382,7 @@ class Punctuator:
         if isinstance(unit, AsrUtterance):
             return [unit]
         if isinstance(unit, Stream):  # a data directory's: its utterances, their words as the model reads them
-            return [AsrUtterance(uttid, unit.words[a:b], [O] * (b - a), [Written("", w) for w in unit.words[a:b]])
-                    for uttid, a, b in unit.utt_spans()]
+            return stream_lines(unit)
         if isinstance(unit, str):
             return [text_unit(unit, self.inventory, uttid)]
         items = list(unit)
