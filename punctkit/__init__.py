@@ -4,7 +4,7 @@
     >>> punctkit.load("fast").punctuate("so i'm here do you know why")
 
 The public names (`load` and its `Model`: punctkit/api.py, docs/api.md; `PunctStream`; the engine's
-`Punctuator`, `Ensemble`, `Engine`, `Labelled`, `Runner`, `load_model`: punctkit/infer/) are imported
+`Engine`, `Ensemble`, `Labelled`, `Runner`, `load_model`: punctkit/infer/) are imported
 on first use, so `import punctkit` stays light (no numpy, onnxruntime or torch until one is used)."""
 __version__ = "0.1.0"
 
@@ -13,7 +13,7 @@ _PUBLIC = {
     "load": "punctkit.api", "Model": "punctkit.api",
     "PunctStream": "punctkit.infer.stream",
     "Runner": "punctkit.infer", "Engine": "punctkit.infer", "Ensemble": "punctkit.infer",
-    "Labelled": "punctkit.infer", "Punctuator": "punctkit.infer", "load_model": "punctkit.infer",
+    "Labelled": "punctkit.infer", "load_model": "punctkit.infer",
 }
 __all__ = list(_PUBLIC)
 

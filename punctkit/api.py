@@ -5,12 +5,12 @@
     'So what do you think?'
 
 `load` is the one way to build a model (names, packages, trained model directories, ensembles: it wraps
-the engine's one loader, infer/engine.py: `load_model`). `Model` is a loaded engine (infer/: `Punctuator`,
+the engine's one loader, infer/engine.py: `load_model`). `Model` is a loaded engine (infer/: `Engine`,
 whose scorer is one model or an `Ensemble` of several) with the
 options of `punctkit punctuate` (`keep_input_marks`, `capitalize`, `recase`) and calls that take
 plain Python values: `punctuate` (a text, or texts, in and out), `label` (`Labelled` units: labels,
 words as shown, probabilities, times), `label_file` (any input format punctuate reads) and
-`stream` (a `PunctStream`). Everything goes through `Punctuator.label`, so its labels are those of
+`stream` (a `PunctStream`). Everything goes through `Engine.label`, so its labels are those of
 `punctkit punctuate` (docs/api.md; tests/test_api.py runs its examples).
 """
 from __future__ import annotations

@@ -24,6 +24,7 @@ FRONTEND_LIMIT = 64 * MiB      # each vocabulary / BPE codes / sentencepiece / t
 TOTAL_LIMIT = 3 * GiB          # all members together, uncompressed
 MAX_RATIO = 100                # uncompressed / compressed size of any member over RATIO_FROM bytes
 RATIO_FROM = 1024
+MANIFEST = "punctkit.json"     # a packed model's card (package/format.py); a zip without it is no package
 
 
 def unsafe_name(name: str) -> str | None:

@@ -273,10 +273,12 @@ def prepare_inputs_cmd(
 ) -> None:
     """Stage 3: build the vocabulary/BPE/sentencepiece model and, if asked, word2vec vectors."""
     from punctkit.config import load_config
+    from punctkit.package.to_torch import package_frontend
     from punctkit.train.inputs import prepare_inputs
 
-    prepare_inputs(load_config(config, set_ or []), train_dir, out, log=lambda m: _echo(m, err=True),
-                   overwrite=overwrite)
+    conf = load_config(config, set_ or [])
+    prepare_inputs(conf, train_dir, out, log=lambda m: _echo(m, err=True), overwrite=overwrite,
+                   frontend=package_frontend(conf, train_dir))  # train.init's package: its frontend
 
 
 @app.command()

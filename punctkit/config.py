@@ -60,10 +60,14 @@ DEFAULTS: dict[str, Any] = {
         "distill": {},                 # {probs: PATH, weight, temperature}: a teacher's soft labels (train/distill.py)
         "augment": {},                 # {substitute, insert, delete, token}: ASR-like noise (train/augment.py)
         "init": None,                  # an experiment dir or checkpoint whose weights start the run, copied by
-                                       # name (train/warm_start.py); null: fresh initialisation
+                                       # name (train/warm_start.py), or a packed model (package/to_torch.py);
+                                       # null: fresh initialisation
         "lookahead": None,             # time-delay training for streaming: {max: M, p: P} cuts a window with
                                        # probability P after a random word of its second half plus 0..M words
                                        # (punctkit/data/streams.py: TimeDelay); null: off
+        "boundary_dropout": {"turns": 0.3, "times": 0.3},  # a model with boundary_input: the chance that a
+                                       # training stream's speakers, and its word times, are dropped for a pass
+                                       # (train/boundary_input.py), so that "nothing known" is a value it learns
     },
     "decode": {"window": 100, "step": 50, "batch_size": 32, "beam": 6},
     # use: true reads DATA/feats.scp (+ ctm word timing) into every batch; null: when the model needs feats

@@ -4,7 +4,9 @@ A packed model may carry `model.onnx` beside its torch weights: the tagger's
 forward pass from the batch keys `tokens, token_mask, word_pos, word_mask`
 (punctkit/models/base.py) to per-word logits, batch and lengths dynamic.
 `OnnxTagger` runs it without importing torch, which is most of the start-up
-time of `punctkit punctuate` on a short input. Export tries torch's export-based
+time of `punctkit punctuate` on a short input. A model that reads what follows each
+word (`boundary_input`: batch key `boundaries`, decode/boundary.py) has a fifth input,
+`boundaries` (batch, words) int64. Export tries torch's export-based
 exporter first; models it cannot trace (DRNN-LWMA's packed sequences) go through
 the TorchScript exporter, which turns each pack/unpack pair into a GRU node with
 `sequence_lens`, so padded batches stay exact. Every graph is checked against
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from punctkit.models.base import PunctModel
 
 INPUTS = ("tokens", "token_mask", "word_pos", "word_mask")
+BOUNDARIES = "boundaries"  # the input of a model that reads the boundary after each word (zeros: nothing known)
 OPSET = 17
 TOLERANCE = 1e-3  # largest |logit difference| accepted between torch and the exported graph
 GRU_CLIP = 10.0  # GRU gate inputs clipped to +-this in exported graphs (`clipped_grus`)
@@ -63,38 +66,51 @@ def can_export(model: "PunctModel") -> str | None:
     """None when `model` can be exported, else why not."""
     if model.seq2seq:
         return f"{type(model).__name__} is an encoder-decoder (beam search runs in torch)"
-    extra = set(model.needs) - set(INPUTS) - {"labels"}
+    extra = set(model.needs) - set(INPUTS) - {"labels", BOUNDARIES}
     if extra:
         return f"{type(model).__name__} needs {', '.join(sorted(extra))} (ONNX graphs take words only)"
     return None
 
 
+def graph_inputs(model: "PunctModel") -> list[str]:
+    """The inputs of `model`'s graph: INPUTS, and `boundaries` where it reads them."""
+    return [*INPUTS, BOUNDARIES] if BOUNDARIES in model.needs else list(INPUTS)
+
+
 def _sample_batch(vocab_size: int, pad_id: int, lengths: tuple[int, ...], seed: int) -> dict[str, np.ndarray]:
-    """Windows of random tokens with these lengths (shorter ones padded)."""
+    """Windows of random tokens with these lengths (shorter ones padded), and random boundary ids of their
+    words (`boundaries`, drawn after the tokens: the tokens are those of a batch without them)."""
+    from punctkit.data.boundaries import N_BOUNDARIES
+
     rng = np.random.default_rng(seed)
     examples = []
     for i, n in enumerate(lengths):
         ids = rng.integers(0, vocab_size, size=n)
         ids[ids == pad_id] = (pad_id + 1) % vocab_size
         examples.append({"tokens": ids.tolist(), "word_pos": list(range(n)), "labels": [0] * n, "index": i})
+    for e in examples:
+        e[BOUNDARIES] = rng.integers(0, N_BOUNDARIES, size=len(e["word_pos"]))
     return pad_batch(examples, pad_id)
 
 
-def _export(net: Any, args: tuple, dynamo: bool) -> bytes:
-    """The graph of `net` from torch's export-based exporter (`dynamo`) or its TorchScript one."""
+def _export(net: Any, args: tuple, dynamo: bool, inputs: list[str]) -> bytes:
+    """The graph of `net` (whose arguments are `inputs`) from torch's export-based exporter (`dynamo`) or its
+    TorchScript one."""
     import torch
 
-    names = {"input_names": list(INPUTS), "output_names": ["logits"]}
+    names = {"input_names": list(inputs), "output_names": ["logits"]}
     if dynamo:
         dims = {"batch": torch.export.Dim("batch"), "tokens": torch.export.Dim("tokens"),
                 "words": torch.export.Dim("words")}
-        shapes = {k: {0: dims["batch"], 1: dims["tokens" if k.startswith("token") else "words"]} for k in INPUTS}
+        shapes = {k: {0: dims["batch"], 1: dims["tokens" if k.startswith("token") else "words"]} for k in inputs}
         with contextlib.redirect_stdout(io.StringIO()):  # the exporter's progress lines
             prog = torch.onnx.export(net, args, dynamic_shapes=shapes, dynamo=True, verbose=False, **names)
         return prog.model_proto.SerializeToString()
     axes = {"tokens": {0: "batch", 1: "tokens"}, "token_mask": {0: "batch", 1: "tokens"},
             "word_pos": {0: "batch", 1: "words"}, "word_mask": {0: "batch", 1: "words"},
             "logits": {0: "batch", 1: "words"}}
+    if BOUNDARIES in inputs:
+        axes[BOUNDARIES] = {0: "batch", 1: "words"}
     buf = io.BytesIO()
     torch.onnx.export(net, args, buf, dynamic_axes=axes, opset_version=OPSET, dynamo=False, **names)
     return buf.getvalue()
@@ -164,6 +180,8 @@ def export_onnx(model: "PunctModel", vocab_size: int, pad_id: int) -> bytes:
     if why:
         raise PunctkitError(f"cannot export to ONNX: {why}")
 
+    inputs = graph_inputs(model)
+
     class Forward(torch.nn.Module):
         def __init__(self, m: torch.nn.Module) -> None:
             super().__init__()
@@ -174,20 +192,31 @@ def export_onnx(model: "PunctModel", vocab_size: int, pad_id: int) -> bytes:
             return self.m({"tokens": tokens, "token_mask": token_mask, "word_pos": word_pos,
                            "word_mask": word_mask}).float()
 
+    class ForwardBoundaries(torch.nn.Module):  # the fifth input: a model's `boundaries`
+        def __init__(self, m: torch.nn.Module) -> None:
+            super().__init__()
+            self.m = m
+
+        def forward(self, tokens: torch.Tensor, token_mask: torch.Tensor, word_pos: torch.Tensor,
+                    word_mask: torch.Tensor, boundaries: torch.Tensor) -> torch.Tensor:
+            return self.m({"tokens": tokens, "token_mask": token_mask, "word_pos": word_pos,
+                           "word_mask": word_mask, BOUNDARIES: boundaries}).float()
+
+    wrap = ForwardBoundaries if BOUNDARIES in inputs else Forward
     model = model.cpu()
-    net = Forward(folded_projections(model)).eval()  # a new module is in training mode: dropout would be on
+    net = wrap(folded_projections(model)).eval()  # a new module is in training mode: dropout would be on
     sample = _sample_batch(vocab_size, pad_id, (24, 17), seed=0)
     check = check_batch(vocab_size, pad_id)
-    args = tuple(torch.from_numpy(sample[k]) for k in INPUTS)
+    args = tuple(torch.from_numpy(sample[k]) for k in inputs)
     with torch.no_grad():  # the model as trained, unfolded: the check covers the folding too
-        want = Forward(model).eval()(*(torch.from_numpy(check[k]) for k in INPUTS)).numpy()
+        want = wrap(model).eval()(*(torch.from_numpy(check[k]) for k in inputs)).numpy()
     errors = []
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # e.g. "torchvision is not installed"
     for dynamo in (True, False):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the exporters' deprecation and GRU batch-size notices
             try:
-                graph = _export(net, args, dynamo)
+                graph = _export(net, args, dynamo, inputs)
             except Exception as e:  # the exporters raise many types; the first line says what failed
                 errors.append(str(e).strip().splitlines()[0][:160])
                 continue
@@ -436,9 +465,18 @@ class OnnxTagger:
         # inputs a model does not use (DRNN-LWMA's word_mask) are dropped from the graph
         self.inputs = [i.name for i in self.session.get_inputs()]
 
+    @property
+    def reads_boundaries(self) -> bool:
+        """Whether the graph reads the boundary id after each word (input `boundaries`)."""
+        return BOUNDARIES in self.inputs
+
     def logits(self, batch: dict[str, np.ndarray]) -> np.ndarray:
-        """(B, W, n_labels) logits of a padded batch (data/streams.py: pad_batch)."""
-        return self.session.run(None, {k: batch[k] for k in self.inputs})[0]
+        """(B, W, n_labels) logits of a padded batch (data/streams.py: pad_batch); a batch without `boundaries`
+        gives a graph that reads them zeros (nothing known)."""
+        feed = {k: batch[k] for k in self.inputs if k != BOUNDARIES}
+        if self.reads_boundaries:
+            feed[BOUNDARIES] = batch[BOUNDARIES] if BOUNDARIES in batch else np.zeros_like(batch["word_pos"])
+        return self.session.run(None, feed)[0]
 
     def predict(self, dataset: WindowDataset, batch_size: int = 64, pad_id: int = 0,
                 show: bool = False) -> list[WindowPrediction]:

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from punct_util import cli, cli_error
+from punctkit.data.boundaries import N_PAUSES, N_TURNS, TURN_CHANGE
 from punctkit.data.labels import mark_of
-from punctkit.decode.boundary import N_PAUSES, N_TURNS, TURN_CHANGE, BoundaryFusion
+from punctkit.decode.boundary import BoundaryFusion
 
 ROOT = Path(__file__).resolve().parents[1]
 CALL = ROOT.parent / "shared" / "data" / "earnings22" / "calls" / "4470684.aligned.nlp"  # its head: all timed, turns

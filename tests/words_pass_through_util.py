@@ -10,13 +10,13 @@ import numpy as np
 from punctkit.data.labels import LabelSet, get_inventory
 from punctkit.decode.options import DecodeOptions
 from punctkit.decode.windows import Hypothesis, WindowPrediction
-from punctkit.infer.engine import Punctuator
+from punctkit.infer.engine import Engine
 
 
 @dataclass
 class FakeScorer:
     """A scorer whose label for each word is a fixed function of the word (every label of its inventory occurs),
-    with one-hot probability rows: the one engine (`Punctuator`) decides and writes as it does for a model."""
+    with one-hot probability rows: the one engine (`Engine`) decides and writes as it does for a model."""
 
     inventory: LabelSet
     frontend: SimpleNamespace = field(default_factory=lambda: SimpleNamespace(
@@ -44,6 +44,6 @@ class FakeScorer:
         return out
 
 
-def FakeModel(inventory: str) -> Punctuator:  # noqa: N802 (built like a class, as it was)
+def FakeModel(inventory: str) -> Engine:  # noqa: N802 (built like a class, as it was)
     """The engine over a `FakeScorer` of `inventory`'s labels."""
-    return Punctuator(scorer=FakeScorer(get_inventory(inventory)), chunk_words=1000)
+    return Engine(scorer=FakeScorer(get_inventory(inventory)), chunk_words=1000)

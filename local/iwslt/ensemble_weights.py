@@ -3,7 +3,7 @@
 
 Each member (an experiment dir or a packed single model) labels VALID once, with its
 per-word label probabilities (an experiment as `punctkit decode --probs` does, into a
-temporary directory; a package through `Punctuator`, stream by stream as decode groups
+temporary directory; a package through `Engine`, stream by stream as decode groups
 them); then every weighting on a grid of STEP (0.1: weights 0, 0.1, ..., 1 summing to 1)
 averages them in numpy, takes each word's arg-max and is scored against VALID's labels
 with punctkit.score. Prints each member's F1, the best weights and their valid F1:

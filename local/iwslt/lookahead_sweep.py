@@ -29,12 +29,12 @@ from punctkit.data.formats import Utterance
 from punctkit.data.streams import Stream, make_streams
 from punctkit.decode.lookahead import decode_lookahead, delay, parse_lookahead
 from punctkit.files import PunctkitError, atomic_write
-from punctkit.infer import Punctuator, load_model
+from punctkit.infer import Engine, load_model
 from punctkit.packing import pack
 from punctkit.score import Transcript, read_transcript, score
 
 
-def load(model: str, tmp: Path, threads: int, backend: str) -> Punctuator:
+def load(model: str, tmp: Path, threads: int, backend: str) -> Engine:
     """A packed model, or an experiment directory packed into `tmp` first."""
     path = Path(model)
     if path.is_dir():
@@ -94,7 +94,7 @@ def hyp_transcript(streams: list[Stream], labels: list[list[str]]) -> Transcript
     return Transcript.from_utterances(utts, "hyp")
 
 
-def sweep(punct: Punctuator, test: Path, looks: list[int | None]) -> list[dict[str, Any]]:
+def sweep(punct: Engine, test: Path, looks: list[int | None]) -> list[dict[str, Any]]:
     """One row per look-ahead: F1 (overall), mean delay in words and seconds."""
     dd = read_data_dir(test, punct.inventory)
     streams = make_streams(dd, punct.inventory)

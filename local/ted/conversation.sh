@@ -6,6 +6,12 @@
 #   local/conversation.sh --stage 2 --model fast --tag fast           # exp/boundary_fast/boundary.json, valid.tsv
 #   local/conversation.sh --stage 3 --model fast --tag fast           # packed with it: exp/boundary_fast/model.pkt
 #   local/conversation.sh --stage 4 --model fast --tag fast           # scored as users run it: RESULTS blocks
+# The network given turns and pauses as inputs (conf/train_drnn_lwma_turns.yaml: the shipped `fast` fine-tuned from
+# its package with a boundary input, on TED + calls + meetings data directories that keep their turns and times):
+#   local/conversation.sh --stage 5 --stop-stage 6                    # data/{train,valid}_conv, then its training
+#                                                                      # and package: exp/drnn_lwma_turns/model.pkt
+#   local/conversation.sh --stage 2 --stop-stage 4 --model exp/drnn_lwma_turns/model.pkt --tag turns
+#   local/conversation.sh --stage 7 --model exp/boundary_turns/model.pkt --tag turns   # ship rule against `fast`
 # Stage 4 scores `punctkit punctuate` itself on calls_valid, calls_test and meetings_val (exp/boundary_<tag>/score/
 # {before,after}/<set>_<reading>/, exp/boundary_<tag>/score.log): the model before (--model: it reads the words only)
 # and after, read with its words only, + turns, + turns and times (the calls; the meetings have no times).
@@ -21,8 +27,10 @@ max_train_docs=0  # >0: the fusion learns from the first N documents of each tra
 train_sets="calls_train meetings_train"
 valid_sets="calls_valid meetings_val"
 test_sets="calls_valid calls_test meetings_val"
+train_config=conf/train_drnn_lwma_turns.yaml  # stage 6
+shipped=fast                                   # stage 7: the shipped model a candidate would replace
 help_message="Usage: $0 [--stage N] [--stop-stage N] [--model fast|accurate|PKG] [--tag NAME] [--threads 1]
-  [--max-meetings N] [--max-calls N] [--max-train-docs N]"
+  [--max-meetings N] [--max-calls N] [--max-train-docs N] [--train-config CONF] [--shipped fast|accurate]"
 . ./db.sh
 . utils/parse_options.sh
 tag=${tag:-$(basename "$model" .pkt)}
@@ -83,4 +91,41 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
       echo "$m $x $reading: $(tail -1 "$d/score.txt")"
     done
   done | tee "$exp/score.log"
+fi
+
+if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
+  # data directories that keep turns and times (an utterance a speaker turn: utt2spk, segments, ctm, utt2reco):
+  # the calls (local/data.sh), the meetings' NLP files of stage 1, TED's 2M words; combined for training and valid
+  local/data.sh --ted-sets "valid_case train_2m" --max-calls "$max_calls"
+  for x in meetings_train meetings_val; do
+    punctkit prepare --file-list "$data/$x.scp" -o "data/$x" --from nlp --inventory truecase4 --split-contractions \
+      --overwrite
+  done
+  punctkit combine-data data/train_conv data/train_2m data/calls_train data/meetings_train --overwrite
+  punctkit combine-data data/valid_conv data/valid data/calls_valid data/meetings_val --overwrite
+fi
+
+if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
+  # the network (resumed by the same command), then its package (ONNX only, as the shipped `fast`)
+  ./run.sh --stage 3 --stop-stage 4 --train-set train_conv --valid-set valid_conv --tag drnn_lwma_turns \
+    --train-config "$train_config"
+  punctkit pack exp/drnn_lwma_turns -o exp/drnn_lwma_turns/model.pkt --onnx-only \
+    --train-data "data/train_conv: TED train_2m + the Earnings-22 calls of local/lists/calls_train.txt + the meetings \
+of the shared meetings/train.jsonl, with their speaker turns and word times (dev data/valid_conv: dev2012's valid + \
+calls_valid + the meetings' val.jsonl)" \
+    --card-note "licence=training data: TED talk transcripts (TED Conferences LLC), CC BY-NC-ND 4.0; Earnings-22 calls \
+(Rev, github.com/revdotcom/speech-datasets), CC BY-SA 4.0; the meetings: AMI Meeting Corpus, CC BY 4.0; ICSI Meeting \
+Corpus, CC BY 4.0; Welsh Parliament committee records, Open Government Licence; House of Commons of Canada committee \
+records, reproduction permitted for non-commercial use (QMSum, github.com/Yale-LILY/QMSum, MIT); punctkit itself is \
+Apache-2.0" \
+    --card-note "rebuild=cd recipes/ted && local/conversation.sh --stage 1 --stop-stage 1 && local/conversation.sh \
+--stage 5 --stop-stage 6 && local/conversation.sh --stage 2 --stop-stage 3 --model exp/drnn_lwma_turns/model.pkt --tag turns"
+fi
+
+if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then
+  # the six validation figures (and the test sets') of the candidate and of the shipped model, decoded as users run
+  # them (data directories with their turns and times), and the ship rule (local/ship_rule.py)
+  local/ship_eval.sh --threads "$threads" --name pkg_decode "$exp" "$model"
+  local/ship_eval.sh --threads "$threads" --name "shipped_$shipped" "$exp" "$shipped"
+  python local/ship_rule.py "$exp/pkg_decode" "$exp/shipped_$shipped" | tee "$exp/ship_rule.txt"
 fi

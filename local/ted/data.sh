@@ -5,7 +5,8 @@
 #   valid                        dev2012's last 10% of lines, as recipes/iwslt: punctuation choices
 #   train_iwslt                  dev2012's first 90% (IWSLT-CPU's 266k training words, lower case)
 #   calls_train calls_valid calls_test   Earnings-22 calls (Rev's NLP format), by call
-#                                (local/lists/calls_*.txt: local/calls.py, balanced over accent regions)
+#                                (local/lists/calls_*.txt: local/calls.py, balanced over accent regions), an
+#                                utterance a speaker turn with its segments and ctm (a call one recording)
 #   train_all_calls              train_all + calls_train (the shipped model's training data)
 #   test_ref                     test2011 (IWSLT's lower-case words and marks)
 #   test_cased                   test2011's words and marks in the case of the published text
@@ -47,8 +48,9 @@ for x in $calls_sets; do
   [ -n "$CALLS" ] && [ -d "$CALLS/calls" ] || { echo "$0: the Earnings-22 calls are not found (CALLS in db.sh)" >&2; exit 1; }
   echo "$x: Earnings-22 calls of local/lists/$x.txt"
   python local/calls.py scp "local/lists/$x.txt" "$CALLS" --max-calls "$max_calls" > "$data/local/$x.scp"
+  # one utterance a speaker turn (or a stretch of one with or without word times): utt2spk, segments, ctm, utt2reco
   punctkit prepare --file-list "$data/local/$x.scp" -o "$data/$x" --from nlp --inventory "$inventory" \
-    --block-len "$block_len" --split-contractions
+    --split-contractions
 done
 case " $ted_sets " in *" train_all "*)
   case " $calls_sets " in *" calls_train "*)

@@ -22,14 +22,14 @@ from punctkit.data.labels import cased_words
 from punctkit.data.streams import make_streams
 from punctkit.decode.joint import JointDecision
 from punctkit.decode.stream_end import close_ids
-from punctkit.infer import Punctuator, load_model
+from punctkit.infer import Engine, load_model
 from punctkit.score import score_files
 
 GRID = ["argmax", "la1_rule1:1:0:0:0", "la1_th0.05:1:0.05:0:0", "la1_th0.1:1:0.1:0:0", "la1_th0.1_ahead:1:0.1:0:1",
         "la1_w0.5:1:0:0.5:1", "la1_w1:1:0:1:1", "la0_th0.1:0:0.1:0:0"]
 
 
-def decision(spec: str, eng: Punctuator) -> tuple[str, JointDecision]:
+def decision(spec: str, eng: Engine) -> tuple[str, JointDecision]:
     fe = eng.frontend
     if spec == "argmax":
         return spec, JointDecision(eng.inventory, fe.case_lexicon, fe.case_prior, enabled=False)

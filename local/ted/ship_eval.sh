@@ -2,15 +2,15 @@
 # A packed model decoded as users run it (`punctkit decode` on the package: ONNX, int8 where packed
 # so, the joint decision of marks and case) and scored, set by set: EXP/pkg_decode_<set>/hyp,
 # score.json (the card's figures: `punctkit pack --card-results`) and score.txt. What the
-# replacement rule of a shipped model reads (RESULTS.md: valid and calls_valid punctuation,
-# valid_case and calls_valid exact-form case). Run from recipes/ted:
-#   local/ship_eval.sh [--threads 1] [--sets "valid valid_case calls_valid test_cased calls_test"] \
+# replacement rule of a shipped model reads (local/ship_rule.py: valid, calls_valid and meetings_val
+# punctuation, valid_case, calls_valid and meetings_val exact-form case). Run from recipes/ted:
+#   local/ship_eval.sh [--threads 1] [--sets "valid valid_case calls_valid meetings_val test_cased calls_test"] \
 #     [--decode-args "..."] [--name pkg_decode] EXP PKG
 # e.g. local/ship_eval.sh exp/plm_minilm_accurate exp/plm_minilm_accurate/model.pkt
 #      local/ship_eval.sh --name shipped_fast exp/fast_shipped fast     (a shipped model by name)
 set -euo pipefail
 threads=1
-sets="valid valid_case calls_valid test_cased calls_test"
+sets="valid valid_case calls_valid meetings_val test_cased calls_test"
 decode_args=
 name=pkg_decode
 . ./path.sh

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Whether a candidate replaces a shipped model, by valid sets only (never a test set):
-punctuation F1 on dev2012's valid and on the calls' valid, exact-form case F1 on TED's valid_case
-and on the calls' valid. A replacement raises the mean of the four and loses no more than
-`--max-loss` (0.5) on any one. Reads the score.json files of local/ship_eval.sh.
+"""Whether a candidate replaces a shipped model, by valid sets only (never a test set): the six
+figures of issue 79, punctuation F1 on dev2012's valid, the calls' valid and the meetings' val,
+exact-form case F1 on TED's valid_case, the calls' valid and the meetings' val (the calls and
+the meetings decoded with the turns and times their data directories carry). A replacement raises
+the mean of the six and loses no more than `--max-loss` (0.5) on any one. Reads the score.json
+files of local/ship_eval.sh.
 
     local/ship_rule.py exp/plm_minilm_accurate/pkg_decode exp/fast_shipped/decode
     (PREFIX_<set>/score.json: candidate first, then the model it would replace)
@@ -16,7 +18,8 @@ import json
 import sys
 from pathlib import Path
 
-FIGURES = (("valid", "punctuation"), ("calls_valid", "punctuation"), ("valid_case", "case"), ("calls_valid", "case"))
+FIGURES = (("valid", "punctuation"), ("calls_valid", "punctuation"), ("meetings_val", "punctuation"),
+           ("valid_case", "case"), ("calls_valid", "case"), ("meetings_val", "case"))
 
 
 def figure(prefix: str, data: str, kind: str) -> float:

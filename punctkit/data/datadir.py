@@ -7,6 +7,8 @@ Files, each sorted by key (C locale) with one line per utterance:
              may cross consecutive utterances of one speaker)
 - `spk2utt`  `spk utt1 utt2 ...`
 - `inventory` the label inventory name (`4class`, `case4`, ...)
+- `utt2reco` `uttid recid` (optional): the recording an utterance is of where no `segments` line places it (a
+             transcript's speaker turns without times: data/prepare.py); a recording's utterances are one stream
 Audio adds `wav.scp`, `segments`, `ctm`, `feats.scp`, `utt2num_frames` (feats/).
 `segments` and `ctm` also say when words were spoken (feats/timing.py `read_timing`): `punctkit decode` reads a
 recording's utterances as one stream, its speaker changes as turns and its pauses (data/streams.py).
@@ -58,12 +60,13 @@ def read_table(path: str | Path, check_sorted: bool = True) -> "OrderedDict[str,
 
 @dataclass
 class DataDir:
-    """A data directory read into memory (text, labels, speakers)."""
+    """A data directory read into memory (text, labels, speakers, and the recordings `utt2reco` names)."""
 
     path: Path
     utterances: list[Utterance]
     inventory: LabelSet
     utt2spk: dict[str, str] = field(default_factory=dict)
+    utt2reco: dict[str, str] = field(default_factory=dict)
 
     def words(self) -> int:
         """Number of words over all utterances."""
@@ -107,7 +110,26 @@ def read_data_dir(path: str | Path, inventory: LabelSet | None = None, need_labe
     if inventory is None:
         inventory = inventory_for({lab for u in utts for lab in u.labels} or {"O"})
     utt2spk = dict(read_table(d / "utt2spk")) if (d / "utt2spk").is_file() else {u.uttid: u.uttid for u in utts}
-    return DataDir(d, utts, inventory, utt2spk)
+    return DataDir(d, utts, inventory, utt2spk, read_utt2reco(d, text))
+
+
+def read_utt2reco(d: Path, text: "OrderedDict[str, str]") -> dict[str, str]:
+    """A data directory's `utt2reco` (`uttid recid` lines; none without the file), its utterances those of
+    `text`."""
+    if not (d / "utt2reco").is_file():
+        return {}
+    out: dict[str, str] = {}
+    for i, line in iter_lines(d / "utt2reco"):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 2 or fields[0] not in text or fields[0] in out:
+            why = ("expected 'uttid recid'" if len(fields) != 2 else
+                   f"utterance '{fields[0]}' is not in {d / 'text'}" if fields[0] not in text else
+                   f"utterance '{fields[0]}' is named twice")
+            raise PunctkitError(f"{where(d / 'utt2reco', i)}: {why}; give each utterance's recording once")
+        out[fields[0]] = fields[1]
+    return out
 
 
 # A recording's times are rounded to microseconds: a time split into a segment's start and a ctm's offset
@@ -265,6 +287,9 @@ def _read_contents(path: str | Path) -> _Contents:
     utts = list(table)
     utt2spk = dict(table) if master.name == "utt2spk" else {u: u for u in utts}
     utt2reco = {u: u for u in utts}
+    if (d / "utt2reco").is_file():
+        for u, rest in read_table(d / "utt2reco").items():
+            utt2reco[u] = rest.split()[0] if rest else u
     if (d / "segments").is_file():
         for u, rest in read_table(d / "segments").items():
             utt2reco[u] = rest.split()[0] if rest else u
@@ -389,6 +414,30 @@ def _merge_keyed(name: str, parts: list[tuple[Path, _Keyed]]) -> list[str]:
     return [ln for k in sorted(blocks) for ln in blocks[k][1]]
 
 
+PLACING_FILES = ("segments", "ctm")  # where and when an utterance was spoken; partial in a data dir is fine
+
+
+def _placed(srcs: list[_Contents]) -> dict[str, list[str]]:
+    """Where some inputs place their utterances in recordings (`segments`, `utt2reco`) and others do not, or not
+    with the same files: the combination keeps it, `utt2reco` for every utterance (an input's own, else its
+    segments' recordings, else its `utt2spk`: a text directory's document, the stream it is read as alone),
+    `segments` and `ctm` of the inputs that have them (an utterance without lines: its times unknown, as
+    data/timing.py reads it). Else nothing."""
+    segs, recos = [("segments" in s.keyed) for s in srcs], [("utt2reco" in s.keyed) for s in srcs]
+    if (all(recos) or not any(recos)) and (all(segs) or not any(segs)):
+        return {}  # every input has the same of the two files (or none has either): merged as any other file
+    rows = []
+    for s in srcs:
+        placed = "segments" in s.keyed or "utt2reco" in s.keyed
+        rows += [(u, f"{u} {s.utt2reco[u] if placed else s.utt2spk.get(u, u)}") for u in s.utts]
+    files = {"utt2reco": [ln for _, ln in sorted(rows, key=lambda r: r[0])]}
+    for name in PLACING_FILES:
+        parts = [(s.path, s.keyed[name]) for s in srcs if name in s.keyed]
+        if parts:
+            files[name] = _merge_keyed(name, parts)
+    return files
+
+
 def combine_data_dirs(out: str | Path, dirs: list[str | Path], overwrite: bool = False) -> list[str]:
     """Merge data directories into `out` (every file sorted by key; spk2utt regenerated).
     Returns warnings about files left out because not every input has them (or agrees).
@@ -400,8 +449,10 @@ def combine_data_dirs(out: str | Path, dirs: list[str | Path], overwrite: bool =
     names = sorted({n for s in srcs for n in [*s.keyed, *s.whole]})
     utts = sorted({u for s in srcs for u in s.utts})
     utt2spk = {u: spk for s in srcs for u, spk in s.utt2spk.items()}
-    files: dict[str, list[str] | bytes] = {}  # all made before any is written: an error leaves `out` as it was
+    files: dict[str, list[str] | bytes] = _placed(srcs)  # made before any is written: an error leaves `out` as it was
     for name in names:
+        if name in files:
+            continue
         missing = [str(s.path) for s in srcs if name not in s.keyed and name not in s.whole]
         if missing:
             warnings.append(f"'{name}' left out: not in {', '.join(missing)}")

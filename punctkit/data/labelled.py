@@ -1,4 +1,4 @@
-"""One unit labelled (`Labelled`): what the inference engine yields (punctkit/infer/engine.py: `Punctuator.label`)
+"""One unit labelled (`Labelled`): what the inference engine yields (punctkit/infer/engine.py: `Engine.label`)
 and every writer takes (punctkit/data/formats/), with the words' times as the readers record them (`word_times`)."""
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ from sys import intern
 
 from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.formats import CorpusRead, Report, Utterance, detect_format, flatten, get_format, read
-from punctkit.data.formats.nlp import read_nlp
+from punctkit.data.formats.datadir_io import TurnDir, has_turns, turn_dir
+from punctkit.data.formats.nlp import SpokenTurn, one_utterance, read_nlp, read_nlp_turns
 from punctkit.data.formats.sclite import trn_lines
 from punctkit.data.formats.text import PLAIN, TextOptions, kaldi_text_lines, read_text
 from punctkit.data.labels import (
@@ -154,6 +155,16 @@ def read_input(path: Path, fmt: str | None, inv: LabelSet, subst: Substitution, 
     return read(path, name, inv, subst, lowercase, report, lines, encoding)[0]
 
 
+def read_turns(path: Path, fmt: str | None, inv: LabelSet, subst: Substitution, lowercase: bool, report: Report,
+               encoding: str | None, opts: TextOptions) -> list[SpokenTurn] | None:
+    """One input's speaker turns, each word with its times, where its format keeps them (an NLP call, read as
+    `read_input` reads it: nlp.read_nlp_turns); None for an input of another format (`read_input` reads it)."""
+    name = fmt or detect_format(path, encoding)
+    if name == "nlp" and opts in (PLAIN, NLP_OPTS):
+        return read_nlp_turns(path, CorpusRead(inv, subst, report, lowercase, None, encoding), opts.split_contractions)
+    return None
+
+
 def with_case(utts: list[Utterance], inv: LabelSet, path: Path) -> list[Utterance]:
     """Utterances labelled in a case-less inventory (marks only), relabelled in the case-aware `inv`:
     each word's mark kept, its case class read from its letters (`LabelSet.label_for`)."""
@@ -184,6 +195,9 @@ def prepare(inputs: list[Path], out: Path, *, fmt: str | None = None, inventory:
             file_list: Path | None = None, show_progress: bool = True) -> Report:
     """Build the data directory `out` from punctuated text files; returns the repair report.
 
+    Turns: an input that says who speaks or when (an NLP call's speakers and word times: `read_turns`) is
+    written an utterance a speaker turn, with `segments`, `ctm` or `utt2reco` (datadir_io.turn_dir), unless
+    it is cut into blocks or rechunked (its turns and times are then dropped, as an input without them has).
     Streams (`block_len`): each input is one document cut into consecutive blocks
     that ignore sentence ends; `utt2spk` maps the blocks to their document so
     models can window across them (plain text is a document a line unless
@@ -209,19 +223,23 @@ def prepare(inputs: list[Path], out: Path, *, fmt: str | None = None, inventory:
         (name if len(inputs) == 1 else f"{name}-{k + 1:03d}", Path(p)) for k, p in enumerate(inputs)]
     utts: list[Utterance] = []
     utt2spk: dict[str, str] = {}
+    turned = TurnDir()  # the inputs written a turn an utterance
     sizes = [p.stat().st_size if p.is_file() else None for _, p in sources]  # a pipe's: unknown
     done = [0]  # bytes of the inputs read
     total = None if None in sizes else sum(n or 0 for n in sizes)
     with WordProgress("prepare", size=total, read=lambda: done[0], show=show_progress) as bar:
         for (doc, path), size in zip(sources, sizes):
-            got = read_input(path, fmt, inv, subst, lowercase, report, lines, encoding, text_opts)
-            if block_len is not None:
-                got = blocks(got, block_len, doc)
-                utt2spk.update({u.uttid: doc for u in got})
+            turns = None if block_len is not None or rechunk_spec is not None or lines is not None else \
+                read_turns(path, fmt, inv, subst, lowercase, report, encoding, text_opts)
+            if turns is not None and has_turns(turns):
+                t = turn_dir(doc, turns)
+                turned.add(t)
+                got, speakers = t.utts, t.utt2spk
             else:
-                for u in got:
-                    u.uttid = doc if text_opts.one_stream else f"{doc}-{u.uttid}"
-                    utt2spk[u.uttid] = u.uttid
+                got = one_utterance(path.name, turns) if turns is not None else \
+                    read_input(path, fmt, inv, subst, lowercase, report, lines, encoding, text_opts)
+                got, speakers = document(got, doc, block_len, text_opts.one_stream)
+            utt2spk.update(speakers)
             utts += got
             done[0] += size or 0
             bar.update(sum(len(u.words) for u in got))
@@ -233,11 +251,26 @@ def prepare(inputs: list[Path], out: Path, *, fmt: str | None = None, inventory:
         raise PunctkitError(f"no words found in {describe_inputs(given, file_list)}")
     log = [f"# punctkit prepare {describe_inputs(given, file_list)} -> {out}",
            *([f"options: {' '.join(options_used(text_opts))}"] if text_opts != PLAIN else []),
-           f"utterances: {len(utts)}  words: {sum(len(u.words) for u in utts)}"] + report.lines()
+           f"utterances: {len(utts)}  words: {sum(len(u.words) for u in utts)}",
+           *([f"speaker turns: {len(turned.utts)} (timed: {len(turned.segments)})"] if turned.utts else []),
+           ] + report.lines()
     extra_inputs = [*([rules] if rules else []), *([file_list] if file_list else [])]
-    write_data_dir(out, utts, inv, utt2spk, extra={"prepare.log": log}, overwrite=overwrite,
+    write_data_dir(out, utts, inv, utt2spk, extra={"prepare.log": log, **turned.files()}, overwrite=overwrite,
                    inputs=[*given, *extra_inputs])
     return report
+
+
+def document(got: list[Utterance], doc: str, block_len: int | None,
+             one_stream: bool) -> tuple[list[Utterance], dict[str, str]]:
+    """One input's utterances as document `doc`'s and their speakers (utt2spk): cut into blocks whose speaker is
+    the document (`block_len`); else each utterance its own speaker, its id prefixed by the document's (the
+    document's id alone for `one_stream` text)."""
+    if block_len is not None:
+        got = blocks(got, block_len, doc)
+        return got, {u.uttid: doc for u in got}
+    for u in got:
+        u.uttid = doc if one_stream else f"{doc}-{u.uttid}"
+    return got, {u.uttid: u.uttid for u in got}
 
 
 def describe_inputs(paths: list[Path], file_list: Path | None) -> str:

@@ -6,8 +6,8 @@ IWSLT blocks of one talk are a stream, so windows cross block boundaries and a
 model never learns "end of input = PERIOD". A data dir whose utt2spk maps every
 utterance to itself gives one stream per utterance. Training windows get a new
 random offset every epoch; decoding windows come from punctkit/decode/windows.py.
-Decoding a data dir with `segments` (feats/timing.py read_timing) reads a recording's utterances,
-in time order, as one stream instead: a change of speaker between consecutive ones is a
+Decoding a data dir with `segments` (feats/timing.py read_timing) or `utt2reco` reads a recording's
+utterances, in time order, as one stream instead: a change of speaker between consecutive ones is a
 turn, and the segments' edges (or a `ctm`'s word times) give the pauses (`Stream.speakers`,
 `Stream.times`, which the engine's boundary fusion reads: decode/boundary.py).
 The batch keys are those of punctkit/models/base.py; punctkit/batch.py turns
@@ -29,6 +29,7 @@ import numpy as np
 from punctkit.data.datadir import DataDir, Timing
 from punctkit.data.labelled import Times
 from punctkit.data.labels import LabelSet
+from punctkit.data.utterance import Utterance
 from punctkit.files import PunctkitError
 
 IGNORE = -100  # label id of words that are not learnt or scored
@@ -67,26 +68,52 @@ class Window:
     end: int
 
 
+@dataclass
+class StreamOrder:
+    """A data directory's utterances in the order its streams read them (`stream_order`), each one's stream key,
+    and whether its streams are recordings (a change of speaker between consecutive utterances a turn)."""
+
+    utts: list[Utterance]
+    keys: dict[str, str]
+    turns: bool
+
+
+def stream_order(dd: DataDir, timing: Timing | None = None) -> StreamOrder:
+    """The one rule of how a data directory's utterances make streams (`make_streams`, and punctuate's reading of
+    its `text`: data/formats/text.py): by `utt2spk`, in id order; where the dir names recordings (a `timing` with
+    segments, or its `utt2reco`), by recording (an utterance no file places, as in a text directory combined with
+    one of turns: the stream of its `utt2spk`, the document, as without those files),
+    a recording's utterances in time order (start, then id; in id order where some has no segment)."""
+    spans = timing.spans if timing is not None else {}
+    named = {**dd.utt2reco, **{u: span.recording for u, span in spans.items()}}
+    order = sorted(dd.utterances, key=lambda u: u.uttid)
+    if not named:
+        return StreamOrder(order, {u.uttid: dd.utt2spk.get(u.uttid, u.uttid) for u in order}, False)
+    recording = {u.uttid: named.get(u.uttid, dd.utt2spk.get(u.uttid, u.uttid)) for u in order}
+    untimed = {recording[u.uttid] for u in order if u.words and u.uttid not in spans}
+    order.sort(key=lambda u: spans[u.uttid].start if u.words and recording[u.uttid] not in untimed
+               else 0.0)  # stable: the same start by id
+    return StreamOrder(order, recording, True)
+
+
 def make_streams(dd: DataDir, inventory: LabelSet | None = None, timing: Timing | None = None) -> list[Stream]:
-    """Group a data dir's utterances (sorted by id) into streams by `utt2spk`; with a `timing` that has
-    segments (feats/timing.py read_timing), by recording instead: a recording's utterances in time order (start,
-    then id), each one's speaker in `Stream.speakers`. With `timing`, each word's times in `Stream.times`.
+    """Group a data dir's utterances (sorted by id) into streams by `utt2spk`; where the dir names recordings (a
+    `timing` with segments, feats/timing.py read_timing; or its `utt2reco`), by recording instead: a recording's
+    utterances in time order (start, then id; in id order where some has no segment), each one's speaker in
+    `Stream.speakers`. With `timing`, each word's times in `Stream.times`.
 
     Labels are mapped with `inventory` (default: the data dir's own); a data dir
     without labels gives IGNORE everywhere.
     """
     inv = inventory or dd.inventory
-    spans = timing.spans if timing is not None else {}
-    order = sorted(dd.utterances, key=lambda u: u.uttid)
-    if spans:
-        order.sort(key=lambda u: spans[u.uttid].start if u.words else 0.0)  # stable: the same start by id
+    placed = stream_order(dd, timing)
     streams: dict[str, Stream] = {}
-    for u in order:
+    for u in placed.utts:
         if not u.words:
             continue
         spk = dd.utt2spk.get(u.uttid, u.uttid)
-        key = spans[u.uttid].recording if spans else spk
-        s = streams.setdefault(key, Stream(key, [], [], [], [], speakers=[] if spans else None,
+        key = placed.keys[u.uttid]
+        s = streams.setdefault(key, Stream(key, [], [], [], [], speakers=[] if placed.turns else None,
                                            times=[] if timing is not None else None))
         if s.speakers is not None:
             s.speakers.append(spk)

@@ -19,22 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from punctkit.data.datadir import read_table
-from punctkit.data.formats.asr import read_ctm as read_ctm_lines
+from punctkit.data.timing import CtmWord, ctm_text_problems, read_ctm  # noqa: F401 (moved there: data/timing.py)
 from punctkit.files import PunctkitError, positive_number, where
-
-
-@dataclass(frozen=True)
-class CtmWord:
-    """One CTM line."""
-
-    start: float
-    dur: float
-    word: str
-    line: int
-
-    @property
-    def end(self) -> float:
-        return self.start + self.dur
 
 
 @dataclass
@@ -48,43 +34,6 @@ class WordTiming:
     def pauses(self) -> np.ndarray:
         """(words, 2) array of pause-before and pause-after, the optional extra input."""
         return np.array([self.pause_before, self.pause_after], dtype=np.float32).T.reshape(-1, 2)
-
-
-def read_ctm(path: str | Path) -> dict[str, list[CtmWord]]:
-    """A whole CTM by utterance (through the format registry's one CTM reader, which checks that each
-    utterance's lines are together); the words of an utterance must be in time order."""
-    out: dict[str, list[CtmWord]] = {}
-    for uttid, lines in read_ctm_lines(path):
-        words = out[uttid] = []
-        for ln in lines:
-            if words and ln.start_s < words[-1].start:
-                raise PunctkitError(f"{where(path, ln.lineno, uttid)}: start {ln.start_s} before the previous "
-                                    f"word's {words[-1].start}")
-            words.append(CtmWord(ln.start_s, ln.dur_s, ln.word, ln.lineno))
-    return out
-
-
-def ctm_text_problems(ctm: dict[str, list[CtmWord]], text: dict[str, str], ctm_path: str | Path,
-                      text_path: str | Path) -> list[str]:
-    """One message per utterance whose CTM words differ from its text (or that is missing)."""
-    problems = []
-    for uttid, words in ctm.items():
-        if uttid not in text:
-            problems.append(f"{where(ctm_path, words[0].line, uttid)}: utterance is not in {text_path}")
-            continue
-        ref = text[uttid].split()
-        hyp = [w.word for w in words]
-        if hyp == ref:
-            continue
-        k = next((j for j, (a, b) in enumerate(zip(hyp, ref)) if a != b), min(len(hyp), len(ref)))
-        line = words[min(k, len(words) - 1)].line
-        what = (f"word {k + 1} is '{hyp[k]}' but text has '{ref[k]}'" if k < min(len(hyp), len(ref))
-                else f"{len(hyp)} words but text has {len(ref)}")
-        problems.append(f"{where(ctm_path, line, uttid)}: CTM disagrees with {text_path}: {what}")
-    for uttid in text:
-        if uttid not in ctm:
-            problems.append(f"{where(ctm_path, None, uttid)}: no CTM lines for this utterance of {text_path}")
-    return problems
 
 
 def word_timing(words: list[CtmWord], frame_shift: float = 0.01, subsample: int = 3,

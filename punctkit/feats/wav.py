@@ -13,28 +13,17 @@ from __future__ import annotations
 import io
 import subprocess
 import wave
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
 from punctkit.data.datadir import read_table
-from punctkit.files import PunctkitError, finite_number, iter_lines, where
+from punctkit.data.timing import Segment, read_segments  # noqa: F401 (moved there: data/timing.py)
+from punctkit.files import PunctkitError, where
 
 # A segment may end this far past its recording (rounding in segment times); it is cut at the end.
 MAX_OVERSHOOT = 0.05
-
-
-@dataclass(frozen=True)
-class Segment:
-    """One utterance's span of a recording; `end` None means up to the end."""
-
-    uttid: str
-    recid: str
-    start: float
-    end: float | None
-    line: int | None = None  # line in `segments`, for error messages
 
 
 def read_wav_scp(path: str | Path) -> dict[str, str]:
@@ -44,28 +33,6 @@ def read_wav_scp(path: str | Path) -> dict[str, str]:
         if not spec:
             raise PunctkitError(f"{where(path, i)}: recording '{recid}' has no path or command")
     return dict(table)
-
-
-def read_segments(path: str | Path) -> list[Segment]:
-    """Parse `segments` (`uttid recid start end`); errors name the file and line."""
-    out = []
-    prev = None
-    for i, line in iter_lines(path):
-        if not line.strip():
-            continue
-        parts = line.split()
-        if len(parts) != 4:
-            raise PunctkitError(f"{where(path, i)}: expected 'uttid recid start end', got {len(parts)} fields")
-        uttid, recid = parts[0], parts[1]
-        loc = where(path, i, uttid)
-        start, end = finite_number(parts[2], loc, "start"), finite_number(parts[3], loc, "end")
-        if start < 0 or (end >= 0 and end <= start):
-            raise PunctkitError(f"{where(path, i, uttid)}: bad segment times {start}..{end}")
-        if prev is not None and uttid <= prev:
-            raise PunctkitError(f"{where(path, i, uttid)}: not sorted or duplicate ('{uttid}' after '{prev}')")
-        prev = uttid
-        out.append(Segment(uttid, recid, start, None if end < 0 else end, i))  # Kaldi: end -1 = to the end
-    return out
 
 
 def data_segments(data: str | Path) -> list[Segment]:

@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # torch is imported only by the torch backend, packing and qu
 
 BACKENDS = ("auto", "torch", "onnx")
 TEXT_KEYS = {"tokens", "token_mask", "word_pos", "word_mask", "labels"}  # what a words-only input feeds
+# what else the engine feeds a package's model: the boundary id after each word (decode/boundary.py)
+FED_KEYS = TEXT_KEYS | {"boundaries"}
 
 
 def passive_waits() -> None:
@@ -129,10 +131,16 @@ def pick_backend(pkg: Package, backend: str, ngpu: int, quantize: bool) -> str:
 class Runner(abc.ABC):
     """How a model's windows are labelled: `predict` gives every window of a dataset its n-best label ids and
     the 1-best's distributions (decode/windows.py: WindowPrediction). Each runner has its `name` (the backend:
-    torch, onnx) and its torch `model` (None with onnx: what it is, `seq2seq`, decides how it streams)."""
+    torch, onnx) and its torch `model` (None with onnx: what it is, `seq2seq`, decides how it streams).
+    `reads_boundaries`: the model reads the boundary id after each word (a dataset's windows then carry
+    `boundaries`: infer/scorers.py)."""
 
     name: str
     model: Any
+
+    @property
+    def reads_boundaries(self) -> bool:
+        return False
 
     @abc.abstractmethod
     def predict(self, dataset: WindowDataset) -> list[WindowPrediction]:
@@ -153,6 +161,10 @@ class TorchRunner(Runner):
     show: bool = False
     name: str = "torch"
 
+    @property
+    def reads_boundaries(self) -> bool:
+        return "boundaries" in self.model.needs
+
     def predict(self, dataset: WindowDataset) -> list[WindowPrediction]:
         from punctkit.decode.decoder import predict
 
@@ -171,6 +183,10 @@ class OnnxRunner(Runner):
     name: str = "onnx"
     model: Any = None
 
+    @property
+    def reads_boundaries(self) -> bool:
+        return self.tagger.reads_boundaries
+
     def predict(self, dataset: WindowDataset) -> list[WindowPrediction]:
         return self.tagger.predict(dataset, self.batch_size, self.pad_id, self.show)
 
@@ -185,6 +201,10 @@ class SharedOnnxRunner(Runner):
     pad_id: int = 0
     name: str = "onnx"
     model: Any = None
+
+    @property
+    def reads_boundaries(self) -> bool:
+        return any(t.reads_boundaries for t in self.taggers.taggers)
 
     def predict(self, dataset: WindowDataset) -> list[WindowPrediction]:
         return self.taggers.predict(dataset, self.batch_size, self.pad_id)
@@ -205,7 +225,7 @@ def package_runner(pkg: Package, opts: DecodeOptions, *, ngpu: int = 0, threads:
     model, device = torch_model(pkg, ngpu, threads, quantize)  # first: it imports torch (import_torch)
     if quantize:  # torch's dynamic int8 quantizes activations per batch too
         opts = replace(opts, batch_size=1)
-    missing = set(model.needs) - TEXT_KEYS
+    missing = set(model.needs) - FED_KEYS
     if missing:
         raise PunctkitError(f"{pkg.path}: model {pkg.conf['model'].get('type')} needs "
                             f"{', '.join(sorted(missing))}; a package is fed words only: decode its "

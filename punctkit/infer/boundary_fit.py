@@ -15,23 +15,16 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from punctkit.data.boundaries import N_BOUNDARIES, N_PAUSES, N_TURNS, NOTHING, boundaries
 from punctkit.data.formats.base import AsrUtterance, OutputOptions
 from punctkit.data.formats.nlp import nlp_units
+from punctkit.data.labelled import Times, word_times
 from punctkit.data.labels import LabelSet, default_substitution, mark_of
 from punctkit.data.tokenize import as_written
 from punctkit.data.utterance import Utterance
-from punctkit.decode.boundary import (
-    N_BOUNDARIES,
-    N_PAUSES,
-    N_TURNS,
-    NOTHING,
-    BoundaryFusion,
-    Times,
-    boundaries,
-    word_times,
-)
+from punctkit.decode.boundary import BoundaryFusion
 from punctkit.files import PunctkitError
-from punctkit.infer.engine import Engine, Punctuator
+from punctkit.infer.engine import Engine
 from punctkit.infer.render import UnitRenderer
 
 
@@ -75,7 +68,7 @@ def collect(engine: Engine, ref: Path, blind: Path, rows: np.ndarray | None = No
     if len(ref_written) != len(words):
         raise PunctkitError(f"{blind}: {len(words)} words, its reference {ref} {len(ref_written)}")
     if rows is None:
-        plain = Punctuator(scorer=engine.scorer.without_boundaries(), chunk_words=engine.chunk_words)
+        plain = Engine(scorer=engine.scorer.without_boundaries(), chunk_words=engine.chunk_words)
         rows = np.concatenate([d.rows for d in plain.label(lines, one_stream=True, probs=True)])
     if rows.shape != (len(words), len(inv.labels)):
         raise PunctkitError(f"{blind}: cached distributions of shape {rows.shape}, not {len(words)} words")
@@ -165,7 +158,7 @@ def fit(docs: Sequence[Doc], inventory: LabelSet, *, seed: int = 1, l2: float = 
 
 def decided_utterances(engine: Engine, doc: Doc, fusion: BoundaryFusion | None,
                        variant: Variant = ALL) -> list[Utterance]:
-    """A document labelled from its cached distributions as `Punctuator.label` labels one stream (fused, then the
+    """A document labelled from its cached distributions as `Engine.label` labels one stream (fused, then the
     joint decision, then shown), as corpus utterances for scoring (one utterance, the words as shown)."""
     inv = engine.inventory
     rows = doc.rows.astype(np.float64)

@@ -4,10 +4,10 @@
     >>> for done in load_model("fast")(units):
     ...     done.utt, done.labels, done.shown, done.rows
 
-`Punctuator` is the one engine object: built by `load_model` (the one construction path, which
+`Engine` is the one engine object: built by `load_model` (the one construction path, which
 `punctkit.load` wraps: shipped names, packages, trained model directories, ensembles), it runs a
 scorer (infer/scorers.py: one model, or an ensemble averaging its members' distributions) and
-its call, `Punctuator.label`, is the one labelling call of `punctkit decode`, `punctuate`, `serve`
+its call, `Engine.label`, is the one labelling call of `punctkit decode`, `punctuate`, `serve`
 and `--stream`; everything a label goes through is here, once each:
 
 - the scorer's distributions: the model's words (decode/model_words.py: `don't` read as `do n't`,
@@ -33,13 +33,13 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from punctkit.data.boundaries import NOTHING, between, unit_boundaries
 from punctkit.data.formats import split_text
 from punctkit.data.formats.base import AsrUtterance, placed
 from punctkit.data.labelled import Labelled, word_times
 from punctkit.data.labels import LabelSet, O, Substitution, default_substitution, get_inventory
 from punctkit.data.streams import IGNORE, Extra, Stream
 from punctkit.data.tokenize import Written
-from punctkit.decode.boundary import NOTHING, between, unit_boundaries
 from punctkit.decode.combine import parse_weights
 from punctkit.decode.decide import Decision, Forced
 from punctkit.decode.joint import JointDecision
@@ -54,18 +54,18 @@ from punctkit.package import EnsemblePackage, Package, read_package
 from punctkit.pretrained import SHIPPED, default_model
 from punctkit.text.frontend import Frontend
 
-Unit = AsrUtterance | str | Sequence[str] | Sequence[AsrUtterance] | Stream  # what `Punctuator.label` takes (see there)
+Unit = AsrUtterance | str | Sequence[str] | Sequence[AsrUtterance] | Stream  # what `Engine.label` takes (see there)
 
 
 def as_unit(words: Sequence[str], forced: Forced | None = None, uttid: str = "s0") -> AsrUtterance:
-    """Words (and the marks forced on them) as an utterance for `Punctuator.label`, each word as written."""
+    """Words (and the marks forced on them) as an utterance for `Engine.label`, each word as written."""
     marks = [O if m is None else m for m in (forced or [None] * len(words))]
     return AsrUtterance(uttid, list(words), marks, [Written("", w) for w in words], has_id=False)
 
 
 def text_unit(text: str, inventory: LabelSet, uttid: str, lineno: int = 0,
               rules: Substitution | None = None) -> AsrUtterance:
-    """A text as an utterance for `Punctuator.label`: its words (split on white space, line breaks too), each
+    """A text as an utterance for `Engine.label`: its words (split on white space, line breaks too), each
     as written, the marks it has as the input's marks (kept with `forced`), the tokens that are not words
     in place; `rules`: how its marks map to labels (the inventory's default)."""
     p = split_text(text, inventory, rules if rules is not None else default_substitution(inventory))
@@ -136,7 +136,7 @@ class Segments:
     the longest window on each side of the words they keep, so every kept word has the same windows, and owner,
     as in a whole-stream decode; the decision runs on from one segment to the next (`prev`)."""
 
-    engine: "Punctuator"
+    engine: "Engine"
     stop: Callable[[], None] | None = None
     buf: list[StreamWord] = field(default_factory=list)
     at: list[int] = field(default_factory=list)  # per word of buf: the model words before it in the stream
@@ -204,7 +204,7 @@ class _Pending:
 
 
 @dataclass(kw_only=True)
-class Punctuator:
+class Engine:
     """The engine: a model ready to label words. Its scorer gives the distributions (infer/scorers.py: one model,
     `ModelScorer`, or an `Ensemble` that averages its members'); its decision (decode/decide.py) chooses the
     labels; it is called on units and yields `Labelled` (`label`). Built by `load_model`."""
@@ -260,16 +260,16 @@ class Punctuator:
         """The packed model's card (training data, test figures, ...)."""
         return self.scorer.card
 
-    def with_options(self, **changes: Any) -> "Punctuator":
+    def with_options(self, **changes: Any) -> "Engine":
         """This engine with decoding options changed (`DecodeOptions`' fields: `overlap`, `joint`,
         `capital_weight`, ...): a new engine, its decision built anew."""
         return replace(self, scorer=self.scorer.with_options(**changes))
 
-    def streamable(self) -> "Punctuator":
+    def streamable(self) -> "Engine":
         """The engine a `PunctStream` runs: this one over its one model (an ensemble: its members as one
         tagger, else a one-line error)."""
         one = self.scorer.streamable()
-        return self if one is self.scorer else Punctuator(scorer=one, chunk_words=self.chunk_words)
+        return self if one is self.scorer else Engine(scorer=one, chunk_words=self.chunk_words)
 
     # ------------------------------------------------------------------ labelling
     def label(self, units: str | Iterable[Unit], *, one_stream: bool = False, forced: bool = False,
@@ -459,7 +459,6 @@ class Punctuator:
         return "\n".join(" ".join(placed(d.utt, d.shown)) for d in done)
 
 
-Engine = Punctuator  # the engine's name in type hints: one class, whatever scorer it runs
 
 
 # ---------------------------------------------------------------------- loading: the one construction path
@@ -522,7 +521,7 @@ def load_model(model: Models | None = None, weights: str | Sequence[float] | Non
                threads: int = 0, batch_size: int | None = None, beam: int | None = None, chunk_words: int = 10000,
                step: int | None = None, quantize: bool = False, backend: str = "auto",
                options: Sequence[DecodeOptions | None] | None = None, run: MemberRun | None = None,
-               single: bool = False, show: bool = False) -> Punctuator:
+               single: bool = False, show: bool = False) -> Engine:
     """The engine of any model: the one way one is built (`punctkit.load` wraps it).
 
     `model`: a shipped model's name (`fast`; None: the model installed with punctkit), a packed model
@@ -552,7 +551,7 @@ def build_engine(sources: list[Source], weights: str | Sequence[float] | None = 
                  batch_size: int | None = None, beam: int | None = None, chunk_words: int = 10000,
                  step: int | None = None, quantize: bool = False, backend: str = "auto",
                  options: Sequence[DecodeOptions | None] | None = None, run: MemberRun | None = None,
-                 show: bool = False) -> Punctuator:
+                 show: bool = False) -> Engine:
     """The engine of models read by `read_sources` (`load_model`'s options): one model's, or with `weights`
     (or several models) their ensemble's, whose ONNX members over one frontend and one window plan run side by
     side (`run` None or shared: infer/scorers.py, `side_by_side`), sharing `threads` (0: every CPU this
@@ -570,13 +569,13 @@ def build_engine(sources: list[Source], weights: str | Sequence[float] | None = 
         threads = max(1, cores // len(sources))
     scorers = [_scorer(s, o, threads=threads, show=show, **knobs) for s, o in zip(sources, opts)]  # type: ignore[arg-type]
     if weights is None and len(sources) == 1 and not sources[0].packed:
-        return Punctuator(scorer=scorers[0], chunk_words=chunk_words)
+        return Engine(scorer=scorers[0], chunk_words=chunk_words)
     shares = parse_weights(weights, len(sources)) if weights is not None else [s.share for s in sources]
     ens = Ensemble(members=scorers, weights=shares, names=[s.name for s in sources], manifest=manifest or {},
                    run="in_turn" if run in (None, "shared") else run)
     if together:
         ens.shared = shared_windows(ens.members, ens.weights, workers=min(len(sources), cores))
-    return Punctuator(scorer=ens, chunk_words=chunk_words)
+    return Engine(scorer=ens, chunk_words=chunk_words)
 
 
 def _scorer(src: Source, options: DecodeOptions | None, *, ngpu: int, threads: int, batch_size: int | None,

@@ -6,8 +6,9 @@ that averages its members' distributions.
 
 A scorer gives each stream's words their n-best label ids and the 1-best's distributions over the
 inventory's labels (`distributions`), what follows each word (a turn change, a pause: decode/boundary.py)
-fused in by the model's packaged boundary fusion; the engine (infer/engine.py: `Punctuator`) decides the
-labels from them, once, whichever scorer it runs.
+read by the network where it takes it as an input (`boundary_input`: each window's `boundaries`, all
+NOTHING where unknown) and fused in by the model's packaged boundary fusion (both where it has both); the
+engine (infer/engine.py: `Engine`) decides the labels from them, once, whichever scorer it runs.
 
 An ensemble's members each keep their own frontend, windows, search and boundary fusion (an
 encoder-decoder's rows are its step distributions given its own chosen labels); each member's
@@ -33,9 +34,10 @@ from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
 
+from punctkit.data.boundaries import NOTHING, window_boundaries
 from punctkit.data.labels import LabelSet
-from punctkit.data.streams import IGNORE, Extra, Stream
-from punctkit.decode.boundary import NOTHING, BoundaryFusion
+from punctkit.data.streams import IGNORE, Extra, Stream, WindowDataset
+from punctkit.decode.boundary import BoundaryFusion
 from punctkit.decode.combine import check_inventories, combine, parse_weights
 from punctkit.decode.lookahead import Span, label_windows
 from punctkit.decode.model_words import ModelWords
@@ -75,12 +77,17 @@ class ModelScorer:
         return self.manifest.get("card", {})
 
     @property
+    def reads_boundaries(self) -> bool:
+        """Whether the network reads what follows each word as an input (a `boundary_input` model)."""
+        return self.runner.reads_boundaries
+
+    @property
     def uses_boundaries(self) -> bool:
-        """Whether what follows each word weighs on its marks (a boundary fusion)."""
-        return self.boundary is not None
+        """Whether what follows each word weighs on its marks (the network's input, a boundary fusion)."""
+        return self.boundary is not None or self.reads_boundaries
 
     def without_boundaries(self) -> "ModelScorer":
-        """This model with its boundary fusion off."""
+        """This model with its boundary fusion off (a network that reads boundaries still reads them)."""
         return replace(self, boundary=None)
 
     def with_options(self, **changes: Any) -> "ModelScorer":
@@ -92,8 +99,10 @@ class ModelScorer:
         IWSLT's `do n't`): the engine plans its segments over those."""
         return ModelWords.width(word, self.frontend.split_contractions)
 
-    def predictions(self, streams: list[Stream], extra: Extra | None = None) -> list[WindowPrediction]:
-        """Per stream: n-best label ids and the 1-best's distributions, one per input word, before any fusion.
+    def predictions(self, streams: list[Stream], extra: Extra | None = None,
+                    boundaries: Sequence[Boundaries] | None = None) -> list[WindowPrediction]:
+        """Per stream: n-best label ids and the 1-best's distributions, one per input word, before any fusion;
+        a network that reads what follows each word gets each stream's `boundaries` (None: nothing known).
         A model trained on IWSLT's tokens reads `don't` as `do n't` (`ModelWords`), one label back."""
         extra = extra if self.needs_audio else None  # a text model reads words only
         split = [ModelWords(s.words, self.frontend.split_contractions) for s in streams]
@@ -104,6 +113,9 @@ class ModelScorer:
         model_streams = [s if m.starts is None else Stream(s.key, s.uttids, [m.starts[i] for i in s.starts],
                                                            m.words, [IGNORE] * len(m.words), s.meta)
                          for s, m in zip(streams, split)]
+        if self.reads_boundaries:
+            bounds = boundaries if boundaries is not None else [None] * len(streams)
+            extra = with_boundaries(extra, [model_boundaries(b, m, len(s)) for b, m, s in zip(bounds, split, streams)])
         o = self.options
         decoded = decode_windows_rows(model_streams, self.frontend, o.window, o.step, self.runner.predict, extra,
                                       o.overlap)
@@ -123,19 +135,29 @@ class ModelScorer:
                       boundaries: Sequence[Boundaries] | None = None) -> list[WindowPrediction]:
         """Per stream: the n-best and the 1-best's distributions (words x labels, inventory order), fused with
         each stream's `boundaries`, before any decision. `extra`: a data directory's audio."""
-        got = self.predictions(streams, extra)
+        got = self.predictions(streams, extra, boundaries)
         if boundaries is None:
             return got
         return [self.fuse(g, b) for g, b in zip(got, boundaries)]
 
     def label_window_spans(self, words: Sequence[str], base: int, wanted: Iterable[tuple[int, Sequence[Span]]],
-                           cache: dict[Span, WindowPrediction]) -> tuple[dict[int, int], dict[int, np.ndarray]]:
+                           cache: dict[Span, WindowPrediction], boundaries: Sequence[int] | None = None,
+                           ) -> tuple[dict[int, int], dict[int, np.ndarray]]:
         """For streaming (infer/stream.py): each wanted model word's label id and distribution, given as
         (word index, its windows (start, end): decode/lookahead.py's `word_windows`), `words` holding the
-        stream's model words from `base` on; the windows not in `cache` are read in one batch
+        stream's model words from `base` on, `boundaries` what follows each of them (None: nothing known;
+        read where the network reads them); the windows not in `cache` are read in one batch
         (decode/lookahead.py: label_windows)."""
+        predict = self.runner.predict
+        if self.reads_boundaries:
+            extra = window_boundaries([list(boundaries) if boundaries is not None else [NOTHING] * len(words)])
+
+            def predict(dataset: WindowDataset) -> list[WindowPrediction]:  # the windows of `words`, with theirs
+                dataset.extra = extra
+                return self.runner.predict(dataset)
+
         rows: dict[int, np.ndarray] = {}
-        ids = label_windows(words, base, wanted, self.frontend, self.runner.predict, cache, rows)
+        ids = label_windows(words, base, wanted, self.frontend, predict, cache, rows)
         return ids, rows
 
     def streamable(self) -> "ModelScorer":
@@ -222,10 +244,10 @@ class Ensemble:
                       boundaries: Sequence[Boundaries] | None = None) -> list[WindowPrediction]:
         """Per stream: the members' distributions, each fused with its own boundary fusion, averaged, and the
         average's arg-max."""
-        fused = boundaries is not None and self.uses_boundaries and any(
+        fused = boundaries is not None and any(m.boundary is not None for m in self.members) and any(
             k != NOTHING for b in boundaries if b is not None for k in b)
         if self.shared is not None and not fused:
-            return self.shared.predictions(streams, extra)
+            return self.shared.predictions(streams, extra, boundaries)
         if self.run == "threads" and len(self.members) > 1:
             from concurrent.futures import ThreadPoolExecutor  # here: 3 ms of every start-up otherwise
 
@@ -246,6 +268,27 @@ class Ensemble:
                                 "and one window plan (pack them with --onnx): these models do not share "
                                 "them; give one packed model")
         return self.shared
+
+
+def model_boundaries(boundaries: Boundaries, words: ModelWords, n: int) -> list[int]:
+    """The boundary ids of the words a model reads (`words`) from those of the `n` input words (None: all
+    NOTHING): a split contraction's last piece has its word's, the pieces before it NOTHING."""
+    ids = list(boundaries) if boundaries is not None else [NOTHING] * n
+    if words.starts is None:
+        return ids
+    out = [NOTHING] * words.starts[-1]
+    for k, end in enumerate(words.starts[1:]):
+        out[end - 1] = ids[k]
+    return out
+
+
+def with_boundaries(extra: Extra | None, ids: list[list[int]]) -> Extra:
+    """`extra` (a data directory's audio, or None) with each window's `boundaries` cut from `ids` (per stream)."""
+    bounds = window_boundaries(ids)
+    if extra is None:
+        return bounds
+    audio = extra
+    return lambda stream, window: {**audio(stream, window), **bounds(stream, window)}
 
 
 def side_by_side(pkgs: list[Package], opts: dict[str, Any]) -> bool:

@@ -25,12 +25,12 @@ from typing import Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
+from punctkit.data.boundaries import NOTHING, between
 from punctkit.data.formats import REGISTRY, cues, split_text
 from punctkit.data.formats.times import seconds
 from punctkit.data.labelled import Times
 from punctkit.data.labels import default_substitution
 from punctkit.data.tokenize import Written, split_words
-from punctkit.decode.boundary import NOTHING, between
 from punctkit.decode.combine import combine
 from punctkit.decode.lookahead import Span, delay, parse_lookahead, word_windows
 from punctkit.decode.model_words import ModelWords
@@ -56,8 +56,8 @@ class PunctStream:
     """One talk's words fed in order; `feed` and `finish` return the words they commit."""
 
     def __init__(self, engine: Engine, lookahead: int | None = None, casing: Casing | None = None) -> None:
-        """`engine`: a loaded `punctkit.Punctuator` of one model, or of an ensemble whose members run side by
-        side (infer/scorers.py), streamed as that one tagger (`Punctuator.streamable`).
+        """`engine`: a loaded `punctkit.Engine` of one model, or of an ensemble whose members run side by
+        side (infer/scorers.py), streamed as that one tagger (`Engine.streamable`).
         `casing`: how the words are shown (`engine.casing(...)`; None: its default); whether
         the input carries case is judged on the words seen so far."""
         casing = casing if casing is not None else engine.casing()
@@ -160,17 +160,16 @@ class PunctStream:
         heads = [i for i in range(self.done, upto) if self.written[i - self.base] is not None] + [upto]
         spans = list(zip(heads, heads[1:]))  # model words i..j-1 are one input word
         words = ["".join(self.words[i - self.base:j - self.base]) for i, j in spans]
-        # what follows each word: known once the next word has arrived
-        bounds = [between(self.speakers[i - self.base], self.times[j - 1 - self.base],
-                          self.speakers[j - self.base], self.times[j - self.base]) if j < self.n else NOTHING
-                  for i, j in spans] if self.scorer.uses_boundaries or self.ensemble is not None else None
+        # what follows each word (its last model word's): known once the next word has arrived
+        held = self._boundaries() if self.scorer.uses_boundaries or self.ensemble is not None else None
+        bounds = [held[j - 1 - self.base] for _, j in spans] if held is not None else None
         if self.ensemble is not None and bounds is not None and any(k != NOTHING for k in bounds):
-            each = [m.fuse(self._input_words(m, cache, wanted, heads), bounds).rows
+            each = [m.fuse(self._input_words(m, cache, wanted, heads, held), bounds).rows
                     for m, cache in zip(self.ensemble.members, self.member_caches)]
             avg = combine(each, self.ensemble.weights)
             got = WindowPrediction([Hypothesis(avg.argmax(1).tolist())], avg)
         else:
-            got = self.scorer.fuse(self._input_words(self.scorer, self.cache, wanted, heads), bounds)
+            got = self.scorer.fuse(self._input_words(self.scorer, self.cache, wanted, heads, held), bounds)
         best, word_rows = got.best, got.rows
         held = p.decision.joint.active and not ended  # the last word waits for its successor's distribution
         if held and len(spans) < 2:
@@ -192,11 +191,20 @@ class PunctStream:
         self._trim()
         return out
 
+    def _boundaries(self) -> list[int]:
+        """The boundary id after each model word held (from `base` on): between an input word's last model word
+        and the next input word's first, once that has arrived; NOTHING inside a word and after the last."""
+        w = self.written
+        return [between(self.speakers[k], self.times[k], self.speakers[k + 1], self.times[k + 1])
+                if k + 1 < len(w) and w[k + 1] is not None else NOTHING for k in range(len(w))]
+
     def _input_words(self, scorer: ModelScorer, cache: dict[Span, WindowPrediction],
-                     wanted: list[tuple[int, list[Span]]], heads: list[int]) -> WindowPrediction:
+                     wanted: list[tuple[int, list[Span]]], heads: list[int],
+                     boundaries: list[int] | None = None) -> WindowPrediction:
         """The 1-best and distributions of the input words whose model words start at `heads` (the last: the end)
-        from `scorer`'s windows (`wanted`: each model word's, read through `cache`), one per input word."""
-        ids, rows = scorer.label_window_spans(self.words, self.base, wanted, cache)
+        from `scorer`'s windows (`wanted`: each model word's, read through `cache`; `boundaries`: what follows
+        each model word held, for a network that reads it), one per input word."""
+        ids, rows = scorer.label_window_spans(self.words, self.base, wanted, cache, boundaries)
         pieces = ModelWords.of_spans([j - heads[0] for j in heads])  # back to one label per input word
         best, word_rows = pieces.collapse([ids[i] for i in range(heads[0], heads[-1])],
                                           np.stack([rows[i] for i in range(heads[0], heads[-1])]), scorer.inventory)

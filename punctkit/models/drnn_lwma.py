@@ -16,6 +16,12 @@ labelled from the states at the label-carrying token of word min(t + L, last wor
 and its attention reads only the tokens up to that one. So word t's logits never
 depend on anything after word t + L: the model has at most L words of right context
 by construction. `direction: bi` (the default) is the paper's model, unchanged.
+
+`boundary_input: true` (issue #79): what the input says follows each word, a speaker turn change and the pause
+(decode/boundary.py's boundary ids, batch key `boundaries`), is an input: a learnt vector per boundary id is added
+to the embedding of the word's label-carrying token. The table starts at zero and its row 0 (nothing known) stays
+zero, so such a model warm-started from one without it computes what that one did, and text without turns or times
+is read as by the network alone.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from punctkit.data.boundaries import N_BOUNDARIES, NOTHING
 from punctkit.files import PunctkitError
 from punctkit.models.base import Batch, PunctModel, gather_words
 from punctkit.models.registry import register
@@ -54,6 +61,7 @@ class DRNNLWMA(PunctModel):
         freeze_embeddings: keep pre-trained vectors fixed (the paper fine-tunes them).
         direction: "bi" (the paper) or "uni" (left-to-right layers, for streaming).
         delay: with direction "uni", the words of right context L each word's label may use.
+        boundary_input: read batch key `boundaries` (B, W), the boundary id after each word (see the module).
     """
 
     def __init__(
@@ -70,6 +78,7 @@ class DRNNLWMA(PunctModel):
         freeze_embeddings: bool = False,
         direction: str = "bi",
         delay: int = 0,
+        boundary_input: bool = False,
     ) -> None:
         super().__init__()
         if attend not in ("all", "top"):
@@ -79,6 +88,11 @@ class DRNNLWMA(PunctModel):
         d = d_model
         width = 2 * d if direction == "bi" else d  # size of every recurrent layer's output
         self.embed = InputEmbedding(vocab_size, d, pad_id, embeddings, freeze=freeze_embeddings)
+        if boundary_input:  # registered only when on: a model without it keeps its state dict and graph
+            self.boundary = nn.Embedding(N_BOUNDARIES, d, padding_idx=NOTHING)
+            nn.init.zeros_(self.boundary.weight)  # zero: the network as it was until training moves it
+            self.needs = (*PunctModel.needs, "boundaries")
+        self.boundary_input = bool(boundary_input)
         self.drop = nn.Dropout(dropout)
         # named `birnns` in both directions, so that the state-dict keys of `bi` models stay as they were
         self.birnns = nn.ModuleList(
@@ -96,12 +110,23 @@ class DRNNLWMA(PunctModel):
         """Return every recurrent layer's outputs (B, T, 2d; d when uni) and the query GRU states (B, T, d)."""
         tokens, mask = batch["tokens"], batch["token_mask"]
         lengths = packed_lengths(mask)  # one pack per layer keeps the layers exportable (punctkit/onnx.py)
-        x = self.drop(self.embed(tokens))
+        x = self.embed(tokens)  # (B, T, d)
+        if self.boundary_input and "boundaries" in batch:  # absent: nothing known anywhere (row 0 is zero)
+            x = x + self.boundary(self.token_boundaries(batch))
+        x = self.drop(x)
         layers = []
         for rnn in self.birnns:
             x = self.drop(run_packed(rnn, x, lengths))
             layers.append(x)
         return layers, run_packed(self.query_rnn, x, lengths)
+
+    @staticmethod
+    def token_boundaries(batch: Batch) -> torch.Tensor:
+        """(B, T) boundary id per token: word t's (batch["boundaries"] (B, W)) at its label-carrying token
+        (batch["word_pos"]), NOTHING at every other token and for padded words."""
+        ids = batch["boundaries"].long() * batch["word_mask"].long()  # (B, W): padded words add nothing
+        # scatter_add: padded words share word_pos 0 with the first word; adding their 0 leaves its id as it is
+        return torch.zeros_like(batch["tokens"]).scatter_add(1, batch["word_pos"], ids)
 
     def label_positions(self, batch: Batch) -> torch.Tensor:
         """(B, W) index of the token whose states label each word: its own label-carrying token

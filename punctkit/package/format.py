@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from punctkit.archive import FRONTEND_LIMIT, WEIGHTS_LIMIT, MiB
+from punctkit.archive import FRONTEND_LIMIT, MANIFEST, WEIGHTS_LIMIT, MiB
 from punctkit.data.case_prior import CasePrior
 from punctkit.data.labels import CaseLexicon
 from punctkit.files import PunctkitError
@@ -14,7 +14,6 @@ from punctkit.text.plm_tokenizer import TOKENIZER_FILES
 
 FORMAT_NAME = "punctkit-model"
 FORMAT_VERSION = 1
-MANIFEST = "punctkit.json"
 FRONTEND = "frontend/"
 
 META_LIMIT = 4 * MiB           # punctkit.json, config.yaml, frontend/frontend.yaml

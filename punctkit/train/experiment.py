@@ -19,19 +19,22 @@ import torch
 
 from punctkit.batch import audio_extra, wants_audio
 from punctkit.config import load_config, save_config
-from punctkit.data.datadir import read_data_dir
+from punctkit.data.datadir import DataDir, read_data_dir
 from punctkit.data.labels import LabelSet
 from punctkit.data.streams import Extra, Stream, make_streams
 from punctkit.expdir import epoch_checkpoints, load_checkpoint, offline_model_conf
+from punctkit.feats.timing import read_timing
 from punctkit.files import DirLock, PunctkitError, atomic_write
 from punctkit.models import registry
 from punctkit.models.base import PunctModel
 from punctkit.models.registry import model_needs
 from punctkit.text.frontend import Frontend, load_frontend
 from punctkit.train.augment import Augmenter, AugmentOptions
+from punctkit.train.boundary_input import reads_boundaries
 from punctkit.train.distill import DistillOptions, soft_labels
 from punctkit.train.inputs import build_frontend, embedding_matrix
 from punctkit.train.options import TrainOptions
+from punctkit.train.warm_start import PackageStart
 
 Callback = Callable[[Any], None]  # called with the Trainer (train/trainer.py) after a step or an epoch
 Validate = Callable[[PunctModel], list[list[int]]]  # a model -> the best label ids of each dev stream
@@ -57,6 +60,7 @@ class RunArgs:
     on_step: list[Callback] | None = None
     on_epoch_end: list[Callback] | None = None
     validation: Validation | None = None
+    start: PackageStart | None = None  # train.init of a packed model, read (punctkit/fit.py passes it)
 
 
 # ------------------------------------------------------------------ log and lock
@@ -230,6 +234,14 @@ def load_frontend_for(run: RunArgs, exp: Path, conf: dict[str, Any], dd: Any) ->
     return build_frontend(conf, dd, exp / "frontend", log=lambda _: None)
 
 
+def package_frontend(start: PackageStart, exp: Path) -> Frontend:
+    """The frontend of a run whose `train.init` is a packed model: the package's, saved into `exp`/frontend
+    unless it is there (a resumed run's, checked to be the package's before the run: package/to_torch.py)."""
+    if not (exp / "frontend" / "frontend.yaml").is_file():
+        start.frontend.save(exp / "frontend")
+    return start.frontend
+
+
 def load_experiment(run: RunArgs, conf: dict[str, Any], saved: dict[str, Any] | None, resuming: bool,
                     log: Callable[[str], None], rank: int = 0, world_size: int = 1) -> Experiment:
     """Read the data and the frontend, and make the embeddings and audio inputs, once (`conf`
@@ -249,15 +261,17 @@ def load_experiment(run: RunArgs, conf: dict[str, Any], saved: dict[str, Any] | 
         check_resumable(exp, run.train_dir, inventory)
     if rank > 0:
         torch.distributed.barrier()
-    frontend = load_frontend_for(run, exp, conf, dd)
-    train_streams = make_streams(dd, inventory)
-    valid_streams = make_streams(vd, inventory) if vd else None
+    frontend = package_frontend(run.start, exp) if run.start else load_frontend_for(run, exp, conf, dd)
+    train_streams = data_streams(dd, inventory, conf["model"])
+    valid_streams = data_streams(vd, inventory, conf["model"]) if vd else None
     words = [w for s in train_streams for w in s.words]
     log(f"train: {len(train_streams)} streams, {len(words)} words; frontend {frontend.kind} "
         f"({frontend.vocab_size} tokens, {100 * frontend.unk_rate(words):.1f}% words with <unk>); "
         f"labels {inventory.name}")
     seed_everything(t["seed"])
-    if resuming:
+    if run.start is not None:
+        emb = run.start.table  # its folded token table: the run's pre-trained vectors (package/to_torch.py)
+    elif resuming:
         shape = ((saved or {}).get("resolved", {}).get("env", {}).get("embeddings_shape")
                  if conf["embeddings"] else None)
         emb = np.zeros(shape, dtype=np.float32) if shape else None  # the checkpoint holds the weights
@@ -270,6 +284,16 @@ def load_experiment(run: RunArgs, conf: dict[str, Any], saved: dict[str, Any] | 
     env = {"vocab_size": frontend.vocab_size, "n_labels": len(inventory), "pad_id": frontend.pad_id,
            "embeddings": emb, "feat_dim": getattr(extra, "feat_dim", None)}
     return Experiment(exp, conf, inventory, frontend, train_streams, valid_streams, extra, env)
+
+
+def data_streams(dd: DataDir, inventory: LabelSet, model_conf: dict[str, Any]) -> list[Stream]:
+    """A data directory's streams (by utt2spk); for a model that reads the boundary after each word
+    (train/boundary_input.py), with the speaker turns and word times the directory carries, grouped as decoding
+    groups them (feats/timing.py read_timing: segments make a recording's utterances one stream)."""
+    if not reads_boundaries(model_conf):
+        return make_streams(dd, inventory)
+    timing = read_timing(dd)
+    return make_streams(dd, inventory, timing if timing.known else None)
 
 
 def _audio_extra(conf: dict[str, Any], train_dir: str | Path, valid_dir: str | Path | None,

@@ -9,6 +9,9 @@
 - the embedding matrix a model starts from (`embedding_matrix`: stage 3's vectors, or the
   configured `word`/`speech` files, over the frontend's vocabulary).
 
+A config whose `train.init` is a packed model takes that package's frontend instead (`prepare_inputs`' `frontend`,
+which punctkit/package/to_torch.py reads).
+
 Training reuses stage 3's files (`--inputs`), or makes them into the experiment itself.
 """
 from __future__ import annotations
@@ -25,17 +28,30 @@ from punctkit.data.labels import CaseLexicon
 from punctkit.data.tokenize import iwslt_tokens
 from punctkit.files import PunctkitError, check_output_dir
 from punctkit.text.frontend import Frontend, train_frontend
+from punctkit.train.warm_start import init_package
 
 INPUTS_FILES = ("frontend/", "w2v.txt", "plm_vectors.txt")  # what prepare_inputs writes
 
 
 def prepare_inputs(conf: dict[str, Any], train_dir: str | Path, out_dir: str | Path,
-                   log: Callable[[str], None] = print, overwrite: bool = False) -> Frontend:
+                   log: Callable[[str], None] = print, overwrite: bool = False,
+                   frontend: Frontend | None = None) -> Frontend:
     """Stage 3: build the frontend into `out_dir/frontend` and the word vectors the config
     derives (`embeddings: {w2v_train: ...}` or `{plm_vectors: ...}`, see `derived_vectors`).
-    `out_dir` may hold only these unless `overwrite` (other files are kept either way)."""
+    `out_dir` may hold only these unless `overwrite` (other files are kept either way).
+    A given `frontend` (a `train.init` package's: punctkit/package/to_torch.py `package_frontend`) is saved
+    there instead, nothing learned."""
     out = Path(out_dir)
     check_output_dir(out, INPUTS_FILES, overwrite=overwrite, inputs=[train_dir])
+    package = init_package(conf)
+    if frontend is not None:
+        frontend.save(out / "frontend", overwrite=overwrite)
+        log(f"frontend {frontend.kind}: {frontend.vocab_size} tokens, the package's (train.init: {package}) -> "
+            f"{out / 'frontend'}")
+        return frontend
+    if package is not None:
+        raise PunctkitError(f"train.init: {package}: a packed model, whose frontend `punctkit prepare-inputs` writes "
+                            f"(punctkit.package.to_torch.package_frontend gives it to prepare_inputs): run that")
     dd = read_data_dir(train_dir)
     fe = build_frontend(conf, dd, out / "frontend", overwrite, log)
     derived_vectors(conf["embeddings"], dd, out, log, lowercase=fe.lowercase)

@@ -19,6 +19,7 @@ from punctkit.config import DEFAULTS
 from punctkit.data.labels import LabelSet
 from punctkit.data.streams import TimeDelay
 from punctkit.files import PunctkitError
+from punctkit.train.boundary_input import BoundaryDropout
 from punctkit.train.losses import class_weights
 
 
@@ -57,10 +58,12 @@ class TrainOptions:
     augment: dict[str, Any]
     init: Any
     lookahead: dict[str, Any] | None
+    boundary_dropout: dict[str, Any]
 
     def __post_init__(self) -> None:
         check_numbers(self)
         self.time_delay = TimeDelay.from_option(self.lookahead)  # checked before any training
+        self.boundary_drop = BoundaryDropout.from_option(self.boundary_dropout)
 
     @classmethod
     def from_section(cls, section: dict[str, Any]) -> "TrainOptions":

@@ -5,7 +5,8 @@ frontend, the optional pre-trained embeddings, the audio inputs and the model
 environment), builds its model (`build_model`, by name through the registry), then
 `Trainer(model, TrainOptions, ...).fit()` runs epochs over random-offset windows,
 validates on the dev set by overall F1 (punctkit.score) through the `validate`
-callable it is given (decoding's: punctkit/fit.py; train/ never imports decode/),
+callable it is given (decoding's: punctkit/fit.py; train/ never imports decode/, nor package/,
+whose `PackageStart` of a `train.init: model.pkt` fit.py hands it too),
 checkpoints every epoch and finally writes `model.best.pt` and `model.avg.pt` (the
 average of the best N epochs).
 
@@ -50,6 +51,7 @@ from punctkit.models.registry import model_needs
 from punctkit.progress import progress
 from punctkit.text.frontend import check_frontend_section
 from punctkit.train import checkpoint as ckpt
+from punctkit.train.boundary_input import BoundaryInput, joined, reads_boundaries
 from punctkit.train.ddp import ddp_net, ddp_process, spawn, torchrun_member, world_size_of
 from punctkit.train.distill import DistillOptions, distill_loss
 from punctkit.train.epochs import epoch_batches, passes_done
@@ -74,7 +76,7 @@ from punctkit.train.losses import make_loss
 from punctkit.train.options import TrainOptions, loss_weights, resolve_precision
 from punctkit.train.rdrop import rdrop_loss
 from punctkit.train.schedules import Schedule, make_schedule
-from punctkit.train.warm_start import warm_start
+from punctkit.train.warm_start import PackageStart, check_start, warm_start
 
 
 @dataclass
@@ -389,6 +391,10 @@ def train_process(run: RunArgs, rank: int = 0, world_size: int = 1,
     log = run_log(exp_dir, rank, run.quiet, resuming)
     conf, saved = read_run_config(run, exp_dir, resuming, log)
     opts = TrainOptions.from_section(conf["train"])
+    check_start(conf, run.start)
+    if reads_boundaries(conf["model"]) and augmenter(opts) is not None:
+        raise PunctkitError("train.augment inserts and deletes words, which moves their turns and pauses: it "
+                            "cannot be used with model.boundary_input; drop one of them")
     if opts.threads:
         torch.set_num_threads(int(opts.threads))
     device = device or pick_device(run.ngpu)
@@ -401,16 +407,21 @@ def train_process(run: RunArgs, rank: int = 0, world_size: int = 1,
     n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
     log(f"model {conf['model']['type']}: {n_params} parameters ({n_train} trainable)")
     if opts.init and not resuming:
-        warm_start(model, opts.init, log)  # before DDP wraps it and the optimizer sees it
+        warm_start(model, opts.init, log, run.start)  # before DDP wraps it and the optimizer sees it
     conf["resolved"] = exp.resolved()
+    bounded = reads_boundaries(conf["model"])  # the model reads the boundary after each word
     validate = None
     if run.validation is not None and exp.valid_streams:
+        valid_extra = joined(exp.extra, BoundaryInput(exp.valid_streams)) if bounded else exp.extra  # all known
         validate, conf["decode"] = run.validation(conf["decode"], exp.frontend, exp.valid_streams, device,
-                                                  exp.extra, log, exp.inventory)
+                                                  valid_extra, log, exp.inventory)
     counts = np.bincount([x for s in exp.train_streams for x in s.labels if x != IGNORE],
                          minlength=len(exp.inventory))
     train_set = WindowDataset(exp.train_streams, exp.frontend, extra=exp.extra, max_tokens=opts.max_tokens,
                               soft=train_soft_labels(opts, exp, run.train_dir, log), augment=augmenter(opts))
+    if bounded:  # each pass's windows read their streams' turns and times, some dropped (train.boundary_dropout)
+        train_set.extra = joined(exp.extra, BoundaryInput(exp.train_streams, opts.boundary_drop, opts.seed,
+                                                          epoch=lambda: train_set.epoch))
     trainer = Trainer(model, opts, exp_dir, train_set, exp.inventory, exp.valid_streams, device, log,
                       counts.tolist(), run.on_step, run.on_epoch_end, rank=rank, world_size=world_size,
                       validate=validate)
@@ -432,11 +443,22 @@ def _final_state(exp: Path) -> TrainState:
     return TrainState(**load_checkpoint(list(epochs.values())[-1])["state"]) if epochs else TrainState()
 
 
+def run_config(config: str | Path | dict[str, Any], overrides: list[str] | tuple = ()) -> dict[str, Any]:
+    """A run's config (`overrides` applied), its frontend, model and train sections checked: what `train()`
+    refuses before the lock makes `exp_dir` (and punctkit/fit.py reads a `train.init` package with)."""
+    conf = load_config(config, overrides)
+    check_frontend_section(conf["frontend"], str(config) if isinstance(config, (str, Path)) else "config")
+    model_needs(conf["model"])
+    TrainOptions.from_section(conf["train"])
+    return conf
+
+
 def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir: str | Path | None,
           exp_dir: str | Path, ngpu: int = 0, resume: bool | None = None, overrides: list[str] | tuple = (),
           inputs_dir: str | Path | None = None, extra: Extra | None = None, quiet: bool = False,
           on_step: list[Callback] | None = None, on_epoch_end: list[Callback] | None = None,
-          nproc: int = 1, force: bool = False, validation: Validation | None = None) -> TrainState:
+          nproc: int = 1, force: bool = False, validation: Validation | None = None,
+          start: PackageStart | None = None) -> TrainState:
     """`punctkit train`: config + data dirs -> a self-contained model dir `exp_dir`.
 
     resume: None resumes when checkpoints exist; False refuses to touch an
@@ -446,20 +468,19 @@ def train(config: str | Path | dict[str, Any], train_dir: str | Path, valid_dir:
     The run holds `exp_dir/.lock` throughout (the launching process, or rank 0 under
     torchrun): a second run into the same `exp_dir` fails naming the holder; a lock
     from a process that is gone is taken over; `force` takes any lock (another host's).
+    `validation` (decoding's) and `start` (a `train.init` package, read) are what punctkit/fit.py passes.
     """
     run = RunArgs(config=config, train_dir=train_dir, valid_dir=valid_dir, exp_dir=exp_dir, ngpu=ngpu, resume=resume,
                   overrides=list(overrides), inputs_dir=inputs_dir, extra=extra, quiet=quiet, on_step=on_step,
-                  on_epoch_end=on_epoch_end, validation=validation)
+                  on_epoch_end=on_epoch_end, validation=validation, start=start)
     if torchrun_member():
         check_data_dirs(train_dir, valid_dir)
         return ddp_process(int(os.environ.get("LOCAL_RANK", os.environ["RANK"])), int(os.environ["WORLD_SIZE"]),
                            train_process, run, int(os.environ["RANK"]), lock_force=force)
     world = world_size_of(ngpu, nproc)
-    conf = load_config(config, overrides)  # a bad config fails here, before the lock makes exp_dir
-    check_frontend_section(conf["frontend"], str(config) if isinstance(config, (str, Path)) else "config")
-    model_needs(conf["model"])
-    TrainOptions.from_section(conf["train"])
+    conf = run_config(config, overrides)  # a bad config fails here, before the lock makes exp_dir
     check_data_dirs(train_dir, valid_dir)  # so is a missing --train-dir: it leaves no --exp, no train.log
+    check_start(conf, start)  # and a train.init package with nothing to read it (punctkit/fit.py reads it)
     distill = DistillOptions.from_section(conf["train"]["distill"])
     if distill is not None:  # and a teacher's labels not made yet (their rows are checked once read)
         require_file(distill.probs, "probs file (train.distill.probs)")

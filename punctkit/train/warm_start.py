@@ -1,7 +1,20 @@
 """Warm start: a new training run begins from another run's weights (ESPnet's `--init_param`).
 
 `train.init: PATH` names a trained experiment directory (its model.avg.pt, else model.best.pt,
-else its last epoch) or a checkpoint file. Every tensor of the new model whose name the
+else its last epoch), a checkpoint file, or a packed model (`model.pkt`, or a shipped model's name such
+as `fast`: its ONNX graph's weights, and the package's frontend and inventory as the run's inputs, the
+config without `embeddings:` and with `freeze_embeddings: true`). The
+recipe's stage-4 call fine-tunes the shipped `fast` network so (conf/train_drnn_lwma_turns.yaml:
+`train.init: ../../punctkit/pretrained/fast.pkt`; exp/X/inputs may be missing, or stage 3's of that config):
+
+    punctkit train --config conf/train_drnn_lwma_turns.yaml --train-dir data/train_conv \
+      --valid-dir data/valid_conv --exp exp/drnn_lwma_turns --inputs exp/drnn_lwma_turns/inputs --ngpu 0
+
+Reading a package is the package layer's (punctkit/package/to_torch.py): `punctkit train` (punctkit/fit.py)
+hands the run a `PackageStart` (its frontend, its token table and the copy of its network), as it hands it
+decoding's validation; this layer only tells a package from a checkpoint (`package_file`).
+
+Every tensor of the new model whose name the
 checkpoint has is copied from it; the others (e.g. an acoustic encoder added to a lexical
 model) keep their fresh initialisation. `train.init: {path: PATH, keys: [embed, lex]}` copies
 only the tensors under those module names (e.g. a lexical model's text encoder into a fused
@@ -13,14 +26,74 @@ run continues from its own checkpoint and ignores `train.init`. Layers grown on 
 """
 from __future__ import annotations
 
+import os
+import zipfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
 import torch
 
+from punctkit.archive import MANIFEST
 from punctkit.expdir import find_checkpoint, load_checkpoint
 from punctkit.files import PunctkitError
 from punctkit.models.plm_grow import copy_after_init
+from punctkit.pretrained import SHIPPED, shipped_path
+
+if TYPE_CHECKING:
+    from punctkit.text.frontend import Frontend
+
+
+@dataclass(frozen=True)
+class PackageStart:
+    """What a run whose `train.init` is a packed model starts from (punctkit/package/to_torch.py
+    `package_start`): the package's frontend and folded token table (the run's inputs and pre-trained
+    vectors), and `copy(model, keys, log) -> int`, which copies its network into the model (a picklable
+    callable, so that DDP's spawned processes get it with the run's arguments)."""
+
+    path: Path
+    frontend: "Frontend"
+    table: np.ndarray  # (vocab, d_model)
+    copy: Callable[[torch.nn.Module, list[str] | None, Callable[[str], None]], int]
+
+
+def package_file(path: str | os.PathLike) -> Path | None:
+    """The packed model `path` names (a zip file holding punctkit.json, or a shipped model's name such as
+    `fast`), else None (an experiment directory or a checkpoint)."""
+    p = Path(path)
+    if not p.exists() and os.fspath(path) in SHIPPED:
+        p = shipped_path(os.fspath(path))
+    if not p.is_file() or not zipfile.is_zipfile(p):
+        return None  # torch's checkpoints are zip files too: a package is one with a manifest
+    try:
+        with zipfile.ZipFile(p) as z:
+            return p if MANIFEST in z.namelist() else None
+    except (zipfile.BadZipFile, OSError):
+        return None
+
+
+def init_package(conf: dict[str, Any]) -> Path | None:
+    """The packed model a config's `train.init` names, else None."""
+    init = (conf.get("train") or {}).get("init")
+    return package_file(init_spec(init)[0]) if init else None
+
+
+def no_package(path: str | os.PathLike) -> None:
+    """A one-line error when `train.init` path `path` is a packed model: a run reads one only when it is given
+    a `PackageStart`, as `punctkit train` (punctkit.fit.train) gives it, not the trainer called on its own."""
+    package = package_file(path)
+    if package is not None:
+        raise PunctkitError(f"train.init: {package}: a packed model, which only `punctkit train` "
+                            f"(punctkit.fit.train) reads: run that, or start from an experiment directory or a "
+                            f"checkpoint")
+
+
+def check_start(conf: dict[str, Any], start: PackageStart | None) -> None:
+    """`no_package` for the config's `train.init` of a run given no `start`."""
+    init = (conf.get("train") or {}).get("init")
+    if init and start is None:
+        no_package(init_spec(init)[0])
 
 
 def init_checkpoint(path: str | Path) -> Path:
@@ -65,15 +138,20 @@ def fresh_modules(names: list[str], copied: set[str]) -> list[str]:
     return sorted(out)
 
 
-def warm_start(model: torch.nn.Module, spec: Any, log: Callable[[str], None] = print) -> int:
+def warm_start(model: torch.nn.Module, spec: Any, log: Callable[[str], None] = print,
+               start: PackageStart | None = None) -> int:
     """Copy the tensors of the checkpoint/experiment `spec` names (a path, or {path, keys}) into
-    `model` by name; the number copied.
+    `model` by name; the number copied. A packed model's network is copied by `start` (its `copy`),
+    which the run was given for it.
 
     Names only in the model keep their initialisation, names only in the checkpoint are ignored
     (both counted in the log); a shape mismatch, a key the checkpoint lacks, or nothing in common
     is a one-line error.
     """
     path, keys = init_spec(spec)
+    if start is not None:  # a packed model: its network from its ONNX graph (package/to_torch.py)
+        return start.copy(model, keys, log)
+    no_package(path)
     src = init_checkpoint(path)
     weights = load_checkpoint(src)["model"]
     own = model.state_dict()

@@ -1,7 +1,10 @@
+from pathlib import Path
+
 import pytest
 
+from punct_util import cli
 from punctkit.data.datadir import read_data_dir, read_table
-from punctkit.data.formats import Utterance
+from punctkit.data.formats import Utterance, read
 from punctkit.data.labels import INVENTORIES
 from punctkit.data.prepare import parse_chunk_spec, prepare, rechunk, stats
 from punctkit.files import PunctkitError
@@ -259,3 +262,172 @@ def test_cli_prepare_reads_a_file_list_with_the_repair_options(tmp_path):
     bad = subprocess.run(base + ["-o", str(tmp_path / "e"), "--drop-lines", "(Translator"],
                          capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "not a regular expression" in bad.stderr
+
+
+# ---------------------------------------------------------------- a transcript's speaker turns and times
+
+CALLS = Path(__file__).resolve().parents[3] / "shared" / "data" / "earnings22" / "calls"
+NLP_HEADER = "token|speaker|ts|endTs|punctuation|prepunctuation|case|tags"
+
+
+def nlp_rows(path: Path) -> list[dict[str, str]]:
+    rows = path.read_text(encoding="utf-8").splitlines()
+    cols = rows[0].split("|")
+    return [dict(zip(cols, r.split("|"))) for r in rows[1:] if r.strip()]
+
+
+def call_head(dst: Path, name: str, lines: int) -> Path:
+    """The first `lines` lines of an Earnings-22 call, as an NLP file of its own."""
+    src = CALLS / name
+    if not src.is_file():
+        pytest.skip(f"Earnings-22 calls not found at {CALLS}")
+    dst.write_text("\n".join(src.read_text(encoding="utf-8").splitlines()[:lines]) + "\n", encoding="utf-8")
+    return dst
+
+
+def twocol_marks(path: Path) -> list[tuple[str, str]]:
+    from punctkit.data.labels import mark_of
+
+    return [(ln.split("\t")[0].lower(), mark_of(ln.split("\t")[1]))
+            for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+
+
+def test_prepare_of_a_call_writes_its_turns_segments_and_ctm(tmp_path):
+    """A real call (Rev NLP: speakers, ts/endTs) prepared: an utterance a speaker turn, or a stretch of one whose
+    words all have times or none has (`<doc>-<n:05d>`, in time order), utt2spk its speaker prefixed by the
+    document (consecutive utterances of one speaker: the turns), segments from a timed stretch's first word's start
+    to its last word's end, and a ctm (from the segment's start) that gives back every timed word's times, so the
+    pauses inside a turn timed in part are kept; the words and labels are the call's as one utterance."""
+    from punctkit.data.timing import read_timing
+
+    call = CALLS / "4351517.aligned.nlp"
+    if not call.is_file():
+        pytest.skip(f"Earnings-22 calls not found at {CALLS}")
+    d = tmp_path / "call"
+    prepare([call], d, inventory="truecase4", show_progress=False)
+    dd = read_data_dir(d)
+    ids = [u.uttid for u in dd.utterances]
+    assert ids == [f"call-{k:05d}" for k in range(1, len(ids) + 1)] and len(ids) > 20
+    rows = [r for r in nlp_rows(call) if r["token"].strip() and not r["token"].strip().startswith("<")]
+    speakers = [r["speaker"] for r in rows]
+    runs = [s for k, s in enumerate(speakers) if k == 0 or s != speakers[k - 1]]
+    spk = [dd.utt2spk[u] for u in ids]
+    assert [s for k, s in enumerate(spk) if k == 0 or s != spk[k - 1]] == [f"call-{s}" for s in runs]
+    # the words and labels are those of the call read as one utterance
+    (one,), _ = read(call, inventory="truecase4")
+    assert [w for u in dd.utterances for w in u.words] == one.words
+    assert [lab for u in dd.utterances for lab in u.labels] == one.labels
+    timing = read_timing(dd)
+    assert timing.known and 0 < len(timing.spans) < len(ids)  # this call has turns without times
+    assert set(read_table(d / "utt2reco").values()) == {"call"}
+    timed = [(float(r["ts"]), float(r["endTs"])) for r in rows if r["ts"].strip() and r["endTs"].strip()]
+    starts = {round(a, 6) for a, _ in timed}
+    for uttid, span in timing.spans.items():
+        assert span.recording == "call" and span.start in starts and span.end > span.start
+    assert timing.words and all(round(a, 6) in starts for ws in timing.words.values() for a, _ in ws)
+    assert sum(len(ws) for ws in timing.words.values()) == len(timed)  # every timed word keeps its times
+    spans = [timing.spans[u] for u in ids if u in timing.spans]
+    assert [s.start for s in spans] == sorted(s.start for s in spans)  # ids sort in time order
+
+
+def test_decode_of_a_prepared_call_labels_it_as_punctuate_of_the_call(tmp_path):
+    """The head of a real call prepared to a data directory (its turns, segments and ctm) and decoded with the
+    shipped model labels every word as punctuate of the NLP file does; `punctuate DIR/text` reads the turns and
+    pauses as decode does (the same labels again); and without them (the same text, a speaker an utterance, no
+    segments or ctm) the labels differ: they reach the model."""
+    nlp = call_head(tmp_path / "head.nlp", "4470684.aligned.nlp", 1500)
+    d = tmp_path / "head"
+    cli("prepare", nlp, "-o", d, "--inventory", "truecase4", "-q")
+    assert (d / "segments").is_file() and (d / "ctm").is_file() and len(read_table(d / "segments")) >= 3
+    cli("decode", "fast", d, tmp_path / "d.tsv", "--format", "twocol", "-q")
+    cli("punctuate", nlp, "-m", "fast", "--format", "twocol", "-o", tmp_path / "p.tsv", "-q")
+    decoded, punctuated = twocol_marks(tmp_path / "d.tsv"), twocol_marks(tmp_path / "p.tsv")
+    assert len(decoded) == len(punctuated) > 1000
+    assert [m for _, m in decoded] == [m for _, m in punctuated]
+    cli("punctuate", d / "text", "-m", "fast", "--format", "twocol", "-o", tmp_path / "t.tsv", "-q")
+    assert twocol_marks(tmp_path / "t.tsv") == decoded
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for f in ("text", "labels", "inventory"):
+        (plain / f).write_bytes((d / f).read_bytes())
+    cli("decode", "fast", plain, tmp_path / "plain.tsv", "--format", "twocol", "-q")
+    assert [m for _, m in twocol_marks(tmp_path / "plain.tsv")] != [m for _, m in decoded]
+
+
+def test_turns_without_times_give_utt2reco_and_one_stream(tmp_path):
+    """An NLP file with speakers but no times: an utterance a turn, utt2reco naming the document, no segments or
+    ctm; its turns are one stream (make_streams: by recording, in id order, each one's speaker)."""
+    from punctkit.data.streams import make_streams
+
+    nlp = tmp_path / "talk.nlp"
+    words = [("Hello", "A", ","), ("there", "A", "."), ("Hi", "B", "."), ("How", "A", ""), ("are", "A", ""),
+             ("you", "A", "?")]
+    nlp.write_text("\n".join([NLP_HEADER] + [f"{w}|{s}|||{p}||UC|[]" for w, s, p in words]) + "\n")
+    d = tmp_path / "d"
+    prepare([nlp], d, inventory="truecase4", show_progress=False)
+    assert not (d / "segments").exists() and not (d / "ctm").exists()
+    assert read_table(d / "utt2reco") == {"d-00001": "d", "d-00002": "d", "d-00003": "d"}
+    assert read_table(d / "utt2spk") == {"d-00001": "d-A", "d-00002": "d-B", "d-00003": "d-A"}
+    dd = read_data_dir(d)
+    assert [u.labels for u in dd.utterances] == [["C_COMMA", "L_PERIOD"], ["C_PERIOD"], ["C_O", "L_O", "L_QUESTION"]]
+    (s,) = make_streams(dd)
+    assert s.key == "d" and s.uttids == ["d-00001", "d-00002", "d-00003"] and s.speakers == ["d-A", "d-B", "d-A"]
+    assert s.words == ["Hello", "there", "Hi", "How", "are", "you"]
+
+
+def test_speakers_of_two_documents_differ_and_a_plain_text_dir_is_unchanged(tmp_path):
+    """Two calls with the same speaker labels: each one's speakers are prefixed by its document, so they differ;
+    a text input (no speakers, no times) is written as ever: no segments, ctm or utt2reco."""
+    a, b = tmp_path / "a.nlp", tmp_path / "b.nlp"
+    for p in (a, b):
+        p.write_text(f"{NLP_HEADER}\nyes|0|0.5|0.9|.|||[]\nno|1|1.5|1.8|.|||[]\n")
+    d = tmp_path / "two"
+    prepare([a, b], d, show_progress=False)
+    assert read_table(d / "utt2spk") == {"two-001-00001": "two-001-0", "two-001-00002": "two-001-1",
+                                         "two-002-00001": "two-002-0", "two-002-00002": "two-002-1"}
+    assert read_table(d / "segments")["two-002-00002"] == "two-002 1.5 1.8"
+    assert (d / "ctm").read_text().splitlines()[:2] == ["two-001-00001 1 0 0.4 yes", "two-001-00002 1 0 0.3 no"]
+    txt = tmp_path / "t.txt"
+    txt.write_text("Hello there. How are you?\nFine.\n")
+    prepare([txt], tmp_path / "plain", show_progress=False)
+    assert sorted(f.name for f in (tmp_path / "plain").iterdir()) == [
+        "inventory", "labels", "prepare.log", "spk2utt", "text", "utt2spk"]
+    assert read_table(tmp_path / "plain" / "utt2spk") == {u: u for u in ("plain-t.txt-000001", "plain-t.txt-000002")}
+
+
+def test_convert_of_a_call_to_a_data_dir_keeps_its_turns(tmp_path):
+    nlp = tmp_path / "c.nlp"
+    nlp.write_text(f"{NLP_HEADER}\nyes|0|0.5|0.9|.|||[]\nno|1|1.5|1.8|.|||[]\nok|1|||.|||[]\n")
+    cli("convert", nlp, tmp_path / "d", "--to", "datadir")
+    # speaker 1's turn `no ok` is cut where its times stop: `no` keeps its segment, `ok` (no time) has none
+    assert read_table(tmp_path / "d" / "utt2spk") == {"c.nlp-00001": "c.nlp-0", "c.nlp-00002": "c.nlp-1",
+                                                      "c.nlp-00003": "c.nlp-1"}
+    assert read_table(tmp_path / "d" / "segments") == {"c.nlp-00001": "c.nlp 0.5 0.9", "c.nlp-00002": "c.nlp 1.5 1.8"}
+    assert read_table(tmp_path / "d" / "utt2reco") == {f"c.nlp-0000{k}": "c.nlp" for k in (1, 2, 3)}
+
+
+def test_punctuate_of_a_dir_text_reads_a_recordings_turns_in_time_order_as_decode(tmp_path):
+    """A hand-made directory whose ids are not in time order (segments place b-1 between a-1 and a-2):
+    `punctuate DIR/text` gives its utterances in decode's order (a recording's in time order) with decode's labels;
+    split-data keeps utt2reco with the utterances of each part."""
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "text").write_text("a-1 yeah i know\na-2 i think so we went there\nb-1 okay so what do you think\n")
+    (d / "utt2spk").write_text("a-1 a\na-2 a\nb-1 b\n")
+    (d / "segments").write_text("a-1 r 0.0 0.9\nb-1 r 3.0 4.2\n")
+    (d / "utt2reco").write_text("a-1 r\na-2 r\nb-1 r\n")  # a-2 has no segment: the recording in id order
+    cli("decode", "fast", d, tmp_path / "d.txt", "--format", "kaldi_text", "-q")
+    cli("punctuate", d / "text", "-m", "fast", "--format", "kaldi_text", "-o", tmp_path / "p.txt", "-q")
+    decoded = (tmp_path / "d.txt").read_text().splitlines()
+    assert (tmp_path / "p.txt").read_text().splitlines() == decoded
+    assert [ln.split()[0] for ln in decoded] == ["a-1", "a-2", "b-1"]
+    (d / "utt2reco").unlink()
+    (d / "segments").write_text("a-1 r 0.0 0.9\na-2 r 6.0 7.0\nb-1 r 3.0 4.2\n")
+    cli("decode", "fast", d, tmp_path / "e.txt", "--format", "kaldi_text", "-q")
+    cli("punctuate", d / "text", "-m", "fast", "--format", "kaldi_text", "-o", tmp_path / "q.txt", "-q")
+    timed = (tmp_path / "q.txt").read_text().splitlines()
+    assert sorted(timed) == (tmp_path / "e.txt").read_text().splitlines()  # decode's: sorted by id
+    assert [ln.split()[0] for ln in timed] == ["a-1", "b-1", "a-2"]  # punctuate's: the stream's, in time order
+    (d / "utt2reco").write_text("a-1 r\na-2 r\nb-1 r\n")
+    cli("split-data", d, "2")
+    assert read_table(d / "split2" / "1" / "utt2reco") == {"a-1": "r", "a-2": "r"}

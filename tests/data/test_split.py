@@ -210,3 +210,54 @@ def test_case_unknown_goes_with_its_utterances(iwslt, tmp_path):
         assert all(line.split()[0] in read_table(p / "text") for line in text.splitlines())
     combine_data_dirs(tmp_path / "back", parts)
     same_tree(ref, tmp_path / "back")
+
+
+def test_combine_of_a_text_dir_and_a_dir_of_turns_reads_each_part_as_alone(tmp_path):
+    """combine-data of a text directory (streams by utt2spk) and one of speaker turns (a Rev NLP call with times:
+    segments, ctm, utt2reco) keeps segments and ctm where they are and gives every utterance its utt2reco line (the
+    text directory's: its utt2spk), so the combination's streams, speakers and word times are the parts' own."""
+    from punctkit.data.streams import make_streams
+    from punctkit.data.timing import read_timing
+
+    txt = tmp_path / "talk.txt"
+    txt.write_text("Hello there. How are you today?\nFine, thanks. And you?\n")
+    nlp = tmp_path / "call.nlp"
+    nlp.write_text("token|speaker|ts|endTs|punctuation|prepunctuation|case|tags\n"
+                   "yes|0|0.5|0.9|.|||[]\nno|1|1.5|1.8|,|||[]\nreally|1|2.0|2.4|?|||[]\nok|0|||.|||[]\n")
+    prepare([txt], tmp_path / "text", show_progress=False)
+    prepare([nlp], tmp_path / "turns", show_progress=False)
+    combine_data_dirs(tmp_path / "both", [tmp_path / "text", tmp_path / "turns"])
+    both = tmp_path / "both"
+    assert read_table(both / "segments") == read_table(tmp_path / "turns" / "segments")
+    assert (both / "ctm").read_text() == (tmp_path / "turns" / "ctm").read_text()
+    spk = read_table(tmp_path / "text" / "utt2spk")
+    assert read_table(both / "utt2reco") == {**spk, **read_table(tmp_path / "turns" / "utt2reco")}
+
+    def streams(d):
+        dd = read_data_dir(d)
+        timing = read_timing(dd)
+        return {s.key: (s.words, s.speakers, s.times) for s in make_streams(dd, None, timing if timing.known else None)}
+
+    text = {k: (w, None, None) for k, (w, _, _) in streams(tmp_path / "text").items()}
+    alone = {**streams(tmp_path / "turns"), **text}
+    got = streams(both)
+    assert got.keys() == alone.keys() and len(text) == 2
+    for key, (words, speakers, times) in alone.items():
+        assert got[key][0] == words
+        if speakers is not None:  # the call: its turns and word times as alone
+            assert got[key][1] == speakers and got[key][2] == times
+
+
+def test_combine_of_timed_and_untimed_turns_keeps_the_segments(tmp_path):
+    """Two directories of turns, one with times (segments, ctm, utt2reco) and one without (utt2reco only): the
+    combination keeps the first one's segments and ctm (not left out because the second has none)."""
+    head = "token|speaker|ts|endTs|punctuation|prepunctuation|case|tags\n"
+    (tmp_path / "a.nlp").write_text(head + "yes|0|0.5|0.9|.|||[]\nno|1|1.5|1.8|.|||[]\n")
+    (tmp_path / "b.nlp").write_text(head + "well|0|||,|||[]\nright|1|||.|||[]\n")
+    prepare([tmp_path / "a.nlp"], tmp_path / "a", show_progress=False)
+    prepare([tmp_path / "b.nlp"], tmp_path / "b", show_progress=False)
+    assert not (tmp_path / "b" / "segments").exists()
+    combine_data_dirs(tmp_path / "ab", [tmp_path / "a", tmp_path / "b"])
+    assert read_table(tmp_path / "ab" / "segments") == read_table(tmp_path / "a" / "segments")
+    assert (tmp_path / "ab" / "ctm").read_text() == (tmp_path / "a" / "ctm").read_text()
+    assert len(read_table(tmp_path / "ab" / "utt2reco")) == 4

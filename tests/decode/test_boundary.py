@@ -11,17 +11,9 @@ import numpy as np
 import pytest
 
 from punct_util import cli
+from punctkit.data.boundaries import N_BOUNDARIES, N_PAUSES, NOTHING, TURN_CHANGE, boundaries, boundary_id, pause_bucket
 from punctkit.data.labels import get_inventory
-from punctkit.decode.boundary import (
-    N_BOUNDARIES,
-    N_PAUSES,
-    NOTHING,
-    TURN_CHANGE,
-    BoundaryFusion,
-    boundaries,
-    boundary_id,
-    pause_bucket,
-)
+from punctkit.decode.boundary import BoundaryFusion
 from punctkit.files import PunctkitError
 
 HEADER = "token|speaker|ts|endTs|punctuation|prepunctuation|case|tags"

@@ -1,6 +1,6 @@
 """Decoding options have one source: command line > what training fixed (the window) >
 the decoding config > the model's `decode:` section > defaults (punctkit/decode/options.py),
-for `punctkit decode`, validation inside training, `Punctuator` and `pack`'s card."""
+for `punctkit decode`, validation inside training, `Engine` and `pack`'s card."""
 from __future__ import annotations
 
 import json

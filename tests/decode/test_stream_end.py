@@ -152,7 +152,7 @@ def test_open_streams_keep_the_models_last_label_in_decode_validation_and_punctu
         assert c.labels[:-1] == o.labels[:-1]
         assert (c.labels[-1] == o.labels[-1]) == (mark_of(o.labels[-1]) in SENTENCE_END)
     assert read_options(tmp_path / "open" / "decode_options.yaml").stream_end == "open"
-    # the library: a Punctuator with the option labels a stream as decode does
+    # the library: a Engine with the option labels a stream as decode does
     punct = load_model(exp, options=[DecodeOptions(window=40, step=20, stream_end="open")])
     words = opened[0].words
     assert not punct.closes_streams and words_labels(punct, words) == opened[0].labels

@@ -10,7 +10,7 @@ import pytest
 
 import punctkit
 from punctkit.files import PunctkitError
-from punctkit.infer import Ensemble, Punctuator, load_model
+from punctkit.infer import Engine, Ensemble, load_model
 
 ROOT = Path(__file__).resolve().parents[2]
 CALL = ROOT.parent / "shared" / "data" / "earnings22" / "calls" / "4470684.aligned.nlp"  # its head: timed, turns
@@ -26,7 +26,7 @@ def call_head(tmp_path_factory) -> Path:
     return out
 
 
-def _labelled(engine: Punctuator, src: Path) -> tuple[list[str], np.ndarray]:
+def _labelled(engine: Engine, src: Path) -> tuple[list[str], np.ndarray]:
     """Every word's label and distribution, the NLP file read as `punctuate` reads it."""
     done = list(punctkit.Model(engine).label_file(src, probs=True))
     return [lab for d in done for lab in d.labels], np.concatenate([d.rows for d in done])
@@ -42,7 +42,7 @@ def test_an_ensemble_fuses_each_members_turns_and_pauses(call_head):
     e_labels, e_rows = _labelled(two, call_head)
     assert len(labels) > 1000 and np.abs(e_rows - rows).max() < 1e-9
     assert e_labels == labels
-    unfused = Punctuator(scorer=two.scorer.without_boundaries())
+    unfused = Engine(scorer=two.scorer.without_boundaries())
     u_labels, u_rows = _labelled(unfused, call_head)
     assert np.abs(u_rows - rows).max() > 0.01 and u_labels != labels  # the fusion reaches the ensemble's labels
     # and the command line: punctuate -m fast -m fast writes what -m fast writes
@@ -61,7 +61,7 @@ def test_an_ensemble_streams_with_its_members_fusions(call_head):
     fed = [(w, d.utt.speaker, t) for d in punctkit.load("fast").label_file(call_head) for w, t in zip(d.words, d.times)]
     assert len({speaker for _, speaker, _ in fed}) > 1 and all(t[0] is not None for _, _, t in fed)
 
-    def streamed(engine: Punctuator) -> list[str]:
+    def streamed(engine: Engine) -> list[str]:
         s = PunctStream(engine)
         out = [shown for word, speaker, times in fed for _, _, shown in s.feed([word], speaker, times)]
         return out + [shown for _, _, shown in s.finish()]
@@ -69,7 +69,7 @@ def test_an_ensemble_streams_with_its_members_fusions(call_head):
     one = streamed(load_model("fast", threads=1))
     two = load_model(["fast", "fast"], threads=1)
     assert streamed(two) == one
-    assert streamed(Punctuator(scorer=two.scorer.without_boundaries())) != one
+    assert streamed(Engine(scorer=two.scorer.without_boundaries())) != one
 
 
 def test_one_model_where_one_goes_and_no_model_is_an_error():
@@ -78,7 +78,7 @@ def test_one_model_where_one_goes_and_no_model_is_an_error():
         load_model(["fast", "fast"], single=True)
     with pytest.raises(PunctkitError, match="no model given"):
         load_model([])
-    assert isinstance(punctkit.load("fast").engine, Punctuator)
+    assert isinstance(punctkit.load("fast").engine, Engine)
 
 
 def test_labelled_says_whether_it_starts_or_ends_its_stream():

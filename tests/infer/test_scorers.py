@@ -143,7 +143,7 @@ def test_frontend_digest_tells_shared_frontends_apart(models):
 def test_onnx_members_side_by_side_equal_member_by_member(models, onnx_ens, threads):
     """One frontend, one window plan, ONNX graphs: the members run on shared batches, and every
     label and row is the one member-by-member averaging gives (utterances and streams alike)."""
-    from punctkit import Punctuator, load_model
+    from punctkit import Engine, load_model
 
     words = _words(models)
     fast = load_model(onnx_ens, threads=threads)
@@ -154,7 +154,7 @@ def test_onnx_members_side_by_side_equal_member_by_member(models, onnx_ens, thre
     want_labels, want_rows = words_labels(slow, words, probs=True)
     assert labels == want_labels and np.abs(rows - want_rows).max() < 1e-9
     assert np.allclose(rows.sum(1), 1)
-    first = Punctuator(scorer=fast.scorer.members[0])  # type: ignore[union-attr]
+    first = Engine(scorer=fast.scorer.members[0])  # type: ignore[union-attr]
     assert np.abs(rows - words_rows(first, words)).max() > 1e-3  # the members differ: a real average
     utts = [(words[i:i + 37], None) for i in range(0, 370, 37)]
     got = list(utterance_labels(fast, utts, probs=True))
@@ -373,10 +373,10 @@ def test_decode_of_experiments_labels_as_their_package_punctuates(models, onnx_e
 
 def test_members_in_threads_label_as_in_turn(models):
     """The typed ways to run an ensemble's members (`MemberRun`) give the same labels and rows;
-    a model and an ensemble are scorers of the one engine (`Punctuator`), and only a shared-window ensemble
+    a model and an ensemble are scorers of the one engine (`Engine`), and only a shared-window ensemble
     streams."""
     from punctkit import Ensemble, load_model
-    from punctkit.infer import Engine, ModelScorer, Punctuator
+    from punctkit.infer import Engine, ModelScorer
 
     words = _words(models)[:400]
     turn = load_model([models / "a.pkt", models / "b.pkt"], "0.6,0.4", threads=1, backend="torch")
@@ -388,7 +388,7 @@ def test_members_in_threads_label_as_in_turn(models):
     want_labels, want_rows = words_labels(turn, words, probs=True)
     assert labels == want_labels and np.abs(rows - want_rows).max() < 1e-9
     assert isinstance(turn, Engine) and isinstance(turn.scorer.members[0], ModelScorer)
-    one = Punctuator(scorer=turn.scorer.members[0])
+    one = Engine(scorer=turn.scorer.members[0])
     assert one.streamable() is one and one.scorer.streamable() is one.scorer
     with pytest.raises(PunctkitError, match="ensemble of ONNX members"):
         turn.streamable()

@@ -227,3 +227,41 @@ def test_packed_onnx_graph_equals_torch_on_any_batch_shape(uni_packed):
         got, want = tagger.logits(b), logits(model, b).numpy()
         assert got.shape == want.shape
         assert np.abs(got - want)[b["word_mask"]].max() < 1e-4
+
+
+# ------------------------------------------------------------------ (c) the boundary input (issue #79)
+
+def test_boundary_input_starts_at_zero_so_a_warm_start_computes_what_it_did():
+    """`boundary_input: true` adds one table (boundary.weight) and nothing else; copied from a model without it,
+    the new model's logits are the old one's whatever the boundary ids; a model without it needs no `boundaries`."""
+    old, new = build(seed=0), build(seed=5, boundary_input=True)
+    assert set(new.state_dict()) - set(old.state_dict()) == {"boundary.weight"}
+    assert "boundaries" in new.needs and "boundaries" not in old.needs
+    missing, unexpected = new.load_state_dict(old.state_dict(), strict=False)
+    assert missing == ["boundary.weight"] and not unexpected
+    batch = batch_of([[[3], [4, 5], [6]], [[7], [8]]])
+    rng = np.random.default_rng(0)
+    bounds = torch.from_numpy(rng.integers(1, 12, size=batch["word_pos"].shape))
+    with torch.no_grad():
+        got = new({**{k: torch.from_numpy(batch[k]) for k in KEYS}, "boundaries": bounds})
+    assert torch.equal(got, logits(old, batch))
+
+
+def test_boundary_ids_reach_their_words_token_and_nothing_stays_untrained():
+    """A word's boundary id is added at its label-carrying token only (a padded word's id changes nothing); a
+    training step moves the rows it used, never row 0 (nothing known)."""
+    model = build(boundary_input=True)
+    with torch.no_grad():
+        model.boundary.weight[1:].normal_()
+    batch = {k: torch.from_numpy(v) for k, v in batch_of([[[3], [4, 5], [6]], [[7], [8]]]).items()}
+    ids = model.token_boundaries({**batch, "boundaries": torch.tensor([[1, 2, 3], [4, 9, 7]])})
+    assert ids.tolist() == [[1, 0, 2, 3], [4, 9, 0, 0]]  # row 1's third word is padding: its 7 goes nowhere
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = model.boundary.weight.detach().clone()
+    out = model({**batch, "boundaries": torch.tensor([[0, 2, 3], [4, 0, 0]])})
+    out.sum().backward()
+    opt.step()
+    after = model.boundary.weight.detach()
+    assert torch.equal(after[0], torch.zeros_like(after[0]))
+    assert not torch.equal(after[2], before[2]) and torch.equal(after[5], before[5])

@@ -28,7 +28,7 @@ from serve_util import Server, post, ws_replies
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 pytest.importorskip("onnxruntime", reason="the onnx extra (onnxruntime) is not installed")
 from label_util import words_labels
-from punctkit import Punctuator, load_model  # noqa: E402
+from punctkit import Engine, load_model  # noqa: E402
 from punctkit import serve as serve_module  # noqa: E402
 from punctkit.data.formats import read  # noqa: E402
 from punctkit.files import PunctkitError  # noqa: E402
@@ -49,7 +49,7 @@ def packed(tiny_package, tmp_path_factory) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def punct(packed) -> Punctuator:
+def punct(packed) -> Engine:
     return load_model(packed["pkt"], threads=1)
 
 
@@ -74,7 +74,7 @@ def timed_jsonl(uttid: str, words: list[str], t0: float = 0.0) -> str:
     return json.dumps({"id": uttid, "words": items}) + "\n"
 
 
-def expected(punct: Punctuator, tmp: Path, name: str, body: str, fmt: str = "readable") -> str:
+def expected(punct: Engine, tmp: Path, name: str, body: str, fmt: str = "readable") -> str:
     """What `punctuate` writes for `body` in `fmt`."""
     (tmp / name).write_text(body)
     punctuate_file(punct, tmp / name, tmp / f"{name}.out", fmt=fmt)

@@ -7,8 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
+from punctkit.data.datadir import write_data_dir
 from punctkit.data.formats.base import Report, Source, TextInput, Utterance, as_source
+from punctkit.data.formats.datadir_io import has_turns, turn_dir
 from punctkit.data.formats.detect import detect_for
+from punctkit.data.formats.nlp import read_nlp_turns
 from punctkit.data.formats.protocol import CorpusRead
 from punctkit.data.formats.registry import get_format
 from punctkit.data.labels import LabelSet, O, Substitution, default_substitution, get_inventory, inventory_for
@@ -67,5 +70,11 @@ def convert(src: str | Path, dst: str | Path, src_fmt: str | None = None, dst_fm
     utts, inv = read(src, src_fmt, inventory, encoding=encoding)
     if dst_fmt is None:
         dst_fmt = "datadir" if Path(dst).is_dir() or str(dst).endswith("/") else "text"
+    if dst_fmt == "datadir" and (src_fmt or detect_for(as_source(src), "reader", encoding).name) == "nlp":
+        turns = read_nlp_turns(src, CorpusRead(inv, default_substitution(inv), encoding=encoding))
+        if has_turns(turns):  # a call's speaker turns and times kept (datadir_io.turn_dir), as prepare keeps them
+            t = turn_dir(Path(src).name, turns)
+            write_data_dir(dst, t.utts, inv, t.utt2spk, extra=t.files(), overwrite=overwrite, inputs=[src])
+            return len(t.utts), sum(len(u.words) for u in t.utts)
     write(utts, dst, dst_fmt, inv, overwrite, inputs=[src])
     return len(utts), sum(len(u.words) for u in utts)

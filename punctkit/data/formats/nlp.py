@@ -202,14 +202,42 @@ def mark_text(mark: str, inventory: LabelSet) -> str:
     return mark
 
 
+@dataclass
+class SpokenTurn:
+    """One speaker's run of words of an NLP call read as a corpus (`read_nlp_turns`): who speaks (its rows'
+    `speaker`; None where empty: the file does not say), its words and labels, and each word's (start, end)
+    seconds (its row's `ts` and `endTs`; None where empty)."""
+
+    speaker: str | None
+    words: list[str]
+    labels: list[str]
+    times: list[tuple[float | None, float | None]]
+
+
 def read_nlp(path: Source, how: CorpusRead, split_contractions: bool = False) -> list[Utterance]:
     """An NLP file as a corpus: one utterance (the file's name), its words and labels; non-speech
     tokens are counted in the report, never words. `how.lines` is not supported (a call is one stream)."""
+    return one_utterance(as_source(path).name, read_nlp_turns(path, how, split_contractions))
+
+
+def one_utterance(name: str, turns: list[SpokenTurn]) -> list[Utterance]:
+    """Turns as one utterance `name` (a call is one stream), their speakers and times dropped; none without turns."""
+    if not turns:
+        return []
+    return [Utterance(name, [w for t in turns for w in t.words], [lab for t in turns for lab in t.labels])]
+
+
+def read_nlp_turns(path: Source, how: CorpusRead, split_contractions: bool = False) -> list[SpokenTurn]:
+    """An NLP file as a corpus, its words and labels cut into speaker turns (`SpokenTurn`: a change of the
+    `speaker` column starts one), each word with its row's times; the words and labels, read on, are
+    `read_nlp`'s (a mark after a turn's last word is that word's). Non-speech tokens are counted in the
+    report, never words; a file without words is reported and gives no turn."""
     p = as_source(path)
     inventory, report = how.inventory, how.report
     if how.lines is not None:
         raise PunctkitError(f"{p}: --lines is for line-per-utterance text; an NLP file is one stream")
     toks: list[tuple[str, str]] = []
+    spoken: list[tuple[str | None, float | None, float | None]] = []  # per word ('w' token): speaker, times
     for _, row in nlp_rows(p, how.encoding):
         tok = row.token.strip()
         pre = row.fields.get("prepunctuation", "").strip()
@@ -224,6 +252,8 @@ def read_nlp(path: Source, how: CorpusRead, split_contractions: bool = False) ->
             if len(pieces) > 1:
                 report.note("contractions split (--split-contractions)")
             toks += [("w", piece) for piece in pieces]
+            who = row.fields["speaker"].strip() or None
+            spoken += [(who, _time(p, row, "ts"), _time(p, row, "endTs"))] * len(pieces)
         punct = row.fields["punctuation"].strip()
         if punct and not mark_text(punct, inventory):
             report.note(f"marks without a class in {inventory.name} dropped ({punct})")
@@ -234,7 +264,14 @@ def read_nlp(path: Source, how: CorpusRead, split_contractions: bool = False) ->
     if not seg.words:
         report.repair("input without any word skipped", str(p))
         return []
-    return [Utterance(p.name, seg.words, seg.marks)]
+    turns: list[SpokenTurn] = []
+    for word, label, (who, start, end) in zip(seg.words, seg.marks, spoken):
+        if not turns or turns[-1].speaker != who:
+            turns.append(SpokenTurn(who, [], [], []))
+        turns[-1].words.append(word)
+        turns[-1].labels.append(label)
+        turns[-1].times.append((start, end))
+    return turns
 
 
 # ---------------------------------------------------------------- punctuate: in and out

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from punctkit.data.datadir import read_table
+from punctkit.data.datadir import read_data_dir, read_table
 from punctkit.data.formats import cues, nlp
 from punctkit.data.formats.asr import check_one_word_id
 from punctkit.data.formats.base import (
@@ -35,11 +35,13 @@ from punctkit.data.formats.base import (
     split_text,
 )
 from punctkit.data.formats.protocol import CorpusRead, ReadContext, Reader
+from punctkit.data.streams import StreamOrder, stream_order
 from punctkit.data.tokenize import join_marked, label_tokens, read_passage, split_contraction, split_words, tokens
 from punctkit.data.utterance import is_one_word
 from punctkit.files import PunctkitError, where
 
 if TYPE_CHECKING:
+    from punctkit.data.datadir import DataDir, Timing
     from punctkit.data.labelled import Labelled
 
 # an utterance id: letters, digits, `_-.:/` with at least one digit (`utt1`, `1272-128104-0000`)
@@ -279,12 +281,45 @@ def kaldi_text_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
     """Kaldi `text` for punctuate: `uttid words...` per line (an id without words gives an empty utterance),
     each its own stream; but a data directory's `text` (a file named `text` with `utt2spk` beside it) has its
     speakers' utterances run on, one after another, as `punctkit decode` of the directory has them
-    (`AsrUtterance.stream`: the speaker). Unless `ctx.told`, lines that look like another format's are refused."""
-    speakers = speakers_beside(src)
+    (`AsrUtterance.stream`: the speaker); and where the directory says when or who (`segments`, `utt2reco`,
+    `ctm`: `turns_beside`), its utterances come as decode reads them: a recording's in time order, one stream,
+    each with its speaker (a change a turn) and its words' times. Unless `ctx.told`, lines that look like another
+    format's are refused."""
+    beside = turns_beside(src)
+    if beside is None:
+        speakers = speakers_beside(src)
+        for i, uttid, rest in kaldi_text_lines(src, ctx.encoding, told=ctx.told):
+            p = read_passage(split_words(rest), ctx.inventory, ctx.rules)
+            yield AsrUtterance(uttid, p.words, p.marks, p.written, [None] * len(p.words), lineno=i,
+                               stream=speakers.get(uttid), tags=p.tags)
+        return
+    order, timing, dd = beside
+    units = {}
     for i, uttid, rest in kaldi_text_lines(src, ctx.encoding, told=ctx.told):
         p = read_passage(split_words(rest), ctx.inventory, ctx.rules)
-        yield AsrUtterance(uttid, p.words, p.marks, p.written, [None] * len(p.words), lineno=i,
-                           stream=speakers.get(uttid), tags=p.tags)
+        times = timing.word_times(uttid, len(p.words)) if timing.known else []
+        records = [{"start_s": a, "end_s": b} for a, b in times] if len(times) == len(p.words) else \
+            [None] * len(p.words)  # a text whose words are not the directory's (marks in it): times unknown
+        units[uttid] = AsrUtterance(uttid, p.words, p.marks, p.written, records, lineno=i,
+                                    stream=order.keys.get(uttid, uttid), tags=p.tags,
+                                    speaker=dd.utt2spk.get(uttid, uttid) if order.turns else None)
+    yield from (units[u.uttid] for u in order.utts if u.uttid in units)
+
+
+def turns_beside(src: Source) -> "tuple[StreamOrder, Timing, DataDir] | None":
+    """A data directory's `text` (`src` named `text`, with `segments`, `utt2reco` or `ctm` beside it) as `punctkit
+    decode` reads the directory: its stream order (data/streams.py stream_order) and its words' times
+    (data/timing.py read_timing) and the directory; None for any other input."""
+    if isinstance(src, TextInput) or str(src) == "-":
+        return None
+    p = Path(src)
+    if p.name != "text" or not any((p.parent / f).is_file() for f in ("segments", "utt2reco", "ctm")):
+        return None
+    from punctkit.data.timing import read_timing  # here: data/timing.py reads a ctm through formats/asr.py
+
+    dd = read_data_dir(p.parent, need_labels=False)
+    timing = read_timing(dd)
+    return stream_order(dd, timing if timing.known else None), timing, dd
 
 
 def speakers_beside(src: Source) -> dict[str, str]:

@@ -35,7 +35,9 @@ def rows(path: Path) -> list[list[str]]:
 
 def test_prepare_reads_a_call_as_one_stream_of_its_spoken_words(call, tmp_path):
     cli("prepare", call, "-o", tmp_path / "d", "--inventory", "truecase4")
-    words = (tmp_path / "d" / "text").read_text().split()[1:]
+    lines = (tmp_path / "d" / "text").read_text().splitlines()  # an utterance a speaker turn (its speakers, times)
+    words = [w for ln in lines for w in ln.split()[1:]]
+    assert len(lines) > 1 and (tmp_path / "d" / "segments").is_file()
     speech = [r for r in rows(call) if not (r[0].startswith("<") and r[0].endswith(">"))]
     tags = Counter(r[0] for r in rows(call) if r[0].startswith("<"))
     assert tags and len(words) == len(speech)  # one word a token; the tags are none
