@@ -1,5 +1,5 @@
 """Helpers shared by the tests: the `punctkit` command, the checks of a user error (one line: one_line_message,
-raised_error, stderr_error, cli_error), a tiny model trained on IWSLT slices."""
+raised_error, stderr_error, cli_error), a reader's units (units_of), a tiny model trained on IWSLT slices."""
 from __future__ import annotations
 
 import re
@@ -11,6 +11,9 @@ from typing import Any, Callable
 import pytest
 
 from conftest import IWSLT
+from punctkit.data.formats.base import AsrUtterance, Source
+from punctkit.data.formats.protocol import InputFormat, ReadContext
+from punctkit.data.labels import LabelSet, Substitution, default_substitution
 from punctkit.data.prepare import prepare
 
 PK = [sys.executable, "-m", "punctkit.cli"]
@@ -26,6 +29,15 @@ def cli(*args: Any, ok: bool = True) -> subprocess.CompletedProcess:
     if ok:
         assert r.returncode == 0, r.stderr
     return r
+
+
+def units_of(reader: InputFormat, src: Source, inventory: LabelSet, rules: Substitution | None = None, *,
+             encoding: str | None = None, told: bool = False) -> list[AsrUtterance]:
+    """The units `reader` (a registry entry or a reader function: protocol.InputFormat) reads of `src`, all of them,
+    through the one protocol: `reader.read(src, ReadContext.of(src, inventory, rules, encoding, told))`, `rules` the
+    inventory's default substitution where None. What the reading counts (`ctx.dropped`): make the context."""
+    rules = default_substitution(inventory) if rules is None else rules
+    return list(reader.read(src, ReadContext.of(src, inventory, rules, encoding, told)))
 
 
 def one_line_message(message: str, *says: str, start: str = "") -> str:

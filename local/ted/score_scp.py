@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from punctkit.data.formats.nlp import nlp_units
+from punctkit.data.formats.protocol import ReadContext
 from punctkit.data.labels import O, default_substitution, get_inventory
 from punctkit.files import PunctkitError, iter_lines
 from punctkit.score import Transcript, format_report, read_transcript, score
@@ -23,14 +24,14 @@ def turn_ends(ref: Path, hyp: Path) -> tuple[list[str], list[str]]:
     """The marks (O for none) after the last word of each of the reference's speaker turns that another speaker's
     turn follows, in the reference and in the hypothesis (the same rows, whatever speakers it was given)."""
     rules = default_substitution(INV)
-    units = [u for u in nlp_units(ref, INV, rules) if u.words]
+    units = [u for u in nlp_units.read(ref, ReadContext.of(ref, INV, rules)) if u.words]
     ends, at = [], 0
     for a, b in zip(units, units[1:]):
         at += len(a.words)
         if a.speaker != b.speaker:
             ends.append(at - 1)
     ref_marks = [m for u in units for m in u.marks]
-    hyp_marks = [m for u in nlp_units(hyp, INV, rules) for m in u.marks]
+    hyp_marks = [m for u in nlp_units.read(hyp, ReadContext.of(hyp, INV, rules)) for m in u.marks]
     if len(hyp_marks) != len(ref_marks):
         raise PunctkitError(f"{hyp}: {len(hyp_marks)} words, its reference {ref} {len(ref_marks)}")
     return [ref_marks[k] for k in ends], [hyp_marks[k] for k in ends]

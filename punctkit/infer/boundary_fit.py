@@ -18,6 +18,7 @@ import numpy as np
 from punctkit.data.boundaries import N_BOUNDARIES, N_PAUSES, N_TURNS, NOTHING, boundaries
 from punctkit.data.formats.base import AsrUtterance, OutputOptions
 from punctkit.data.formats.nlp import nlp_units
+from punctkit.data.formats.protocol import ReadContext
 from punctkit.data.labelled import Times, word_times
 from punctkit.data.labels import LabelSet, default_substitution, mark_of
 from punctkit.data.tokenize import as_written
@@ -60,8 +61,8 @@ def collect(engine: Engine, ref: Path, blind: Path, rows: np.ndarray | None = No
     `rows`: the distributions computed before (a cache), the network not run."""
     inv = engine.inventory
     rules = default_substitution(inv)
-    lines = [u for u in nlp_units(blind, inv, rules) if u.words]
-    refs = [u for u in nlp_units(ref, inv, rules) if u.words]
+    lines = [u for u in nlp_units.read(blind, ReadContext.of(blind, inv, rules)) if u.words]
+    refs = [u for u in nlp_units.read(ref, ReadContext.of(ref, inv, rules)) if u.words]
     words = [w for u in lines for w in u.words]
     ref_written = [as_written(w) for u in refs for w in u.written]
     ref_marks = [m for u in refs for m in u.marks]

@@ -22,6 +22,7 @@ import yaml
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
+from punct_util import units_of
 from punctkit.data.datadir import read_data_dir
 from punctkit.data.formats import (
     FORMATS,
@@ -226,7 +227,7 @@ def test_read_ctm_both_readers(tmp_path, data):
     p = tmp_path / "x.ctm"
     p.write_bytes(data)
     n = lines_in(data)
-    expect(lambda: list(asr.ctm_units(p, INV, RULES, None, [0])), p, n, need_line=True)
+    expect(lambda: units_of(asr.ctm_units, p, INV, RULES), p, n, need_line=True)
     expect(lambda: feats_ctm.read_ctm(p), p, n, need_line=True)
 
 
@@ -252,7 +253,7 @@ JSONL = st.one_of(st.lists(st.one_of(JSON_VALUE.map(json.dumps), OBJ.map(json.du
 def test_read_jsonl(tmp_path, data):
     p = tmp_path / "x.jsonl"
     p.write_bytes(data)
-    expect(lambda: list(asr.jsonl_units(p, INV, RULES, None, [0])), p, lines_in(data), need_line=True)
+    expect(lambda: units_of(asr.jsonl_units, p, INV, RULES), p, lines_in(data), need_line=True)
 
 
 @SETTINGS
@@ -261,7 +262,7 @@ def test_read_asr_text(tmp_path, data, fmt):
     p = tmp_path / "x"
     p.write_bytes(data)
     reader = text_formats.kaldi_text_units if fmt == "kaldi_text" else text_formats.text_units
-    expect(lambda: list(reader(p, INV, RULES)), p, lines_in(data), need_line=True)
+    expect(lambda: units_of(reader, p, INV, RULES), p, lines_in(data), need_line=True)
     expect(lambda: detect_for(p, "units", command="punctuate", option="--input-format"), p)
 
 
@@ -270,7 +271,7 @@ def test_read_asr_text(tmp_path, data, fmt):
 def test_read_jsonl_word_times(tmp_path, items, uttid):
     p = tmp_path / "x.jsonl"
     p.write_text(json.dumps({"id": uttid, "words": items}) + "\n")
-    got = expect(lambda: list(asr.jsonl_units(p, INV, RULES, None, [0])), p, 1, need_line=True)
+    got = expect(lambda: units_of(asr.jsonl_units, p, INV, RULES), p, 1, need_line=True)
     if got is not None:
         assert got[0].uttid == ("x.jsonl-000001" if uttid is None or uttid == "" else str(uttid))
 
@@ -312,7 +313,7 @@ def test_read_recognizer_outputs(tmp_path, data, fmt):
     p.write_bytes(data)
     reader = {"whisper": recognizers.whisper_units, "nemo": recognizers.nemo_units,
               "vosk": recognizers.vosk_units}[fmt]
-    got = expect(lambda: list(reader(p, INV, RULES, None, [0])), p, lines_in(data), need_line=True)
+    got = expect(lambda: units_of(reader, p, INV, RULES), p, lines_in(data), need_line=True)
     if got is not None:
         assert all(len(u.words) == len(u.marks) == len(u.written) == len(u.records) for u in got)
         assert all(w.core for u in got for w in u.written)
@@ -327,7 +328,7 @@ def test_detect_recognizer_outputs_and_read_them(tmp_path, data):
     fmt = expect(lambda: detect_format(p), p, lines_in(data))
     if fmt in ("whisper", "nemo", "vosk", "jsonl", "ctm", "text", "kaldi_text"):
         reader = detect_for(p, "units").units
-        expect(lambda: list(reader(p, INV, RULES, None, [0])), p, lines_in(data), need_line=True)
+        expect(lambda: units_of(reader, p, INV, RULES), p, lines_in(data), need_line=True)
 
 
 GOOD_TIME = st.one_of(st.none(), st.floats(0, 100), st.integers(0, 100))
@@ -343,7 +344,7 @@ def test_whisper_words_pass_through(tmp_path, doc):
     """Every Whisper word with text comes back as it was written, leading spaces stripped."""
     p = tmp_path / "w.json"
     p.write_text(json.dumps(doc))
-    got = expect(lambda: list(recognizers.whisper_units(p, INV, RULES, None, [0])), p, 1, need_line=True)
+    got = expect(lambda: units_of(recognizers.whisper_units, p, INV, RULES), p, 1, need_line=True)
     if got is None:
         return
     want = []
@@ -380,7 +381,7 @@ def test_every_registered_reader(tmp_path, data, fmt):
     if entry.reader is not None:
         expect(lambda: read(p, fmt), p, lines_in(data), need_line=True)
     if entry.units is not None:
-        expect(lambda: list(entry.units(p, INV, RULES, None, [0])), p, lines_in(data), need_line=True)
+        expect(lambda: units_of(entry, p, INV, RULES), p, lines_in(data), need_line=True)
 
 
 # ------------------------------------------------------------------ YAML: the one reader, --set, configs

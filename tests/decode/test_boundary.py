@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from punct_util import cli
+from punct_util import cli, units_of
 from punctkit.data.boundaries import N_BOUNDARIES, N_PAUSES, NOTHING, TURN_CHANGE, boundaries, boundary_id, pause_bucket
 from punctkit.data.labels import get_inventory
 from punctkit.decode.boundary import BoundaryFusion
@@ -138,7 +138,6 @@ def test_one_stream_and_lines_of_one_unit_fuse_alike(turns_pkg: Path, tmp_path: 
     to `Engine.label` as one unit (`_batched`) and in segments of 40 words fuse and label alike."""
     from punctkit import load_model
     from punctkit.data.formats.nlp import nlp_units
-    from punctkit.data.labels import default_substitution
 
     words = ("so we looked at the numbers and they were fine yeah i agree with that but what about the next "
              "quarter do you think it will hold up well i hope so").split()
@@ -151,7 +150,7 @@ def test_one_stream_and_lines_of_one_unit_fuse_alike(turns_pkg: Path, tmp_path: 
     labels = []
     for chunk in (10000, 40):
         p = load_model(turns_pkg, threads=1, chunk_words=chunk)
-        units = list(nlp_units(tmp_path / "c.nlp", p.inventory, default_substitution(p.inventory)))
+        units = units_of(nlp_units, tmp_path / "c.nlp", p.inventory)
         assert len({u.speaker for u in units}) == 2
         labels.append([lab for d in p.label(units, one_stream=True) for lab in d.labels])
         labels.append([lab for d in p.label([units]) for lab in d.labels])

@@ -86,10 +86,9 @@ class ReadContext:
 
 
 class Reader:
-    """A reader function `(src, ctx) -> units` as an InputFormat (`read`). Called with a model's inventory and
-    rules instead of a context, `(src, inventory, rules, encoding=None, dropped=None, told=False)`, as scripts
-    and the engine's callers do, it makes the context of `src`, and adds its `dropped` count to `dropped[0]` as
-    it reads."""
+    """A reader function `(src, ctx) -> units` as an InputFormat: every caller reads through its `read(src, ctx)`
+    (the one way to call a reader, as a registry entry's `read` is), the context made by the caller
+    (`ReadContext.of(src, inventory, rules)`), which then holds what the reading counted (`ctx.dropped`)."""
 
     def __init__(self, fn: Callable[[Source, ReadContext], Iterator[AsrUtterance]]) -> None:
         self.fn = fn
@@ -98,23 +97,6 @@ class Reader:
     def read(self, src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
         """The units of `src`, read with `ctx`."""
         return self.fn(src, ctx)
-
-    def __call__(self, src: Source, inventory: LabelSet | ReadContext, rules: Substitution | None = None,
-                 encoding: str | None = None, dropped: list[int] | None = None,
-                 told: bool = False) -> Iterator[AsrUtterance]:
-        if isinstance(inventory, ReadContext):
-            return self.fn(src, inventory)
-        return self._counted(src, ReadContext.of(src, inventory, rules, encoding, told), dropped)  # type: ignore[arg-type]
-
-    def _counted(self, src: Source, ctx: ReadContext, dropped: list[int] | None) -> Iterator[AsrUtterance]:
-        seen = 0
-        for utt in self.fn(src, ctx):
-            if dropped is not None:
-                dropped[0] += ctx.dropped - seen
-            seen = ctx.dropped
-            yield utt
-        if dropped is not None:
-            dropped[0] += ctx.dropped - seen
 
 
 def add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, rules: Substitution) -> bool:

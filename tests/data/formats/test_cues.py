@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from punct_util import cli
+from punct_util import cli, units_of
 from punctkit.data.formats import REGISTRY, detect_format
 from punctkit.data.labels import INVENTORIES, default_substitution
 from punctkit.files import PunctkitError
@@ -19,7 +19,7 @@ VTT = ("WEBVTT - made by a recognizer\n\nNOTE a comment\nover two lines\n\nSTYLE
 
 
 def units(fmt, p):
-    return list(REGISTRY[fmt].units(p, INV, RULES, None, [0]))
+    return units_of(REGISTRY[fmt], p, INV, RULES)
 
 
 @pytest.mark.parametrize("fmt, body", [("srt", SRT), ("srt", "\ufeff" + SRT.split("\n", 1)[1]), ("vtt", VTT)])

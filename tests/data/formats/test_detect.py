@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from punct_util import PK, cli, cli_error
+from punct_util import PK, cli, cli_error, units_of
 from punctkit.data.formats import Report, detect_for, detect_format, read
 from punctkit.data.formats.asr import ctm_units, jsonl_units
 from punctkit.data.formats.base import input_lines
@@ -219,10 +219,10 @@ def test_stdin_detection_hands_its_sample_back(monkeypatch):
     rules = default_substitution(inv)
     stdin_of(monkeypatch, (BAD / "asr_words.txt").read_bytes())
     assert detect_input_format("-") == "ctm"
-    assert [u.words for u in ctm_units("-", inv, rules)] == [["so", "if", "we"], ["well"]]
+    assert [u.words for u in units_of(ctm_units, "-", inv, rules)] == [["so", "if", "we"], ["well"]]
     stdin_of(monkeypatch, (BAD / "asr_words.log").read_bytes())
     assert detect_input_format("-") == "jsonl"
-    assert [u.uttid for u in jsonl_units("-", inv, rules)] == ["utt1", "utt2"]
+    assert [u.uttid for u in units_of(jsonl_units, "-", inv, rules)] == ["utt1", "utt2"]
 
 
 def test_score_reads_utf16_and_latin1(tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from punct_util import cli, network_only, raised_error
+from punct_util import cli, network_only, raised_error, units_of
 from punctkit.data.formats import REGISTRY, detect_format, read
 from punctkit.data.formats.asr import jsonl_out
 from punctkit.data.formats.base import OutputOptions, given_words
@@ -74,7 +74,7 @@ def write(tmp_path: Path, text: str, name: str = "asr.json") -> Path:
 @pytest.mark.parametrize("indent", [None, 2])
 def test_whisper_segments_words_and_times(tmp_path, indent):
     p = write(tmp_path, json.dumps(WHISPER, indent=indent))
-    units = list(whisper_units(p, INV, RULES))
+    units = units_of(whisper_units, p, INV, RULES)
     assert [u.uttid for u in units] == ["asr.json-000001", "asr.json-000002", "asr.json-000003", "asr.json-000004"]
     assert not any(u.has_id for u in units)
     # leading spaces stripped, words as Whisper wrote them otherwise; its marks are input marks
@@ -120,7 +120,7 @@ SEGMENTS = [{"start": 0.0, "end": 2.4, "text": " so what do you think about"},
 def test_whisper_cpp_and_a_list_of_segments_are_whisper_and_share_their_segments_times(tmp_path, doc, indent):
     p = write(tmp_path, json.dumps(doc, indent=indent))
     assert detect_format(p) == "whisper"
-    units = list(whisper_units(p, INV, RULES))
+    units = units_of(whisper_units, p, INV, RULES)
     assert [u.words for u in units] == ["so what do you think about".split(), "new york i think it is great".split()]
     for u, (s, e) in zip(units, [(0.0, 2.4), (2.4, 5.0)]):
         times = [(r["start_s"], r["end_s"]) for r in u.records]
@@ -133,7 +133,7 @@ def test_whisper_cpp_and_a_list_of_segments_are_whisper_and_share_their_segments
 def test_whisper_timestamped_words_are_read_from_their_text(tmp_path):
     p = write(tmp_path, json.dumps(TIMESTAMPED))
     assert detect_format(p) == "whisper"
-    (u,) = whisper_units(p, INV, RULES)
+    (u,) = units_of(whisper_units, p, INV, RULES)
     assert u.words == "so what do you think".split()
     assert [(r["start_s"], r["end_s"]) for r in u.records][:2] == [(0.5, 0.7), (0.7, pytest.approx(0.9))]
 
@@ -148,7 +148,7 @@ def test_whisper_cpp_longer_than_the_detectors_head_is_not_vosk(tmp_path, monkey
 
 def test_json_lines_of_segments_share_their_times(tmp_path):
     p = write(tmp_path, "".join(json.dumps(s) + "\n" for s in SEGMENTS), "segs.jsonl")
-    units = list(REGISTRY["jsonl"].units(p, INV, RULES, None, [0]))
+    units = units_of(REGISTRY["jsonl"], p, INV, RULES)
     assert [(u.records[0]["start_s"], u.records[-1]["end_s"]) for u in units] == [(0.0, 2.4), (2.4, 5.0)]
 
 
@@ -166,7 +166,7 @@ def test_whisper_longer_than_the_detectors_head(tmp_path, monkeypatch):
 def test_nemo_manifest_pred_text_else_text_and_every_field_kept(tmp_path):
     p = write(tmp_path, "".join(json.dumps(o) + "\n" for o in NEMO) + "\n", "manifest.json")
     assert detect_format(p) == "nemo"
-    units = list(nemo_units(p, INV, RULES))
+    units = units_of(nemo_units, p, INV, RULES)
     assert [u.words for u in units] == [["so", "what", "do", "you", "think"], ["i", "mean", "twenty", "people"]]
     assert [u.lineno for u in units] == [1, 2]
     out = [json.loads(line) for u in units
@@ -181,7 +181,7 @@ def test_nemo_pred_text_null_reads_text(tmp_path):
     line = {"audio_filepath": "a.wav", "pred_text": None, "text": "so what"}
     p = write(tmp_path, json.dumps(line) + "\n", "manifest.json")
     assert detect_format(p) == "nemo"
-    (u,) = nemo_units(p, INV, RULES)
+    (u,) = units_of(nemo_units, p, INV, RULES)
     assert u.words == ["so", "what"]
     assert json.loads(next(nemo_out(Labelled(u, [O, "PERIOD"], ["so", "what."]), OutputOptions(src=p)))) == {
         **line, "pred_text_punctuated": "so what."}
@@ -196,7 +196,7 @@ def test_vosk_results_in_every_layout(tmp_path, layout):
             "one": json.dumps(VOSK_RESULT, indent=2)}[layout]
     p = write(tmp_path, text, "result.json")
     assert detect_format(p) == "vosk"
-    units = list(vosk_units(p, INV, RULES))
+    units = units_of(vosk_units, p, INV, RULES)
     want = [["so", "what"]] if layout == "one" else [["so", "what"], ["think"]]
     assert [u.words for u in units] == want  # partial results and results without words skipped
     assert [(r["start_s"], r["end_s"]) for r in units[0].records] == [(0.87, 1.11), (1.11, 1.53)]
@@ -210,7 +210,7 @@ def test_vosk_alternatives_and_text_only_results(tmp_path):
                             {"confidence": 100.0, "result": [], "text": "sow"}]}
     p = write(tmp_path, vosk_text([alt, {"text": "i mean"}]))
     assert detect_format(p) == "vosk"
-    units = list(vosk_units(p, INV, RULES))
+    units = units_of(vosk_units, p, INV, RULES)
     assert [u.words for u in units] == [["so", "what"], ["i", "mean"]]
     assert units[1].records[0]["start_s"] is None
 
@@ -261,26 +261,26 @@ def test_malformed_whisper(tmp_path):
     assert re.fullmatch(rf"{re.escape(str(p))}:7: not valid JSON \(Expecting ',' delimiter, column \d+\); "
                         r"give --input-format to read it as another format", msg), msg
     assert re.match(rf"{re.escape(str(p))}:7: not valid JSON \(Expecting ',' delimiter, column \d+\)$",
-                    raised_error(lambda: list(whisper_units(p, INV, RULES))))
+                    raised_error(lambda: units_of(whisper_units, p, INV, RULES)))
     bad = dict(WHISPER, segments=[{"words": [{"word": " so", "start": "soon"}]}])
     p = write(tmp_path, "\n" + json.dumps(bad))
-    assert raised_error(lambda: list(whisper_units(p, INV, RULES))).startswith(
+    assert raised_error(lambda: units_of(whisper_units, p, INV, RULES)).startswith(
         f"{p}:2 (segment 1), word 1: the start must be a time from 0 to 10000000 seconds")
     p = write(tmp_path, json.dumps(dict(WHISPER, segments=[{"words": [{"token": "so"}]}])))
-    assert raised_error(lambda: list(whisper_units(p, INV, RULES))) == \
+    assert raised_error(lambda: units_of(whisper_units, p, INV, RULES)) == \
         f"{p}:1 (segment 1): word 1 is not an object with a 'word' or a 'text' string"
     p = write(tmp_path, json.dumps({"transcription": [{"text": " so", "offsets": {"from": "later", "to": 10}}]}))
-    assert raised_error(lambda: list(whisper_units(p, INV, RULES))).startswith(
+    assert raised_error(lambda: units_of(whisper_units, p, INV, RULES)).startswith(
         f"{p}:1 (segment 1): 'offsets.from' (in milliseconds) must be a time from 0 to 10000000 seconds")
     p = write(tmp_path, json.dumps(dict(WHISPER, segments=[{"words": [w("so", 2.0, -1.0)]}])))
     assert "the end must be a time from 0 to 10000000 seconds (finite, not negative), got '-1.0'" in \
-        raised_error(lambda: list(whisper_units(p, INV, RULES)))
+        raised_error(lambda: units_of(whisper_units, p, INV, RULES))
     p = write(tmp_path, json.dumps({"segments": "none"}))
-    assert raised_error(lambda: list(whisper_units(p, INV, RULES))) == (
+    assert raised_error(lambda: units_of(whisper_units, p, INV, RULES)) == (
         f"{p}:1: expected a Whisper JSON object with a 'segments' list (or whisper.cpp's 'transcription', or a "
         "list of segments)")
     p = write(tmp_path, json.dumps(WHISPER) + "\n" + json.dumps(WHISPER))
-    assert raised_error(lambda: list(whisper_units(p, INV, RULES))) == \
+    assert raised_error(lambda: units_of(whisper_units, p, INV, RULES)) == \
         f"{p}:2: more than one JSON value (the file is a Whisper JSON object)"
 
 
@@ -296,7 +296,7 @@ def test_deepspeech_json_gives_its_most_confident_transcript(tmp_path, iwslt):
                            {"confidence": -30.0, "words": timed[:3]}]}
     p = write(tmp_path, json.dumps(doc, indent=2), "ds.json")
     assert detect_format(p) == "deepspeech"
-    (u,) = REGISTRY["deepspeech"].units(p, INV, RULES, None, [0])
+    (u,) = units_of(REGISTRY["deepspeech"], p, INV, RULES)
     assert u.words == words and (u.records[1]["start_s"], u.records[1]["end_s"]) == (0.3, 0.55)
     srt = cli("punctuate", p, "--format", "srt").stdout
     assert srt.startswith("1\n00:00:00,000 --> ")
@@ -326,7 +326,7 @@ def test_azure_speech_results_are_phrases_of_one_stream(tmp_path):
     for text in ("".join(json.dumps(o) + "\n" for o in objs), "\n".join(json.dumps(o, indent=2) for o in objs)):
         p = write(tmp_path, text, "az.json")
         assert detect_format(p) == "azure-speech" and REGISTRY["azure-speech"].one_stream
-        units = list(REGISTRY["azure-speech"].units(p, INV, RULES, None, [0]))
+        units = units_of(REGISTRY["azure-speech"], p, INV, RULES)
         assert [u.words for u in units] == [["so", "what", "do", "you", "think"], ["i", "mean", "fine"]]
         assert (units[0].records[1]["start_s"], units[0].records[1]["end_s"]) == (0.8, 1.05)
         assert units[1].records[0]["start_s"] == 3.0 and units[1].records[-1]["end_s"] == 4.0
@@ -363,7 +363,7 @@ def test_pocketsphinx_json_is_one_stream_of_its_words(tmp_path, iwslt):
     words = [ln.split("\t")[0].lower() for ln in (iwslt / "test2011").read_text().splitlines() if ln.strip()][:400]
     p = write(tmp_path, pocketsphinx_lines(words), "live.json")
     assert detect_format(p) == "pocketsphinx" and REGISTRY["pocketsphinx"].one_stream
-    units = list(REGISTRY["pocketsphinx"].units(p, INV, RULES, None, [0]))
+    units = units_of(REGISTRY["pocketsphinx"], p, INV, RULES)
     assert [x for u in units for x in u.words] == words and len(units) == 10
     assert [units[0].records[1][k] for k in ("index", "start_s", "end_s")] == [2, 0.4, 0.7]
     out = cli("punctuate", p).stdout.split()
@@ -379,7 +379,7 @@ def test_pocketsphinx_json_is_one_stream_of_its_words(tmp_path, iwslt):
     srt = cli("punctuate", p, "--format", "srt").stdout
     assert "00:00:00,100 --> " in srt  # the first word's time, after the filler
     q = write(tmp_path, '{"b":1.0,"d":2.0,"p":1.0,"t":"<s> so what do you think </s>"}\n', "single.json")
-    got = list(REGISTRY["pocketsphinx"].units(q, INV, RULES, None, [0]))
+    got = units_of(REGISTRY["pocketsphinx"], q, INV, RULES)
     assert got[0].words == ["so", "what", "do", "you", "think"] and got[0].records[0]["start_s"] == 1.0
     assert got[0].records[-1]["end_s"] == 3.0
     for body, why in (('{"b":0,"d":1,"t":"so","w":[{"b":0,"d":1}]}', "word 1: expected an object with a 't'"),
@@ -393,22 +393,22 @@ def test_malformed_nemo_and_vosk(tmp_path):
     p = write(tmp_path, json.dumps(NEMO[0]) + "\n" + '{"audio_filepath": "b.wav", "pred_text": "so}\n')
     assert detect_format(p) == "nemo"
     assert re.fullmatch(rf"{re.escape(str(p))}:2: not valid JSON \(Unterminated string starting at, column 42\)",
-                        raised_error(lambda: list(nemo_units(p, INV, RULES))))
+                        raised_error(lambda: units_of(nemo_units, p, INV, RULES)))
     for obj, says in [({"pred_text": 3}, "'pred_text' must be a string, got 3"),
                       ({"pred_text": None, "text": 3}, "'pred_text' is null and there is no 'text' string; "
                                                        "give the words in 'pred_text'"),
                       ({"duration": 1.0}, "no 'pred_text' or 'text' string")]:
         p = write(tmp_path, json.dumps({"audio_filepath": "b.wav", **obj}) + "\n")
-        assert raised_error(lambda: list(nemo_units(p, INV, RULES))) == f"{p}:1: {says}"
+        assert raised_error(lambda: units_of(nemo_units, p, INV, RULES)) == f"{p}:1: {says}"
     objs = vosk_text([VOSK_RESULT]) + '{\n  "result" : [{"word": "so", "start": 1.0,, "end": 2}]\n}\n'
     p = write(tmp_path, objs)
     assert re.fullmatch(rf"{re.escape(str(p))}:19: not valid JSON \(Expecting property name .*, column \d+\)",
-                        raised_error(lambda: list(vosk_units(p, INV, RULES))))
+                        raised_error(lambda: units_of(vosk_units, p, INV, RULES)))
     p = write(tmp_path, vosk_text([VOSK_RESULT, {"result": [{"conf": 1}]}]))
-    assert raised_error(lambda: list(vosk_units(p, INV, RULES))) == \
+    assert raised_error(lambda: units_of(vosk_units, p, INV, RULES)) == \
         f"{p}:18: word 1 is not an object with a 'word' string"
     p = write(tmp_path, vosk_text([VOSK_RESULT, [1, 2]]))
-    assert raised_error(lambda: list(vosk_units(p, INV, RULES))) == f"{p}:18: expected a Vosk result object"
+    assert raised_error(lambda: units_of(vosk_units, p, INV, RULES)) == f"{p}:18: expected a Vosk result object"
 
 
 # ------------------------------------------------------------------ hostile JSON (tests/bad_inputs/json)
@@ -476,7 +476,7 @@ def test_json_value_bounds():
 
 def test_jsonl_and_twocol_show_probability_rows(tmp_path):
     p = write(tmp_path, SAMPLES["jsonl"], "in.jsonl")
-    u = next(iter(REGISTRY["jsonl"].units(p, INV, RULES)))  # type: ignore[misc]
+    u = units_of(REGISTRY["jsonl"], p, INV, RULES)[0]
     rows = np.array([[0.1, 0.2, 0.6, 0.1]], dtype=np.float32)
     opts = OutputOptions(INV, src=p)
     obj = json.loads(next(iter(jsonl_out(Labelled(u, ["PERIOD"], ["So."], rows), opts))))
@@ -488,7 +488,7 @@ def test_jsonl_and_twocol_show_probability_rows(tmp_path):
     # the third column reads back: detected as twocol, the probability left out
     out = tmp_path / "probs.tsv"
     rows3 = np.array([[0.1, 0.2, 0.6, 0.1], [0.9, 0.05, 0.03, 0.02], [0.0, 0.0, 1.0, 0.0]], dtype=np.float32)
-    u3 = next(iter(REGISTRY["text"].units(write(tmp_path, "so then go\n", "t.txt"), INV, RULES)))  # type: ignore[misc]
+    u3 = units_of(REGISTRY["text"], write(tmp_path, "so then go\n", "t.txt"), INV, RULES)[0]
     out.write_text("\n".join(twocol_emit(Labelled(u3, ["COMMA", O, "PERIOD"], ["So,", "then", "go."], rows3), opts))
                    + "\n")
     assert out.read_text().splitlines()[0] == "so\tCOMMA\t0.2000"
@@ -596,7 +596,7 @@ def test_ids_with_white_space_only_where_lines_split_on_them(tmp_path):
     from punctkit.data.formats.text import kaldi_text_out, readable_out
 
     p = write(tmp_path, json.dumps({"id": "talk 1", "words": [w("so", 0.0, 0.5)]}) + "\n", "a.jsonl")
-    utt = next(jsonl_units(p, INV, RULES))
+    utt = units_of(jsonl_units, p, INV, RULES)[0]
     assert utt.uttid == "talk 1"
     done = Labelled(utt, ["PERIOD"], ["So."])
     assert json.loads(next(jsonl_out(done, OutputOptions(src=p))))["id"] == "talk 1"  # JSON holds any id

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from punct_util import cli, tiny_conf, train_tiny
+from punct_util import cli, tiny_conf, train_tiny, units_of
 from punctkit.cli import app
 from punctkit.data.formats import (
     FORMATS,
@@ -146,8 +146,7 @@ BARE_MARK = {
 @pytest.mark.parametrize("name", sorted(BARE_MARK))
 def test_readers_build_their_units_through_the_context(tmp_path, name):
     """Every reader adds its words through its ReadContext: a bare mark gives its mark to the word before and is
-    counted once in `ctx.dropped` (and in `dropped[0]` when a reader is called with an inventory, as before);
-    each word keeps its times (and, where the input says, its speaker)."""
+    counted once in `ctx.dropped`; each word keeps its times (and, where the input says, its speaker)."""
     p = tmp_path / f"in.{name}"
     p.write_text(BARE_MARK[name], encoding="utf-8")
     assert detect_format(p) == name
@@ -157,9 +156,17 @@ def test_readers_build_their_units_through_the_context(tmp_path, name):
     assert [r["start_s"] for r in u.records][0] == 0.0 and all(r["end_s"] is not None for r in u.records)
     if name == "rev":
         assert [r["speaker"] for r in u.records] == ["1", "1"] and u.speaker == "1"
-    dropped = [0]
-    assert [x.words for x in REGISTRY[name].units(p, INV, RULES, None, dropped)] == [u.words]  # type: ignore[misc]
-    assert dropped == [1]
+
+
+def test_a_reader_is_called_one_way(tmp_path):
+    """Every punctuate reader is read through the protocol alone, `read(src, ctx)` (a model's inventory and rules
+    go in the context): the old call with an inventory in place of a context is gone."""
+    assert all(not callable(f.units) for f in REGISTRY.values() if f.units is not None)
+    p = tmp_path / "t.txt"
+    p.write_text("so then\n", encoding="utf-8")
+    with pytest.raises(TypeError):
+        REGISTRY["text"].units(p, INV, RULES)  # type: ignore[misc,operator]
+    assert [u.words for u in REGISTRY["text"].units.read(p, ReadContext.of(p, INV, RULES))] == [["so", "then"]]
 
 
 def test_inputs_without_ids_are_named_by_one_rule(tmp_path):
@@ -278,7 +285,7 @@ def test_one_ctm_reader_for_punctuate_and_the_acoustic_models(tmp_path):
     with pytest.raises(PunctkitError, match=msg):
         feats_ctm.read_ctm(p)
     with pytest.raises(PunctkitError, match=msg):
-        list(get_format("ctm", "units").units(p, INV, RULES))  # type: ignore[misc]
+        units_of(get_format("ctm", "units"), p, INV, RULES)
 
 
 def test_one_kaldi_text_reader_for_corpora_and_punctuate(tmp_path):
@@ -291,7 +298,7 @@ def test_one_kaldi_text_reader_for_corpora_and_punctuate(tmp_path):
     with pytest.raises(PunctkitError, match=msg):
         read(p, "kaldi_text")
     with pytest.raises(PunctkitError, match=msg):
-        list(get_format("kaldi_text", "units").units(p, INV, RULES))  # type: ignore[misc]
+        units_of(get_format("kaldi_text", "units"), p, INV, RULES)
 
 
 def test_punctuate_given_a_data_directory_says_how_to_punctuate_one(tmp_path):

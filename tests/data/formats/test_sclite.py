@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from punct_util import cli, network_only
+from punct_util import cli, network_only, units_of
 from punctkit.data.formats import REGISTRY, AsrUtterance, detect_format, read
 from punctkit.data.labels import INVENTORIES, SENTENCE_END, default_substitution, mark_of
 from punctkit.files import PunctkitError
@@ -35,7 +35,7 @@ def stm_of(recordings):
 
 
 def units(fmt, p):
-    return list(REGISTRY[fmt].units(p, INV, RULES, None, [0]))
+    return units_of(REGISTRY[fmt], p, INV, RULES)
 
 
 def test_trn_is_told_from_text_and_keeps_its_ids_after_the_words(tmp_path):

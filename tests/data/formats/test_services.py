@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from punct_util import cli
+from punct_util import cli, units_of
 from punctkit.data.formats import REGISTRY, detect_format
 from punctkit.data.formats.services import SERVICES
 from punctkit.data.labels import INVENTORIES, default_substitution
@@ -73,7 +73,7 @@ def write(tmp_path: Path, name: str, doc: object, indent: int | None = 2) -> Pat
 
 
 def units(name: str, path: Path) -> list:
-    return list(REGISTRY[name].units(path, INV, RULES, None, [0]))
+    return units_of(REGISTRY[name], path, INV, RULES)
 
 
 def test_every_service_the_registry_names_has_a_document_here():

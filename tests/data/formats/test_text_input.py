@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import pytest
 
+from punct_util import units_of
 from punctkit.data.formats import REGISTRY, TextInput, Utterance, detect_format, get_format, names, read, write
 from punctkit.data.labels import INVENTORIES, default_substitution
 from punctkit.files import PunctkitError, iter_lines
@@ -91,9 +92,9 @@ def test_every_reader_reads_the_text_as_the_file(source):
     path, text, enc = source
     rules = default_substitution(INV)
     for name in names("units"):
-        units = get_format(name, "units").units
-        got = outcome(lambda: list(units(text, INV, rules, None, [0])))
-        assert got == outcome(lambda: list(units(path, INV, rules, enc, [0])), path), name
+        entry = get_format(name, "units")
+        got = outcome(lambda: units_of(entry, text, INV, rules))
+        assert got == outcome(lambda: units_of(entry, path, INV, rules, encoding=enc), path), name
     for name in names("reader"):
         if not REGISTRY[name].directory:
             got = outcome(lambda: read(text, name, "4class"))
@@ -142,9 +143,10 @@ def test_a_directory_format_is_no_text():
 def test_ids_made_for_lines_without_ids_name_the_text():
     """Inputs without ids are NAME-LINENO (one-stream segments NAME-K), as a file's are FILE-LINENO."""
     rules = default_substitution(INV)
-    units = REGISTRY["text"].units(TextInput("request", "so we go\n\nwhat then\n"), INV, rules)
+    units = units_of(REGISTRY["text"], TextInput("request", "so we go\n\nwhat then\n"), INV, rules)
     assert [u.uttid for u in units] == ["request-000001", "request-000002", "request-000003"]
-    units = REGISTRY["jsonl"].units(TextInput("request", '{"text": "so"}\n{"id": "u2", "text": "we"}\n'), INV, rules)
+    jsonl = TextInput("request", '{"text": "so"}\n{"id": "u2", "text": "we"}\n')
+    units = units_of(REGISTRY["jsonl"], jsonl, INV, rules)
     assert [u.uttid for u in units] == ["request-000001", "u2"]
     with pytest.raises(PunctkitError, match=r"^request:3: duplicate utterance id 'u1'$"):
-        list(REGISTRY["kaldi_text"].units(TextInput("request", "u1 so\nu2 we\nu1 go\n"), INV, rules))
+        units_of(REGISTRY["kaldi_text"], TextInput("request", "u1 so\nu2 we\nu1 go\n"), INV, rules)

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from punct_util import cli, cli_error
+from punct_util import cli, cli_error, units_of
 from punctkit.data.formats import REGISTRY, detect_format
 from punctkit.data.formats.times import MAX_SECONDS, Timeline, TimeRepairs, checked, seconds
-from punctkit.data.labels import default_substitution, get_inventory
+from punctkit.data.labels import get_inventory
 from punctkit.files import PunctkitError
 
 srt = pytest.importorskip("srt", reason="the test extra (srt) is not installed")
@@ -86,7 +86,7 @@ INV = get_inventory("4class")
 
 def read_units(fmt: str, p: Path) -> list:
     """The units of `p` as punctuate's reader of `fmt` reads them."""
-    return list(REGISTRY[fmt].units(p, INV, default_substitution(INV), None, [0]))
+    return units_of(REGISTRY[fmt], p, INV)
 
 
 @pytest.mark.parametrize("n, kind", list(enumerate(sorted(JSON_DOCS))))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from punct_util import cli, cli_error
+from punct_util import cli, cli_error, units_of
 from punctkit.data.formats import REGISTRY, detect_format
 from punctkit.data.formats.base import TextInput
 from punctkit.data.formats.nlp import non_speech
@@ -40,7 +40,7 @@ def call_lines(name: str, rows: int = 300) -> list[str]:
 def read_units(p: Path | TextInput, fmt: str | None = None) -> tuple[str, list]:
     """The detected (or given) format of `p` and punctuate's units of it, as the format's reader gives them."""
     fmt = fmt or detect_format(p)
-    return fmt, list(REGISTRY[fmt].units(p, INV, RULES, None, [0]))  # type: ignore[misc]
+    return fmt, units_of(REGISTRY[fmt], p, INV, RULES)
 
 
 MARKS = ",.?!;:"
