@@ -11,6 +11,7 @@ from punctkit.package.to_torch import package_start
 from punctkit.train.experiment import check_data_dirs
 from punctkit.train.trainer import TrainState, run_config
 from punctkit.train.trainer import train as train_model
+from punctkit.train.warm_start import init_package
 
 
 def train(*args: Any, **kwargs: Any) -> TrainState:
@@ -22,6 +23,8 @@ def train(*args: Any, **kwargs: Any) -> TrainState:
     given.apply_defaults()
     a = given.arguments
     conf = run_config(a["config"], a["overrides"])  # a bad config fails first, as train_model's own check
-    check_data_dirs(a["train_dir"], a["valid_dir"])  # so does a missing --train-dir
-    start = package_start(conf, a["train_dir"], a["inputs_dir"], a["exp_dir"])
+    start = None
+    if init_package(conf) is not None:  # a packed model to start from: checked before the run (else as ever)
+        check_data_dirs(a["train_dir"], a["valid_dir"])  # a missing --train-dir fails first
+        start = package_start(conf, a["train_dir"], a["inputs_dir"], a["exp_dir"])
     return train_model(*args, validation=validation, start=start, **kwargs)

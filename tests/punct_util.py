@@ -114,7 +114,8 @@ def train_tiny(d: Path, conf: dict[str, Any], train_lines: int = 8000) -> Path:
 
 def network_only(d: Path, model: str = "fast") -> Path:
     """`model` packed with a boundary fusion that weighs nothing (decode/boundary.py, weight 0): its labels are its
-    network's on any input, with turns and times or without (a test that compares a timed input with plain text)."""
+    network's on any input (a network that reads turns and pauses itself, as `fast` does, still reads them; a test
+    that compares a timed input with plain text wants a model that reads words only: conftest's `tiny_package`)."""
     import json
 
     from punctkit.decode.boundary import BoundaryFusion

@@ -10,6 +10,10 @@ once and kept in `OUT/rows_<set>.npz` (a rerun reads them). Writes `OUT/boundary
 weight: the mean of punctuation F1 and exact-form case F1 over the valid sets, read with turns and times), and
 `OUT/valid.tsv` (every weight's figures, each valid set read with its words only, + turns, + turns and times).
 `punctkit pack MODEL --boundary OUT/boundary.json -o NEW.pkt` packs the model with it.
+
+A network that reads the turns and pauses itself (`boundary_input`) gives other distributions for each reading, so
+its fusion is fitted on the documents read whole (turns and times as they have them; the network copes with the
+rest, as it learned to) and valid.tsv holds that reading only.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from punctkit.files import PunctkitError, atomic_write, iter_lines
-from punctkit.infer.boundary_fit import Doc, Variant, collect, fit, score_docs
+from punctkit.infer.boundary_fit import ALL, VARIANTS, Doc, Variant, collect, fit, score_docs
 from punctkit.infer.engine import load_model
 
 WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0)
@@ -75,14 +79,16 @@ def main() -> None:
         train = [d for s in args.train.split() for d in load_set(engine, args.data, s, args.out, args.max_docs)]
         valid = {s: load_set(engine, args.data, s, args.out, 0) for s in args.valid.split()}
         t0 = time.time()
-        fusion = fit(train, engine.inventory, seed=args.seed, l2=args.l2)
+        reads = bool(getattr(engine.scorer, "reads_boundaries", False))  # the cached rows are the whole reading's
+        readings = {"turns+times": READINGS["turns+times"]} if reads else READINGS
+        fusion = fit(train, engine.inventory, seed=args.seed, l2=args.l2, variants=(ALL,) if reads else VARIANTS)
         print(f"fitted on {sum(len(d.targets) for d in train)} words in {time.time() - t0:.0f} s", file=sys.stderr)
         rows, best = [], None
         for w in WEIGHTS:
             fw = fusion.with_weight(w)
             figs = {}
             for s, docs in valid.items():
-                for reading, v in READINGS.items():
+                for reading, v in readings.items():
                     if w and reading == "words":
                         continue  # nothing known: the network alone, whatever the weight
                     r = score_docs(engine, docs, fw, v)

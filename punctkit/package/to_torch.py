@@ -279,7 +279,8 @@ def same_logits(model: "torch.nn.Module", path: Path) -> float:
     model.eval()
     try:
         with torch.no_grad():
-            got = model({k: torch.from_numpy(batch[k]).to(device) for k in INPUTS}).float().cpu().numpy()
+            keys = (*INPUTS, *(k for k in getattr(model, "needs", ()) if k in batch and k not in INPUTS))  # boundaries
+            got = model({k: torch.from_numpy(batch[k]).to(device) for k in keys}).float().cpu().numpy()
     finally:
         model.train(training)
     diff = float(np.abs(got - want)[batch["word_mask"]].max())

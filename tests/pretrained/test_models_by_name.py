@@ -47,7 +47,7 @@ def test_models_long_lists_both_with_their_cards():
     fast, accurate = out.split("\naccurate: ")
     assert fast.startswith("fast (default): fast.pkt, ") and accurate.startswith("accurate.pkt, ")
     for card in (fast, accurate):  # each: data, both licences, how to rebuild, speed, test2011 with case
-        assert "train_all_calls" in card and "CC BY-NC-ND 4.0" in card and "CC BY-SA 4.0" in card
+        assert "Earnings-22 calls" in card and "CC BY-NC-ND 4.0" in card and "CC BY-SA 4.0" in card
         assert "rebuild: cd recipes/ted && " in card and "words/s" in card
         assert "test_cased: punctuation F1" in card and "exact-form case F1" in card and "calls_test:" in card
     assert "plm_tagger" in accurate and "drnn_lwma" in fast

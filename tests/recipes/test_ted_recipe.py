@@ -64,7 +64,9 @@ def test_tiny_recipe_stages_1_to_3(iwslt, tmp_path):
     assert "without a case reference" in r.stdout and (data / "test_cased" / "case_unknown").is_file()
     # the calls: the first call of each list (--max-calls 1), and train_all_calls = train_all + calls_train
     calls = {x: read_data_dir(data / x) for x in ("calls_train", "calls_valid", "calls_test", "train_all_calls")}
-    assert all(len(set(calls[x].utt2spk.values())) == 1 for x in ("calls_train", "calls_valid", "calls_test"))
+    # one call a list, as one recording of its speakers' turns (utt2reco; segments where the words have times)
+    assert all(len(set(calls[x].utt2reco.values())) == 1 for x in ("calls_train", "calls_valid", "calls_test"))
+    assert all(len(set(calls[x].utt2spk.values())) > 1 for x in ("calls_train", "calls_valid", "calls_test"))
     assert calls["calls_train"].inventory.name == "truecase4"
     both = read_data_dir(data / "train_all").words() + calls["calls_train"].words()
     assert calls["train_all_calls"].words() == both

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from punct_util import cli, network_only, raised_error, units_of
+from punct_util import cli, raised_error, units_of
 from punctkit.data.formats import REGISTRY, detect_format, read
 from punctkit.data.formats.asr import jsonl_out
 from punctkit.data.formats.base import OutputOptions, given_words
@@ -356,7 +356,7 @@ def pocketsphinx_lines(words: list[str], per_line: int = 40) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_pocketsphinx_json_is_one_stream_of_its_words(tmp_path, iwslt):
+def test_pocketsphinx_json_is_one_stream_of_its_words(tmp_path, iwslt, tiny_package):
     """PocketSphinx's JSON lines: told from other JSON by shape, fillers and variant numbers are not words, the
     words pass through (case and marks set only), sentences run across its utterances, times give subtitles; a
     line without words' times shares the utterance's; a bad line is one line naming it."""
@@ -373,7 +373,7 @@ def test_pocketsphinx_json_is_one_stream_of_its_words(tmp_path, iwslt):
     assert [re.sub(r"[^\w']", "", x).lower() for x in out] == [re.sub(r"[^\w']", "", x) for x in words]
     assert "(2)" not in " ".join(out)
     txt = write(tmp_path, "".join(" ".join(words[k:k + 40]) + "\n" for k in range(0, 400, 40)), "live.txt")
-    plain = network_only(tmp_path)  # its times weigh nothing: the network's labels
+    plain = tiny_package.pkt  # a model that reads words only: its times weigh nothing
     rows = cli("punctuate", p, "--format", "twocol", "-m", plain).stdout
     assert rows == cli("punctuate", txt, "--format", "twocol", "-m", plain).stdout  # one stream, as a text's lines are
     srt = cli("punctuate", p, "--format", "srt").stdout

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from punct_util import cli, network_only, units_of
+from punct_util import cli, units_of
 from punctkit.data.formats import REGISTRY, AsrUtterance, detect_format, read
 from punctkit.data.labels import INVENTORIES, SENTENCE_END, default_substitution, mark_of
 from punctkit.files import PunctkitError
@@ -107,13 +107,13 @@ def test_stm_comes_back_line_for_line_with_its_transcripts_punctuated(tmp_path, 
         assert [w.strip(",.?!").lower() for w in got[len(head):].split()] == given.split()[6:]
 
 
-def test_a_recording_s_segments_are_one_stream_and_each_recording_ends_a_sentence(tmp_path, iwslt):
+def test_a_recording_s_segments_are_one_stream_and_each_recording_ends_a_sentence(tmp_path, iwslt, tiny_package):
     words = first_words(iwslt, 400)
     a, b = words[:300], words[300:]
     cut = [a[k:k + 13] for k in range(0, len(a), 13)]  # segments that end inside sentences
     p = tmp_path / "talks.stm"
     p.write_text(stm_of({"TalkA_2011": cut, "TalkB_2011": [b[:40], b[40:]]}), encoding="utf-8")
-    plain = network_only(tmp_path)  # the segments' times weigh nothing: the network's labels
+    plain = tiny_package.pkt  # a model that reads words only: the segments' times weigh nothing
     got = [ln.split(None, 6)[6] for ln in cli("punctuate", p, "-m", plain).stdout.splitlines()[2:]]
     # as the recording's words as one plain-text stream (its segments its lines) are punctuated
     for rec, segs, outs in (("a", cut, got[:len(cut)]), ("b", [b[:40], b[40:]], got[len(cut):])):
