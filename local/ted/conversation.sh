@@ -28,9 +28,13 @@ train_sets="calls_train meetings_train"
 valid_sets="calls_valid meetings_val"
 test_sets="calls_valid calls_test meetings_val"
 train_config=conf/train_drnn_lwma_turns.yaml  # stage 6
+ted_train=train_2m                             # stage 5: the TED part of the training set (train_all: all of TED)
+conv_set=train_conv                            # stages 5-6: the training set's name
+conv_tag=drnn_lwma_turns                       # stage 6: the experiment
 shipped=fast                                   # stage 7: the shipped model a candidate would replace
 help_message="Usage: $0 [--stage N] [--stop-stage N] [--model fast|accurate|PKG] [--tag NAME] [--threads 1]
-  [--max-meetings N] [--max-calls N] [--max-train-docs N] [--train-config CONF] [--shipped fast|accurate]"
+  [--max-meetings N] [--max-calls N] [--max-train-docs N] [--train-config CONF] [--shipped fast|accurate]
+  [--ted-train train_2m|train_all] [--conv-set train_conv] [--conv-tag drnn_lwma_turns]"
 . ./db.sh
 . utils/parse_options.sh
 tag=${tag:-$(basename "$model" .pkt)}
@@ -96,21 +100,21 @@ fi
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
   # data directories that keep turns and times (an utterance a speaker turn: utt2spk, segments, ctm, utt2reco):
   # the calls (local/data.sh), the meetings' NLP files of stage 1, TED's 2M words; combined for training and valid
-  local/data.sh --ted-sets "valid_case train_2m" --max-calls "$max_calls"
+  local/data.sh --ted-sets "valid_case $ted_train" --max-calls "$max_calls"
   for x in meetings_train meetings_val; do
     punctkit prepare --file-list "$data/$x.scp" -o "data/$x" --from nlp --inventory truecase4 --split-contractions \
       --overwrite
   done
-  punctkit combine-data data/train_conv data/train_2m data/calls_train data/meetings_train --overwrite
+  punctkit combine-data "data/$conv_set" "data/$ted_train" data/calls_train data/meetings_train --overwrite
   punctkit combine-data data/valid_conv data/valid data/calls_valid data/meetings_val --overwrite
 fi
 
 if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
   # the network (resumed by the same command), then its package (ONNX only, as the shipped `fast`)
-  ./run.sh --stage 3 --stop-stage 4 --train-set train_conv --valid-set valid_conv --tag drnn_lwma_turns \
+  ./run.sh --stage 3 --stop-stage 4 --train-set "$conv_set" --valid-set valid_conv --tag "$conv_tag" \
     --train-config "$train_config"
-  punctkit pack exp/drnn_lwma_turns -o exp/drnn_lwma_turns/model.pkt --onnx-only \
-    --train-data "data/train_conv: TED train_2m + the Earnings-22 calls of local/lists/calls_train.txt + the meetings \
+  punctkit pack "exp/$conv_tag" -o "exp/$conv_tag/model.pkt" --onnx-only \
+    --train-data "data/$conv_set: TED $ted_train + the Earnings-22 calls of local/lists/calls_train.txt + the meetings \
 of the shared meetings/train.jsonl, with their speaker turns and word times (dev data/valid_conv: dev2012's valid + \
 calls_valid + the meetings' val.jsonl)" \
     --card-note "licence=training data: TED talk transcripts (TED Conferences LLC), CC BY-NC-ND 4.0; Earnings-22 calls \
