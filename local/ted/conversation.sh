@@ -110,6 +110,12 @@ if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
 fi
 
 if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
+  # the network it starts from: the `fast` package that read words only (the shipped one before this step; git
+  # commit e351a74; without git, rebuild it as its card says: `punctkit models --long` of that version)
+  if [ ! -f exp/fast_words.pkt ]; then
+    mkdir -p exp
+    git show e351a74:punctkit/pretrained/fast.pkt > exp/fast_words.pkt.tmp && mv exp/fast_words.pkt.tmp exp/fast_words.pkt
+  fi
   # the network (resumed by the same command), then its package (ONNX only, as the shipped `fast`)
   ./run.sh --stage 3 --stop-stage 4 --train-set "$conv_set" --valid-set valid_conv --tag "$conv_tag" \
     --train-config "$train_config"

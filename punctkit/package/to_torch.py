@@ -27,7 +27,7 @@ copy the model's logits are checked against onnxruntime's on the package's graph
 a package whose network is not this model (another `model:` section) is refused, not trained from.
 
 The recipe's call (recipes/TEMPLATE/punct.sh stage 4) is unchanged; with conf/train_drnn_lwma_turns.yaml
-(`train.init: ../../punctkit/pretrained/fast.pkt`) it runs
+(`train.init: exp/fast_words.pkt`, the words-only `fast` package that stage 6 of local/conversation.sh writes) it runs
 
     punctkit train --config conf/train_drnn_lwma_turns.yaml --train-dir data/train_conv --valid-dir data/valid_conv \\
       --exp exp/drnn_lwma_turns --inputs exp/drnn_lwma_turns/inputs --ngpu 0

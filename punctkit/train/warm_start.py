@@ -5,7 +5,7 @@ else its last epoch), a checkpoint file, or a packed model (`model.pkt`, or a sh
 as `fast`: its ONNX graph's weights, and the package's frontend and inventory as the run's inputs, the
 config without `embeddings:` and with `freeze_embeddings: true`). The
 recipe's stage-4 call fine-tunes the shipped `fast` network so (conf/train_drnn_lwma_turns.yaml:
-`train.init: ../../punctkit/pretrained/fast.pkt`; exp/X/inputs may be missing, or stage 3's of that config):
+`train.init: exp/fast_words.pkt`; exp/X/inputs may be missing, or stage 3's of that config):
 
     punctkit train --config conf/train_drnn_lwma_turns.yaml --train-dir data/train_conv \
       --valid-dir data/valid_conv --exp exp/drnn_lwma_turns --inputs exp/drnn_lwma_turns/inputs --ngpu 0
