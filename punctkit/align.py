@@ -43,8 +43,9 @@ from punctkit.data.jobs import (
     part_key,
     split_parts,
 )
+from punctkit.data.timing import Segment
 from punctkit.data.tokenize import non_speech
-from punctkit.feats.wav import Segment, data_segments, iter_audio
+from punctkit.feats.wav import data_segments, iter_audio
 from punctkit.files import PunctkitError, atomic_write, check_not_input, iter_lines, parse_json, where, write_lines
 
 SAMPLE_RATE = 16000  # pocketsphinx's English acoustic model

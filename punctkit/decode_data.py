@@ -21,6 +21,7 @@ from punctkit.data.formats import FORMATS, write
 from punctkit.data.labels import SENTENCE_END, LabelSet, cased_words, get_inventory, mark_of
 from punctkit.data.probs import PROBS_FILE, format_probs, write_probs
 from punctkit.data.streams import make_streams, split_utterances
+from punctkit.data.timing import read_timing
 from punctkit.data.utterance import Utterance
 from punctkit.decode.combine import check_inventories, parse_weights
 from punctkit.decode.options import (
@@ -32,7 +33,6 @@ from punctkit.decode.options import (
     resolve,
     write_options,
 )
-from punctkit.feats.timing import read_timing
 from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file
 from punctkit.infer.engine import Source, build_engine, read_sources
 from punctkit.infer.scorers import Ensemble

@@ -16,8 +16,8 @@ from punct_util import cli
 from punctkit.align import IPA_TO_CMU, Aligner, align_data_dir, boundary_errors, ipa_to_cmu, new_decoder
 from punctkit.data.datadir import write_data_dir
 from punctkit.data.labels import get_inventory
+from punctkit.data.timing import read_ctm
 from punctkit.data.utterance import Utterance
-from punctkit.feats.ctm import read_ctm
 from punctkit.feats.synth import synthesize_data_dir
 from punctkit.files import PunctkitError
 

@@ -1,5 +1,5 @@
 """`punctkit decode` of a data directory reads its speaker turns and pauses as `punctuate` reads an NLP file's
-(feats/timing.py `read_timing`, data/streams.py `make_streams`, infer/engine.py `stream_lines`): with `segments`, a
+(data/timing.py `read_timing`, data/streams.py `make_streams`, infer/engine.py `stream_lines`): with `segments`, a
 recording's utterances in time order are one stream, a change of speaker (utt2spk) a turn change and the gap between
 segments a pause; a `ctm` gives the pauses between words. Without them, a speaker's utterances are a stream as ever."""
 from __future__ import annotations

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from punct_util import cli
 from punctkit.data.datadir import read_data_dir, read_table, write_data_dir
 from punctkit.data.labels import get_inventory
+from punctkit.data.timing import ctm_text_problems, read_ctm
 from punctkit.data.utterance import Utterance
-from punctkit.feats.ctm import ctm_text_problems, read_ctm
 from punctkit.files import PunctkitError
 from punctkit.recognize import iwslt_split, recognize_data_dir
 

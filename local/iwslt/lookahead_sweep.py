@@ -49,8 +49,7 @@ def word_times(test: Path, streams: list[Stream]) -> list[list[float]] | None:
     its words do not match the text's one for one)."""
     if not (test / "ctm").is_file():
         return None
-    from punctkit.feats.ctm import read_ctm
-    from punctkit.feats.wav import read_segments
+    from punctkit.data.timing import read_ctm, read_segments
 
     ctm = read_ctm(test / "ctm")
     seg = {s.uttid: s.start for s in read_segments(test / "segments")} if (test / "segments").is_file() else {}

@@ -114,7 +114,11 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
   # commit e351a74; without git, rebuild it as its card says: `punctkit models --long` of that version)
   if [ ! -f exp/fast_words.pkt ]; then
     mkdir -p exp
-    git show e351a74:punctkit/pretrained/fast.pkt > exp/fast_words.pkt.tmp && mv exp/fast_words.pkt.tmp exp/fast_words.pkt
+    git show e351a74:punctkit/pretrained/fast.pkt > exp/fast_words.pkt.tmp 2> /dev/null || {
+      rm -f exp/fast_words.pkt.tmp
+      echo "$0: exp/fast_words.pkt: no git history here to take it from (commit e351a74); put that fast.pkt there" >&2
+      exit 1; }
+    mv exp/fast_words.pkt.tmp exp/fast_words.pkt
   fi
   # the network (resumed by the same command), then its package (ONNX only, as the shipped `fast`)
   ./run.sh --stage 3 --stop-stage 4 --train-set "$conv_set" --valid-set valid_conv --tag "$conv_tag" \

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from punctkit.align import align_data_dir, boundary_errors  # noqa: E402
 from punctkit.data.prepare import prepare  # noqa: E402
-from punctkit.feats.ctm import read_ctm  # noqa: E402
+from punctkit.data.timing import read_ctm  # noqa: E402
 from punctkit.feats.synth import synthesize_data_dir  # noqa: E402
 
 

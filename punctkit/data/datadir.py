@@ -10,7 +10,7 @@ Files, each sorted by key (C locale) with one line per utterance:
 - `utt2reco` `uttid recid` (optional): the recording an utterance is of where no `segments` line places it (a
              transcript's speaker turns without times: data/prepare.py); a recording's utterances are one stream
 Audio adds `wav.scp`, `segments`, `ctm`, `feats.scp`, `utt2num_frames` (feats/).
-`segments` and `ctm` also say when words were spoken (feats/timing.py `read_timing`): `punctkit decode` reads a
+`segments` and `ctm` also say when words were spoken (data/timing.py `read_timing`): `punctkit decode` reads a
 recording's utterances as one stream, its speaker changes as turns and its pauses (data/streams.py).
 """
 from __future__ import annotations

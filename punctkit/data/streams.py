@@ -6,7 +6,7 @@ IWSLT blocks of one talk are a stream, so windows cross block boundaries and a
 model never learns "end of input = PERIOD". A data dir whose utt2spk maps every
 utterance to itself gives one stream per utterance. Training windows get a new
 random offset every epoch; decoding windows come from punctkit/decode/windows.py.
-Decoding a data dir with `segments` (feats/timing.py read_timing) or `utt2reco` reads a recording's
+Decoding a data dir with `segments` (data/timing.py read_timing) or `utt2reco` reads a recording's
 utterances, in time order, as one stream instead: a change of speaker between consecutive ones is a
 turn, and the segments' edges (or a `ctm`'s word times) give the pauses (`Stream.speakers`,
 `Stream.times`, which the engine's boundary fusion reads: decode/boundary.py).
@@ -98,7 +98,7 @@ def stream_order(dd: DataDir, timing: Timing | None = None) -> StreamOrder:
 
 def make_streams(dd: DataDir, inventory: LabelSet | None = None, timing: Timing | None = None) -> list[Stream]:
     """Group a data dir's utterances (sorted by id) into streams by `utt2spk`; where the dir names recordings (a
-    `timing` with segments, feats/timing.py read_timing; or its `utt2reco`), by recording instead: a recording's
+    `timing` with segments, data/timing.py read_timing; or its `utt2reco`), by recording instead: a recording's
     utterances in time order (start, then id; in id order where some has no segment), each one's speaker in
     `Stream.speakers`. With `timing`, each word's times in `Stream.times`.
 
@@ -205,6 +205,14 @@ def train_windows(streams: list[Stream], window: int, seed: int, epoch: int,
 
 
 Extra = Callable[[Stream, Window], dict[str, Any]]
+
+
+def join_extras(first: Extra | None, second: Extra) -> Extra:
+    """Two extras as one (`first` None: `second`): each window gets the keys of both (a data directory's audio
+    and its words' boundary ids)."""
+    if first is None:
+        return second
+    return lambda stream, window: {**first(stream, window), **second(stream, window)}
 # (frontend, words, labels, soft rows or None, seed key) -> (token ids, word_pos, labels, soft rows):
 # training-time noise on a window (punctkit/train/augment.py)
 Augment = Callable[[Any, list[str], list[int], "np.ndarray | None", tuple[int, ...]],

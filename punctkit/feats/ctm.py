@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from punctkit.data.datadir import read_table
-from punctkit.data.timing import CtmWord, ctm_text_problems, read_ctm  # noqa: F401 (moved there: data/timing.py)
+from punctkit.data.timing import CtmWord, ctm_text_problems, read_ctm
 from punctkit.files import PunctkitError, positive_number, where
 
 

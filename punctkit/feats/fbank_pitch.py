@@ -21,8 +21,9 @@ import numpy as np
 
 from punctkit.data.datadir import read_table
 from punctkit.data.jobs import check_jobs, finished_parts, jobs_to_run, part_path, split_parts
+from punctkit.data.timing import Segment
 from punctkit.feats.ark import ArkWriter
-from punctkit.feats.wav import Segment, data_segments, iter_audio
+from punctkit.feats.wav import data_segments, iter_audio
 from punctkit.files import (
     PunctkitError,
     atomic_write,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from punctkit.feats.ctm import ctm_text_problems, read_ctm
+from punctkit.data.timing import ctm_text_problems, read_ctm
 from punctkit.feats.wav import wav_duration
 from punctkit.files import PunctkitError, finite_number, iter_lines, positive_number, where
 

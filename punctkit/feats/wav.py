@@ -19,7 +19,7 @@ from typing import Iterator
 import numpy as np
 
 from punctkit.data.datadir import read_table
-from punctkit.data.timing import Segment, read_segments  # noqa: F401 (moved there: data/timing.py)
+from punctkit.data.timing import Segment, read_segments
 from punctkit.files import PunctkitError, where
 
 # A segment may end this far past its recording (rounding in segment times); it is cut at the end.

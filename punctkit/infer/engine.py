@@ -105,7 +105,7 @@ def word_streams(word_lists: list[list[str]]) -> list[Stream]:
 
 def stream_lines(stream: Stream) -> list[AsrUtterance]:
     """A data directory's stream as the lines of one stream: each utterance with its words as the model reads them
-    and, where the directory says (`Stream.speakers`, `Stream.times`: segments, a ctm; feats/timing.py), its speaker
+    and, where the directory says (`Stream.speakers`, `Stream.times`: segments, a ctm; data/timing.py), its speaker
     and its words' times (records' `start_s`, `end_s`), from which a boundary fusion takes the turn changes and
     pauses (decode/boundary.py: unit_boundaries)."""
     known = stream.speakers is not None or stream.times is not None

@@ -36,7 +36,7 @@ import numpy as np
 
 from punctkit.data.boundaries import NOTHING, window_boundaries
 from punctkit.data.labels import LabelSet
-from punctkit.data.streams import IGNORE, Extra, Stream, WindowDataset
+from punctkit.data.streams import IGNORE, Extra, Stream, WindowDataset, join_extras
 from punctkit.decode.boundary import BoundaryFusion
 from punctkit.decode.combine import check_inventories, combine, parse_weights
 from punctkit.decode.lookahead import Span, label_windows
@@ -115,7 +115,8 @@ class ModelScorer:
                          for s, m in zip(streams, split)]
         if self.reads_boundaries:
             bounds = boundaries if boundaries is not None else [None] * len(streams)
-            extra = with_boundaries(extra, [model_boundaries(b, m, len(s)) for b, m, s in zip(bounds, split, streams)])
+            ids = [model_boundaries(b, m, len(s)) for b, m, s in zip(bounds, split, streams)]
+            extra = join_extras(extra, window_boundaries(ids))
         o = self.options
         decoded = decode_windows_rows(model_streams, self.frontend, o.window, o.step, self.runner.predict, extra,
                                       o.overlap)
@@ -280,15 +281,6 @@ def model_boundaries(boundaries: Boundaries, words: ModelWords, n: int) -> list[
     for k, end in enumerate(words.starts[1:]):
         out[end - 1] = ids[k]
     return out
-
-
-def with_boundaries(extra: Extra | None, ids: list[list[int]]) -> Extra:
-    """`extra` (a data directory's audio, or None) with each window's `boundaries` cut from `ids` (per stream)."""
-    bounds = window_boundaries(ids)
-    if extra is None:
-        return bounds
-    audio = extra
-    return lambda stream, window: {**audio(stream, window), **bounds(stream, window)}
 
 
 def side_by_side(pkgs: list[Package], opts: dict[str, Any]) -> bool:

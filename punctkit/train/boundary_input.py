@@ -72,10 +72,3 @@ class BoundaryInput:
 
     def __call__(self, stream: Stream, window: Window) -> dict[str, Any]:
         return {"boundaries": self.ids(window.stream)[window.start:window.end]}
-
-
-def joined(first: Callable | None, second: Callable) -> Callable:
-    """Two extras as one (`first` None: `second`): each window gets the keys of both."""
-    if first is None:
-        return second
-    return lambda stream, window: {**first(stream, window), **second(stream, window)}

@@ -22,8 +22,8 @@ from punctkit.config import load_config, save_config
 from punctkit.data.datadir import DataDir, read_data_dir
 from punctkit.data.labels import LabelSet
 from punctkit.data.streams import Extra, Stream, make_streams
+from punctkit.data.timing import read_timing
 from punctkit.expdir import epoch_checkpoints, load_checkpoint, offline_model_conf
-from punctkit.feats.timing import read_timing
 from punctkit.files import DirLock, PunctkitError, atomic_write
 from punctkit.models import registry
 from punctkit.models.base import PunctModel
@@ -289,7 +289,7 @@ def load_experiment(run: RunArgs, conf: dict[str, Any], saved: dict[str, Any] | 
 def data_streams(dd: DataDir, inventory: LabelSet, model_conf: dict[str, Any]) -> list[Stream]:
     """A data directory's streams (by utt2spk); for a model that reads the boundary after each word
     (train/boundary_input.py), with the speaker turns and word times the directory carries, grouped as decoding
-    groups them (feats/timing.py read_timing: segments make a recording's utterances one stream)."""
+    groups them (data/timing.py read_timing: segments make a recording's utterances one stream)."""
     if not reads_boundaries(model_conf):
         return make_streams(dd, inventory)
     timing = read_timing(dd)

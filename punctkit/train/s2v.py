@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from punctkit.feats.ctm import read_ctm, word_timing
+from punctkit.data.timing import read_ctm
+from punctkit.feats.ctm import word_timing
 from punctkit.feats.fbank_pitch import info_number
 from punctkit.feats.loader import AcousticData
 from punctkit.files import PunctkitError, atomic_write, check_not_input

@@ -12,8 +12,9 @@ import kaldiio
 import numpy as np
 import pytest
 
+from punctkit.data.timing import CtmWord
 from punctkit.feats.cmvn import Cmvn, compute_cmvn
-from punctkit.feats.ctm import CtmWord, data_word_timing, word_timing
+from punctkit.feats.ctm import data_word_timing, word_timing
 from punctkit.feats.fbank_pitch import (
     FeatureConfig,
     extract_feats,

@@ -13,7 +13,7 @@ import pytest
 from punctkit.data.datadir import write_data_dir
 from punctkit.data.formats import Utterance
 from punctkit.data.labels import get_inventory
-from punctkit.feats.ctm import read_ctm
+from punctkit.data.timing import read_ctm
 from punctkit.feats.synth import synthesize_data_dir, voice_for
 from punctkit.feats.validate import validate_data_dir
 from punctkit.feats.wav import read_wav

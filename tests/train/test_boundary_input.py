@@ -147,7 +147,7 @@ def test_trained_package_has_the_input_and_its_labels_are_torchs(trained):
     text = (trained / "words.txt").read_text()
     assert labels_of(trained / "m.pkt", [text], "onnx") == labels_of(trained / "m.pkt", [text], "torch")
     from punctkit.data.datadir import read_data_dir
-    from punctkit.feats.timing import read_timing
+    from punctkit.data.timing import read_timing
 
     dd = read_data_dir(trained / "valid")
 
@@ -175,7 +175,7 @@ def test_every_path_feeds_the_network_the_turns_and_pauses(trained, tmp_path):
     with turns and pauses are not those of the same words as plain text (it reads them)."""
     import punctkit
     from punctkit.data.datadir import read_data_dir
-    from punctkit.feats.timing import read_timing
+    from punctkit.data.timing import read_timing
     from punctkit.infer.stream import PunctStream
 
     engine = punctkit.load(trained / "m.pkt").engine
