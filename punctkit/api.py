@@ -24,7 +24,7 @@ from punctkit.data.formats.base import AsrUtterance
 from punctkit.data.formats.protocol import ReadContext
 from punctkit.data.labels import default_substitution
 from punctkit.files import PunctkitError
-from punctkit.infer.engine import Engine, Labelled, Unit, load_model, text_unit
+from punctkit.infer.engine import Engine, Given, Labelled, load_model, text_unit
 from punctkit.infer.render import Casing
 from punctkit.infer.stream import PunctStream
 from punctkit.punctuator import input_reader
@@ -103,9 +103,9 @@ class Model:
     def label(self, units: str, probs: bool = False) -> Labelled: ...
 
     @overload
-    def label(self, units: Iterable[Unit], probs: bool = False) -> list[Labelled]: ...
+    def label(self, units: Iterable[Given], probs: bool = False) -> list[Labelled]: ...
 
-    def label(self, units: str | Iterable[Unit], probs: bool = False) -> Labelled | list[Labelled]:
+    def label(self, units: str | Iterable[Given], probs: bool = False) -> Labelled | list[Labelled]:
         """A text labelled as one utterance (its line breaks are spaces; `punctuate` keeps them): a
         `Labelled` with its `words`, `labels`, `shown` words and `text`, and with `probs` the
         `probabilities` of each word's labels. A list or iterable of units: a list of `Labelled`, one a
@@ -120,7 +120,8 @@ class Model:
         punctuate's (a plain text's lines one stream); a `Labelled`'s `times` are the input's word times."""
         reader = input_reader(src, input_format, encoding, "input_format=")
         inv = self.engine.inventory
-        units = reader.read(src, ReadContext.of(src, inv, default_substitution(inv), encoding, told=bool(input_format)))
+        units = reader.streams(src, ReadContext.of(src, inv, default_substitution(inv), encoding,
+                                                   told=bool(input_format)))
         yield from self.engine.label(units, one_stream=reader.one_stream, forced=self.keep_input_marks,
                                      casing=self.casing, probs=probs)
 

@@ -16,6 +16,7 @@ import typer
 from punctkit.cli_errors import run_cli
 from punctkit.data.formats import FORMATS, READ_FORMATS, names
 from punctkit.data.formats.registry import punctuate_outputs
+from punctkit.data.formats.turns import TURN_FORMATS
 from punctkit.data.labels import INVENTORIES
 from punctkit.files import PunctkitError, shown
 from punctkit.pretrained import SHIPPED, default_model
@@ -57,6 +58,8 @@ def _global_options(
 # format names, from the format registry (punctkit/data/formats/registry.py)
 CORPUS = " | ".join(FORMATS)
 CORPUS_IN = " | ".join(READ_FORMATS)
+# what prepare and convert read: the corpus formats, and the transcripts read for their turns (into a data directory)
+TURNS_IN = f"{CORPUS_IN}; into a data directory of speaker turns also {' | '.join(TURN_FORMATS)}"
 PUNCT_IN = " | ".join(names("units"))
 PUNCT_OUT = " | ".join(punctuate_outputs())
 INVENTORY_NAMES = tuple(INVENTORIES)
@@ -116,8 +119,8 @@ OVERWRITE_FILE_HELP = OVERWRITE_DIR_HELP + "; a file output replaces an existing
 def convert(
     src: Path = typer.Argument(..., help="input file or data directory"),
     dst: Path = typer.Argument(..., help="output file or data directory"),
-    from_fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*READ_FORMATS),
-                                           help=f"{CORPUS_IN} (detected when omitted)"),
+    from_fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*READ_FORMATS, *TURN_FORMATS),
+                                           help=f"{TURNS_IN} (detected when omitted)"),
     to_fmt: Optional[str] = typer.Option(None, "--to", callback=_one_of(*FORMATS),
                                          help=f"{CORPUS} (default: text, or datadir for a dir/)"),
     inventory: Optional[str] = typer.Option(None, callback=_one_of(*INVENTORY_NAMES),
@@ -143,8 +146,8 @@ def convert(
 def prepare(
     inputs: Optional[List[Path]] = typer.Argument(None, help="punctuated text files (any format)"),
     out: Path = typer.Option(..., "--out", "-o", help="data directory to write"),
-    fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*READ_FORMATS),
-                                      help=f"{CORPUS_IN} (detected when omitted)"),
+    fmt: Optional[str] = typer.Option(None, "--from", callback=_one_of(*READ_FORMATS, *TURN_FORMATS),
+                                      help=f"{TURNS_IN} (detected when omitted)"),
     inventory: str = typer.Option("4class", callback=_one_of(*INVENTORY_NAMES), help=" | ".join(INVENTORY_NAMES)),
     rules: Optional[Path] = typer.Option(None, help="YAML substitution rules (default: Faber 2020 table)"),
     lowercase: bool = typer.Option(False, help="lower-case every word"),

@@ -16,7 +16,7 @@ from typing import IO, Any, Iterable, Iterator
 
 from punctkit.data.datadir import check_data_dir_output
 from punctkit.data.formats import Format, ReadContext, detect_for, get_format, names
-from punctkit.data.formats.base import OutputOptions, lines_only
+from punctkit.data.formats.base import OutputOptions, StreamLines, lines_only
 from punctkit.data.formats.registry import punctuate_outputs
 from punctkit.data.labels import default_substitution
 from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file, is_stream, require_stdout
@@ -84,22 +84,12 @@ def _open_out(out: str | Path | None) -> Any:
     return atomic_write(out)
 
 
-def _unit_words(unit: Any) -> int:
-    """The words of a unit as a reader gives it (infer.engine.Unit: an utterance, a line, a list of
-    words or of utterances), for the share of what was read that is labelled (about: a line's by spaces)."""
-    if isinstance(unit, str):
-        return len(unit.split())
-    if hasattr(unit, "words"):
-        return len(unit.words)
-    return sum(1 if isinstance(u, str) else _unit_words(u) for u in unit)
-
-
-def output_options(engine: Engine, one_stream: bool, max_cue_seconds: float = 7.0, max_line_chars: int = 42,
+def output_options(engine: Engine, max_cue_seconds: float = 7.0, max_line_chars: int = 42,
                    max_cue_lines: int = 2) -> OutputOptions:
     """The writers' options, the subtitle limits checked."""
     if not (max_cue_seconds > 0 and max_line_chars > 0 and max_cue_lines > 0):
         raise PunctkitError("--max-cue-seconds, --max-line-chars and --max-cue-lines must be positive")
-    return OutputOptions(engine.inventory, one_stream, max_cue_seconds, max_line_chars, max_cue_lines,
+    return OutputOptions(engine.inventory, max_cue_seconds, max_line_chars, max_cue_lines,
                          engine.frontend.case_lexicon)
 
 
@@ -193,18 +183,18 @@ def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = Non
         raise PunctkitError(f"--format {fmt} needs word times, which input format {reader.name} does not carry: "
                             f"give an input with them ({timed})")
     inv = engine.inventory
-    opts = output_options(engine, one_stream, max_cue_seconds, max_line_chars, max_cue_lines)
+    opts = output_options(engine, max_cue_seconds, max_line_chars, max_cue_lines)
     stats = PunctuateStats(unit="lines" if reader.one_stream else "utterances")
     ctx = ReadContext.of(src, inv, default_substitution(inv), encoding, told=bool(input_format))
-    units = reader.read(src, ctx)
-    if lines == "turns":
-        units = (replace(u, speaker=f"line {u.lineno}") for u in units)
+    units = reader.streams(src, ctx)  # each stream's units together (an stm's recording), as the engine takes them
+    if lines == "turns":  # a turn change at each line break
+        units = (replace(s, lines=[replace(u, speaker=f"line {u.lineno}") for u in s.lines]) for s in units)
     meter, read_words = ReadMeter(), [0]
     size = Path(src).stat().st_size if not is_stream(src) and Path(src).is_file() else None  # bytes: time left
 
-    def read() -> Iterator[Any]:
+    def read() -> Iterator[StreamLines]:
         for u in units:
-            read_words[0] += _unit_words(u)
+            read_words[0] += len(u.words)
             yield u
 
     def labelled_bytes() -> int:

@@ -35,6 +35,15 @@ def iwslt() -> Path:
     return IWSLT
 
 
+@pytest.fixture(scope="session")
+def punct():
+    """The shipped `fast` model's engine (one thread), loaded once per run: `punct` is this model in every test; a
+    test that needs another model names its fixture after that model (`tiny_engine`, ...)."""
+    from punctkit import load_model
+
+    return load_model("fast", threads=1)
+
+
 @pytest.fixture
 def one_torch_thread():
     """One torch thread while a test runs (tiny models run faster so on a shared, busy CPU)."""
@@ -112,3 +121,12 @@ def tiny_package(tmp_path_factory) -> TinyPackage:
             build_tiny_package(d)
             (d / "built").touch()
     return TinyPackage(d)
+
+
+@pytest.fixture(scope="session")
+def tiny_engine(tiny_package):
+    """The engine of the run's tiny package (`tiny_package`; its ONNX graph where onnxruntime is installed), one
+    thread."""
+    from punctkit import load_model
+
+    return load_model(tiny_package.pkt, threads=1)

@@ -128,3 +128,30 @@ def network_only(d: Path, model: str = "fast") -> Path:
         (d / "zero_boundary.json").write_text(json.dumps(BoundaryFusion.identity(marks).with_weight(0.0).to_dict()))
         cli("pack", model, "--boundary", d / "zero_boundary.json", "-o", out)
     return out
+
+
+def twocol_marks(path: Path) -> list[tuple[str, str]]:
+    """(word lower-cased, mark) of each line of a twocol output."""
+    from punctkit.data.labels import mark_of
+
+    return [(ln.split("\t")[0].lower(), mark_of(ln.split("\t")[1]))
+            for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+
+
+def decode_reads_its_turns(d: Path, src: Path, tmp: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """`decode fast` of data directory `d` (prepared from `src`) and `punctuate` of `src` give every word the
+    same mark (the words as each writes them), and the same words without the directory's turn files (segments,
+    ctm, utt2spk...) are labelled otherwise: its turns and pauses reach the model. The decoded and the punctuated
+    (word, mark) pairs."""
+    cli("decode", "fast", d, tmp / "d.tsv", "--format", "twocol", "-q")
+    cli("punctuate", src, "-m", "fast", "--format", "twocol", "-o", tmp / "p.tsv", "-q")
+    decoded, punctuated = twocol_marks(tmp / "d.tsv"), twocol_marks(tmp / "p.tsv")
+    assert len(decoded) == len(punctuated) > 1000
+    assert [m for _, m in decoded] == [m for _, m in punctuated]
+    plain = tmp / "plain"
+    plain.mkdir()
+    for f in ("text", "labels", "inventory"):
+        (plain / f).write_bytes((d / f).read_bytes())
+    cli("decode", "fast", plain, tmp / "plain.tsv", "--format", "twocol", "-q")
+    assert [m for _, m in twocol_marks(tmp / "plain.tsv")] != [m for _, m in decoded]
+    return decoded, punctuated

@@ -31,7 +31,7 @@ def tiny(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def punct(tiny):
+def tagger_engine(tiny):
     from punctkit import load_model
 
     return load_model(tiny / "tiny.pkt", threads=1)
@@ -56,7 +56,7 @@ def test_words_of_test2011_score_as_decode(tiny):
     assert [lab for u in got for lab in u.labels] == [lab for u in dec for lab in u.labels]
 
 
-def test_chunked_stream_equals_whole_stream(punct):
+def test_chunked_stream_equals_whole_stream(tagger_engine):
     """Segmenting a stream (any chunk size, any length) changes no label."""
     from punctkit.data.streams import IGNORE, Stream
     from punctkit.decode.decoder import decode_streams_rows
@@ -65,14 +65,16 @@ def test_chunked_stream_equals_whole_stream(punct):
     utts, _ = read(IWSLT / "test2011", "twocol")
     words = [w for u in utts for w in u.words]
     for n in (7, 40, 41, 139, 140, 141, 1000):
-        got, = decode_streams_rows(punct.scorer.runner.model, punct.frontend,
-                                   [Stream("s", ["s"], [0], words[:n], [IGNORE] * n)], punct.window, punct.step, 32)
+        got, = decode_streams_rows(tagger_engine.scorer.runner.model, tagger_engine.frontend,
+                                   [Stream("s", ["s"], [0], words[:n], [IGNORE] * n)], tagger_engine.window,
+                                   tagger_engine.step, 32)
         # the stream's end ends a sentence (decode/stream_end.py)
-        expect = [punct.inventory.labels[i] for i in close_ids(got.best, got.rows, punct.inventory, closes=True)]
+        inventory = tagger_engine.inventory
+        expect = [inventory.labels[i] for i in close_ids(got.best, got.rows, inventory, closes=True)]
         for chunk in (1, 20, 100, 333):
-            punct.chunk_words = chunk
-            assert words_labels(punct, words[:n]) == expect, (n, chunk)
-    punct.chunk_words = 10000
+            tagger_engine.chunk_words = chunk
+            assert words_labels(tagger_engine, words[:n]) == expect, (n, chunk)
+    tagger_engine.chunk_words = 10000
 
 
 def _peak_bytes(punct, src: Path, out: Path):
@@ -86,7 +88,7 @@ def _peak_bytes(punct, src: Path, out: Path):
         tracemalloc.stop()
 
 
-def test_long_input_runs_in_bounded_memory(punct, tmp_path):
+def test_long_input_runs_in_bounded_memory(tagger_engine, tmp_path):
     """Python memory peak of 50k words is that of 10k words (within 1 MB, 25 bytes for each word more): nothing
     grows with the input."""
     utts, _ = read(IWSLT / "test2011", "twocol")
@@ -97,18 +99,18 @@ def test_long_input_runs_in_bounded_memory(punct, tmp_path):
         with open(paths[n], "w") as f:
             for i in range(0, n, 25):
                 f.write(" ".join(words[(i + k) % len(words)] for k in range(25)) + "\n")
-    punct.chunk_words = 1000
+    tagger_engine.chunk_words = 1000
     try:
-        small, _ = _peak_bytes(punct, paths[10000], tmp_path / "o10.txt")
-        big, stats = _peak_bytes(punct, paths[50000], tmp_path / "o50.txt")
+        small, _ = _peak_bytes(tagger_engine, paths[10000], tmp_path / "o10.txt")
+        big, stats = _peak_bytes(tagger_engine, paths[50000], tmp_path / "o50.txt")
     finally:
-        punct.chunk_words = 10000
+        tagger_engine.chunk_words = 10000
     assert stats.words == 50000 and stats.utterances == 2000
     assert len((tmp_path / "o50.txt").read_text().splitlines()) == 2000
     assert big < small + 1_000_000, (small, big)
 
 
-def test_ctm_in_ctm_and_text_out(tiny, punct, tmp_path):
+def test_ctm_in_ctm_and_text_out(tiny, tagger_engine, tmp_path):
     utts, _ = read(IWSLT / "test2011", "twocol")
     words = [w for u in utts for w in u.words][:300]
     lines, t = [], 0.0
@@ -124,7 +126,7 @@ def test_ctm_in_ctm_and_text_out(tiny, punct, tmp_path):
     assert "1 tokens without a word dropped" in r.stderr
     from punctkit.punctuator import punctuate_file
 
-    punctuate_file(punct, tmp_path / "in.ctm", tmp_path / "out.txt", keep_input_marks=True)
+    punctuate_file(tagger_engine, tmp_path / "in.ctm", tmp_path / "out.txt", keep_input_marks=True)
     out_ctm = [ln.split() for ln in (tmp_path / "out.ctm").read_text().splitlines()]
     src = [ln.split() for ln in lines if " , " not in ln]
     assert len(out_ctm) == 300
@@ -139,31 +141,31 @@ def test_ctm_in_ctm_and_text_out(tiny, punct, tmp_path):
     assert any(o[4][-1] in ".?" for o in out_ctm) and text[0].split()[1][0].isupper()
 
 
-def test_jsonl_and_kaldi_text(tiny, punct, tmp_path):
+def test_jsonl_and_kaldi_text(tiny, tagger_engine, tmp_path):
     words = "so i 'm here today and we do n't know what to do about it do you know".split()
     obj = {"id": "a1", "words": [{"word": w, "start": i * 0.5, "end": i * 0.5 + 0.4} for i, w in enumerate(words)]}
     (tmp_path / "in.jsonl").write_text(json.dumps(obj) + "\n" + json.dumps({"id": "a2", "text": "hello there"}) + "\n")
     (tmp_path / "text").write_text("a1 " + " ".join(words) + "\na2 hello there\n")
     from punctkit.punctuator import punctuate_file
 
-    punctuate_file(punct, tmp_path / "in.jsonl", tmp_path / "out.jsonl", fmt="jsonl")
-    punctuate_file(punct, tmp_path / "text", tmp_path / "out.txt")
+    punctuate_file(tagger_engine, tmp_path / "in.jsonl", tmp_path / "out.jsonl", fmt="jsonl")
+    punctuate_file(tagger_engine, tmp_path / "text", tmp_path / "out.txt")
     got = [json.loads(ln) for ln in (tmp_path / "out.jsonl").read_text().splitlines()]
     # the input words as they came, one space apart (split contractions stay split: tests/contracts/test_passthrough.py)
-    expect = [" ".join(display_words(ws, words_labels(punct, ws))[0]) for ws in (words, ["hello", "there"])]
+    expect = [" ".join(display_words(ws, words_labels(tagger_engine, ws))[0]) for ws in (words, ["hello", "there"])]
     assert [g["text"] for g in got] == expect
     assert (tmp_path / "out.txt").read_text() == f"a1 {expect[0]}\na2 {expect[1]}\n"
     assert [w["word"] for w in got[0]["words"]] == words and got[0]["words"][0]["start"] == 0.0
     assert [w["label"] for w in got[0]["words"]] == got[0]["labels"]
     with pytest.raises(PunctkitError, match=r"in.jsonl:2 \(utterance a2\): no word has a start time"):
-        punctuate_file(punct, tmp_path / "in.jsonl", tmp_path / "j.ctm", fmt="ctm")
+        punctuate_file(tagger_engine, tmp_path / "in.jsonl", tmp_path / "j.ctm", fmt="ctm")
     assert not (tmp_path / "j.ctm").exists()  # nothing half-written
     (tmp_path / "in.jsonl").write_text(json.dumps(obj) + "\n")
-    punctuate_file(punct, tmp_path / "in.jsonl", tmp_path / "j.ctm", fmt="ctm")
+    punctuate_file(tagger_engine, tmp_path / "in.jsonl", tmp_path / "j.ctm", fmt="ctm")
     assert (tmp_path / "j.ctm").read_text().splitlines()[1].startswith("a1 1 0.500 0.400 I")
     (tmp_path / "bad.jsonl").write_text('{"id": "x", "words": [{"start": 1}]}\n')
     with pytest.raises(PunctkitError, match=r"bad.jsonl:1 \(utterance x\)"):
-        punctuate_file(punct, tmp_path / "bad.jsonl", tmp_path / "o")
+        punctuate_file(tagger_engine, tmp_path / "bad.jsonl", tmp_path / "o")
 
 
 def test_stdin_encoding_and_content_detection(tiny, tmp_path):
@@ -206,19 +208,19 @@ def test_detokenize():
         == "Hello, John Smith. and Nasa"
 
 
-def test_keep_input_marks(punct):
+def test_keep_input_marks(tagger_engine):
     text = "so the , thing is that we do n't know what to do about it and we are here today to talk about it"
-    free = punct.punctuate(text.replace(" ,", ""))
-    assert punct.punctuate(text) == free  # given marks and case are removed and predicted again by default
-    assert punct.punctuate(text.upper().replace(" ,", " ;")) == free
-    kept = punct.punctuate(text + "?", keep_input_marks=True)
+    free = tagger_engine.punctuate(text.replace(" ,", ""))
+    assert tagger_engine.punctuate(text) == free  # given marks and case are removed and predicted again by default
+    assert tagger_engine.punctuate(text.upper().replace(" ,", " ;")) == free
+    kept = tagger_engine.punctuate(text + "?", keep_input_marks=True)
     assert "the, thing" in kept.lower() and kept.endswith("it?")
     # every other slot is predicted as without the flag
     words = text.replace(" ,", "").split()
     fixed = [None] * len(words)
     fixed[1], fixed[-1] = "COMMA", "QUESTION"
-    labels = words_labels(punct, words, fixed)
-    free_labels = words_labels(punct, words)
+    labels = words_labels(tagger_engine, words, fixed)
+    free_labels = words_labels(tagger_engine, words)
     assert labels[1] == "COMMA" and labels[-1] == "QUESTION"
     assert [x for i, x in enumerate(labels) if i not in (1, len(words) - 1)] == \
         [x for i, x in enumerate(free_labels) if i not in (1, len(words) - 1)]

@@ -163,7 +163,7 @@ class Tracer:
 
 def levels_of(repo: Path) -> dict[str, int]:
     """The layers of tests/contracts/test_layers.py's LEVELS (the README's order of imports)."""
-    tree = ast.parse((repo / "tests" / "test_layers.py").read_text(encoding="utf-8"))
+    tree = ast.parse((repo / "tests" / "contracts" / "test_layers.py").read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "LEVELS":
             return ast.literal_eval(node.value)

@@ -10,9 +10,10 @@ from sys import intern
 from punctkit.data.datadir import read_data_dir, write_data_dir
 from punctkit.data.formats import CorpusRead, Report, Utterance, detect_format, flatten, get_format, read
 from punctkit.data.formats.datadir_io import TurnDir, has_turns, turn_dir
-from punctkit.data.formats.nlp import SpokenTurn, one_utterance, read_nlp, read_nlp_turns
+from punctkit.data.formats.nlp import SpokenTurn, one_utterance, read_nlp
 from punctkit.data.formats.sclite import trn_lines
 from punctkit.data.formats.text import PLAIN, TextOptions, kaldi_text_lines, read_text
+from punctkit.data.formats.turns import TURN_FORMATS, transcript_turns
 from punctkit.data.labels import (
     SENTENCE_END,
     LabelSet,
@@ -148,6 +149,13 @@ def read_input(path: Path, fmt: str | None, inv: LabelSet, subst: Substitution, 
             raise PunctkitError(f"{path}: read as {name}, but {' '.join(options_used(opts))} apply to plain "
                                 f"text (and Kaldi text and trn) only; give --from text if it is one")
         return read_text(path, CorpusRead(inv, subst, report, lowercase, lines, encoding), ID_LINES[name], opts)
+    if name in TURN_FORMATS:  # a transcript's words alone (blocks, rechunking): one stream, as a call's
+        if lines is not None:
+            raise PunctkitError(f"{path}: --lines is for line-per-utterance text; read as {name}, an input is one "
+                                f"stream (leave --lines out)")
+        turns = transcript_turns(path, name, CorpusRead(inv, subst, report, lowercase, None, encoding),
+                                 told=fmt is not None)
+        return one_utterance(path.name, turns or [])
     if inv.case_aware and get_format(name, "reader").labels:
         utts, found = read(path, name, None, subst, lowercase, report, lines, encoding)
         if not found.case_aware:
@@ -157,12 +165,15 @@ def read_input(path: Path, fmt: str | None, inv: LabelSet, subst: Substitution, 
 
 def read_turns(path: Path, fmt: str | None, inv: LabelSet, subst: Substitution, lowercase: bool, report: Report,
                encoding: str | None, opts: TextOptions) -> list[SpokenTurn] | None:
-    """One input's speaker turns, each word with its times, where its format keeps them (an NLP call, read as
-    `read_input` reads it: nlp.read_nlp_turns); None for an input of another format (`read_input` reads it)."""
+    """One input's speaker turns, each word with its times, where its format keeps them (turns.transcript_turns:
+    an NLP call, read as `read_input` reads it, and every format punctuate reads that has no corpus reader: an
+    stm, a CTM, the JSON of Whisper and the ASR services, subtitles, ...); None for an input of another format, or
+    one with text options that are not its (`read_input` reads it, or refuses them)."""
     name = fmt or detect_format(path, encoding)
-    if name == "nlp" and opts in (PLAIN, NLP_OPTS):
-        return read_nlp_turns(path, CorpusRead(inv, subst, report, lowercase, None, encoding), opts.split_contractions)
-    return None
+    if opts != PLAIN and not (name == "nlp" and opts == NLP_OPTS):
+        return None
+    return transcript_turns(path, name, CorpusRead(inv, subst, report, lowercase, None, encoding),
+                            opts.split_contractions, told=fmt is not None)
 
 
 def with_case(utts: list[Utterance], inv: LabelSet, path: Path) -> list[Utterance]:
@@ -195,9 +206,10 @@ def prepare(inputs: list[Path], out: Path, *, fmt: str | None = None, inventory:
             file_list: Path | None = None, show_progress: bool = True) -> Report:
     """Build the data directory `out` from punctuated text files; returns the repair report.
 
-    Turns: an input that says who speaks or when (an NLP call's speakers and word times: `read_turns`) is
-    written an utterance a speaker turn, with `segments`, `ctm` or `utt2reco` (datadir_io.turn_dir), unless
-    it is cut into blocks or rechunked (its turns and times are then dropped, as an input without them has).
+    Turns: an input that says who speaks or when (`read_turns`: an NLP call's speakers and word times, an stm's
+    segments, a Whisper or ASR service's JSON, a CTM, subtitles) is written an utterance a speaker turn, with
+    `segments`, `ctm` or `utt2reco` (datadir_io.turn_dir), unless it is cut into blocks or rechunked (its turns
+    and times are then dropped, as an input without them has).
     Streams (`block_len`): each input is one document cut into consecutive blocks
     that ignore sentence ends; `utt2spk` maps the blocks to their document so
     models can window across them (plain text is a document a line unless

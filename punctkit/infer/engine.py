@@ -35,7 +35,7 @@ import numpy as np
 
 from punctkit.data.boundaries import NOTHING, between, unit_boundaries
 from punctkit.data.formats import split_text
-from punctkit.data.formats.base import AsrUtterance, placed
+from punctkit.data.formats.base import AsrUtterance, StreamLines, placed
 from punctkit.data.labelled import Labelled, word_times
 from punctkit.data.labels import LabelSet, O, Substitution, default_substitution, get_inventory
 from punctkit.data.streams import IGNORE, Extra, Stream
@@ -54,7 +54,13 @@ from punctkit.package import EnsemblePackage, Package, read_package
 from punctkit.pretrained import SHIPPED, default_model
 from punctkit.text.frontend import Frontend
 
-Unit = AsrUtterance | str | Sequence[str] | Sequence[AsrUtterance] | Stream  # what `Engine.label` takes (see there)
+# The engine's one unit: the lines of one stream (base.StreamLines: its utterances, in order, sentences and case running
+# on across them), with a data directory's `Stream` where the model reads its audio. Everything inside the engine
+# takes it; `Engine.label` makes one of each unit it is given, once, at its entry (`unit_of`).
+Unit = StreamLines
+# what `Engine.label` takes (public: punctkit.load(...).label): a Unit (a reader's stream: Format.streams), an
+# utterance, a text, a list of words, a list of utterances (lines of one stream) or a data directory's `Stream`
+Given = StreamLines | AsrUtterance | str | Sequence[str] | Sequence[AsrUtterance] | Stream
 
 
 def as_unit(words: Sequence[str], forced: Forced | None = None, uttid: str = "s0") -> AsrUtterance:
@@ -77,27 +83,6 @@ def forced_marks(utt: AsrUtterance, forced: bool) -> Forced | None:
     return [None if m == O else m for m in utt.marks] if forced else None
 
 
-MAX_RUN_WORDS = 200_000  # words of one `stream` held as one unit (about 20 hours of speech); a longer one is cut
-
-
-def stream_runs(units: Iterable[Unit]) -> Iterator[Unit]:
-    """`units` with each run of consecutive utterances of one `stream` (AsrUtterance.stream, an stm's recording)
-    as one unit, a list of lines of one stream; a run is cut after MAX_RUN_WORDS words (memory stays bounded)."""
-    run: list[AsrUtterance] = []
-    words = 0
-    for u in units:
-        if run and not (isinstance(u, AsrUtterance) and u.stream == run[0].stream and words < MAX_RUN_WORDS):
-            yield run
-            run, words = [], 0
-        if isinstance(u, AsrUtterance) and u.stream is not None:
-            run.append(u)
-            words += len(u.words)
-        else:
-            yield u
-    if run:
-        yield run
-
-
 def word_streams(word_lists: list[list[str]]) -> list[Stream]:
     """Unlabelled streams of words (keys s0, s1, ...)."""
     return [Stream(f"s{k}", [f"s{k}"], [0], words, [IGNORE] * len(words)) for k, words in enumerate(word_lists)]
@@ -117,6 +102,24 @@ def stream_lines(stream: Stream) -> list[AsrUtterance]:
                                   records=[{"start_s": t0, "end_s": t1} for t0, t1 in times] if known else [],
                                   speaker=stream.speakers[k] if stream.speakers is not None else None))
     return lines
+
+
+def unit_of(given: Given, inventory: LabelSet, uttid: str) -> Unit:
+    """What `Engine.label` is given as the engine's one `Unit`, the one conversion: a Unit as it is; an utterance
+    as its one line; a list of utterances as its lines; a data directory's `Stream` as its utterances' lines
+    (`stream_lines`), with it; a text (`text_unit`) or a list of words (`as_unit`) as one line made `uttid`."""
+    if isinstance(given, StreamLines):
+        return given
+    if isinstance(given, AsrUtterance):
+        return StreamLines([given])
+    if isinstance(given, Stream):
+        return StreamLines(stream_lines(given), given.key, given)
+    if isinstance(given, str):
+        return StreamLines([text_unit(given, inventory, uttid)])
+    items = list(given)
+    if items and isinstance(items[0], AsrUtterance):
+        return StreamLines(items)  # type: ignore[arg-type]
+    return StreamLines([as_unit(items, uttid=uttid)])  # type: ignore[arg-type]
 
 
 @dataclass
@@ -272,17 +275,18 @@ class Engine:
         return self if one is self.scorer else Engine(scorer=one, chunk_words=self.chunk_words)
 
     # ------------------------------------------------------------------ labelling
-    def label(self, units: str | Iterable[Unit], *, one_stream: bool = False, forced: bool = False,
+    def label(self, units: str | Iterable[Given], *, one_stream: bool = False, forced: bool = False,
               casing: Casing | None = None, probs: bool = False, extra: Extra | None = None,
               nbest: int = 1, stop: Callable[[], None] | None = None) -> Iterator[Labelled]:
         """Each unit labelled, in order, in bounded memory: the one labelling call (also the engine's call).
 
-        `units`: utterances (`AsrUtterance`, a list of words, or a text: `text_unit`; a text alone is one
-        unit), each its own stream with an id of its own (`s0`, `s1`, ... where it has none), starting and
-        ending sentences, except that consecutive utterances of one `stream` (an stm's recording) are
-        lines of one stream (`stream_runs`); a list of utterances is lines of one stream (sentences and the input's case
-        run on across them); a data directory's `Stream` is the lines of its utterances (`punctkit
-        decode`). `one_stream`: all of `units` are lines of one stream (plain text, read as it comes).
+        `units` (`Given`, each made the engine's one `Unit` here, once: `unit_of`): utterances (`AsrUtterance`,
+        a list of words, or a text: `text_unit`; a text alone is one unit), each its own stream with an id of its
+        own (`s0`, `s1`, ... where it has none), starting and ending sentences; the lines of one stream
+        (`StreamLines`: a reader's stream, an stm's recording, as `Format.streams` gives it; or a list of
+        utterances): sentences and the input's case run on across them; a data directory's `Stream` is the lines
+        of its utterances (`punctkit decode`). `one_stream`: all of `units` are lines of one stream (plain text,
+        read as it comes).
         `forced`: each utterance's own marks are kept (--keep-input-marks), the model predicting the
         rest. `casing`: how the words are shown (`casing()`'s default). `probs`: each `Labelled` has its
         words x labels distributions (also where a mark is forced). `extra`: the audio of the data
@@ -294,10 +298,11 @@ class Engine:
         casing = casing if casing is not None else self.casing()
         if isinstance(units, str):
             units = [units]
+        made = (unit_of(u, self.inventory, f"s{k}") for k, u in enumerate(units))
         if one_stream:
-            yield from self._one_stream(iter(units), forced, casing, probs, stop)
+            yield from self._one_stream(made, forced, casing, probs, stop)
         else:
-            yield from self._batched(stream_runs(units), forced, casing, probs, extra, nbest, stop)
+            yield from self._batched(made, forced, casing, probs, extra, nbest, stop)
 
     __call__ = label
 
@@ -350,14 +355,13 @@ class Engine:
     def _batched(self, units: Iterable[Unit], forced: bool, casing: Casing, probs: bool,
                  extra: Extra | None = None, nbest: int = 1,
                  stop: Callable[[], None] | None = None) -> Iterator[Labelled]:
-        """Independent streams (an utterance, lines of one stream, or a data directory's stream),
+        """Units, each an independent stream (an utterance, lines of one stream, or a data directory's stream),
         batched across streams up to about `chunk_words` words; a longer stream alone, in segments
         (`Segments`), unless it has audio (`extra`) or n-best lists are asked for."""
         group: list[_Pending] = []
         size = 0  # the words of `group`
         for k, unit in enumerate(units):
-            lines = self._lines(unit, f"s{k}")
-            words = [w for u in lines for w in u.words]
+            lines, words = unit.lines, unit.words
             fx = [f for u in lines for f in forced_marks(u, True)] if forced else None  # type: ignore[union-attr]
             bounds = unit_boundaries(lines) if self.scorer.uses_boundaries else None
             if len(words) > self.chunk_words and extra is None and nbest <= 1:
@@ -368,7 +372,8 @@ class Engine:
                 labels, rows = self._rows(list(Segments(self, stop)(items)))
                 yield from self._shown(lines, labels, rows, casing, forced, probs)
                 continue
-            stream = unit if isinstance(unit, Stream) else Stream(f"s{k}", [f"s{k}"], [0], words, [IGNORE] * len(words))
+            stream = unit.stream if unit.stream is not None else \
+                Stream(f"s{k}", [f"s{k}"], [0], words, [IGNORE] * len(words))
             group.append(_Pending(lines, stream, fx, bounds))
             size += len(words)
             if size >= self.chunk_words:
@@ -376,27 +381,13 @@ class Engine:
                 group, size = [], 0
         yield from self._flush(group, casing, forced, probs, extra, nbest, stop)
 
-    def _lines(self, unit: Unit, uttid: str) -> list[AsrUtterance]:
-        """A unit as the lines of one stream; a text or a list of words made an utterance `uttid` (each unit
-        of a call its own id)."""
-        if isinstance(unit, AsrUtterance):
-            return [unit]
-        if isinstance(unit, Stream):  # a data directory's: its utterances, their words as the model reads them
-            return stream_lines(unit)
-        if isinstance(unit, str):
-            return [text_unit(unit, self.inventory, uttid)]
-        items = list(unit)
-        if items and isinstance(items[0], AsrUtterance):
-            return items  # type: ignore[return-value]
-        return [as_unit(items, uttid=uttid)]  # type: ignore[arg-type]
-
     def _stream_words(self, units: Iterator[Unit], forced: bool, pending: deque[AsrUtterance]) -> Iterator[StreamWord]:
         """The words of lines of one stream, each line put on `pending` as it is read; each word's boundary id
         waits for the next word (a line's last word's for the next line: its speaker and start)."""
         weighs = self.scorer.uses_boundaries
         held: tuple[StreamWord, str | None, Any] | None = None  # the last word read, its speaker and times
-        for n, unit in enumerate(units):
-            for ln in self._lines(unit, f"s{n}"):
+        for unit in units:
+            for ln in unit.lines:
                 pending.append(ln)
                 times = word_times(ln.records, len(ln.words)) if weighs else None
                 for j, (w, f) in enumerate(zip(ln.words, forced_marks(ln, forced) or [None] * len(ln.words))):

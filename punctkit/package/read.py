@@ -199,9 +199,9 @@ def local_files_only(data: bytes) -> bytes:
     return json.dumps({k: v for k, v in conf.items() if not k.endswith("_file")}).encode()
 
 
-def _frontend(path: Path, members: dict[str, bytes], fe_conf: Any, prefix: str = "") -> Frontend:
-    """The frontend, from its members written into a private temporary directory by validated names
-    (`prefix`: the member's place in an ensemble package, for messages)."""
+def _check_frontend(path: Path, members: dict[str, Any], fe_conf: Any, prefix: str = "") -> None:
+    """A frontend's kind named (frontend.yaml: `fe_conf`), the members all files a frontend of that kind holds, and
+    a `plm` frontend's tokenizer among them (`prefix`: the model's place in an ensemble package, for messages)."""
     kind = fe_conf.get("kind", "word") if isinstance(fe_conf, dict) else None
     if not isinstance(kind, str):
         raise _bad(path, f"corrupt packed model ({prefix}{FRONTEND}{CONF_FILE} has no frontend kind)")
@@ -216,6 +216,11 @@ def _frontend(path: Path, members: dict[str, bytes], fe_conf: Any, prefix: str =
     if kind == "plm" and not any(n.startswith(f"{FRONTEND}{TOKENIZER_DIR}/") for n in members):
         # without them the frontend would load the tokenizer from the path in frontend.yaml, outside the package
         raise _bad(path, f"incomplete packed model (no {prefix}{FRONTEND}{TOKENIZER_DIR}/ tokenizer files)")
+
+
+def _frontend(path: Path, members: dict[str, Any], prefix: str = "") -> Frontend:
+    """The frontend, from its members (checked by `_check_frontend`) written into a private temporary directory
+    by validated names (`prefix`: the model's place in an ensemble package, for messages)."""
     tmp = Path(tempfile.mkdtemp(prefix="punctkit-package-"))
     try:
         for name, data in members.items():
@@ -234,7 +239,9 @@ def _frontend(path: Path, members: dict[str, bytes], fe_conf: Any, prefix: str =
 def read_package(path: str | Path) -> Package | EnsemblePackage:
     """A packed model's manifest, config, frontend and weights (an ensemble package's: each
     member's), every member validated first; one-line errors for foreign, hostile, truncated,
-    corrupt or other-version files."""
+    corrupt or other-version files. In two steps: every model's members read and checked in this
+    layer (`_model_members`), then each model's frontend, boundary fusion and checks of the layers
+    below built in one place (`_built`)."""
     p = require_file(model_path(path), "packed model")  # a shipped model's name (`fast`) is its package
     if not zipfile.is_zipfile(p):
         raise _bad(p, "not a packed punctkit model (truncated, or not written by `punctkit pack`)")
@@ -251,50 +258,82 @@ def read_package(path: str | Path) -> Package | EnsemblePackage:
         raise _bad(p, f"not a packed punctkit model (no {MANIFEST})")
     manifest = _manifest(p, members[MANIFEST])
     if manifest.get("kind") == ENSEMBLE:
-        return _ensemble(p, manifest, members)
+        weights, models = _ensemble_members(p, manifest, members)
+        return EnsemblePackage(p, manifest, [_built(m) for m in models], weights)
     for name in members:
         if split_member(name)[0]:
             raise _refuse(p, name, "an ensemble member in a single-model package")
-    return _model(p, manifest, members)
+    return _built(_model_members(p, manifest, members))
 
 
-def _model(p: Path, manifest: dict[str, Any], members: dict[str, bytes], prefix: str = "") -> Package:
-    """One model from its members (names inside the model; `prefix`: its place in an ensemble)."""
+@dataclass
+class ModelMembers:
+    """One model's members, read and checked as far as the package layer can (`_model_members`): what
+    `_built` makes a Package of."""
+
+    path: Path
+    prefix: str                  # the model's place in an ensemble package ("" for a single model), for messages
+    manifest: dict[str, Any]
+    conf: dict[str, Any]         # config.yaml, checked by `_config`
+    members: dict[str, Any]      # name inside the model -> bytes (model.pt: a DeferredMember)
+    frontend_digest: str
+
+
+def _model_members(p: Path, manifest: dict[str, Any], members: dict[str, Any], prefix: str = "") -> ModelMembers:
+    """One model's members (names inside the model; `prefix`: its place in an ensemble) checked in this layer:
+    none missing, the frontend's files those of its kind, its config (`_config`)."""
     missing = [prefix + n for n in REQUIRED if n not in members]
     if not any(n in members for n in WEIGHTS):
         missing.append(prefix + " or ".join(WEIGHTS))
     if missing:
         raise _bad(p, f"incomplete packed model (missing {', '.join(missing)})")
     fe_name = FRONTEND + CONF_FILE
-    frontend = _frontend(p, members, _yaml(p, prefix + fe_name, members[fe_name]), prefix)
-    conf = _config(p, members, prefix, frontend)
+    _check_frontend(p, members, _yaml(p, prefix + fe_name, members[fe_name]), prefix)
+    return ModelMembers(p, prefix, manifest, _config(p, members, prefix), members, frontend_digest(members))
+
+
+def _built(m: ModelMembers) -> Package:
+    """The Package of one model's checked members: the objects of the layers below built, and the checks that
+    need them made, here in one place: the frontend (text), the boundary fusion with its marks covering the
+    model's labels (decode), the vocabulary size training recorded checked against the frontend's, the model
+    section (config)."""
+    p, config = m.path, m.prefix + "config.yaml"
+    frontend = _frontend(p, m.members, m.prefix)
     boundary = None
-    if BOUNDARY in members:
-        boundary = BoundaryFusion.from_dict(_json(p, prefix + BOUNDARY, members[BOUNDARY]), f"{p} ({prefix}{BOUNDARY})")
+    if BOUNDARY in m.members:
+        where = m.prefix + BOUNDARY
+        boundary = BoundaryFusion.from_dict(_json(p, where, m.members[BOUNDARY]), f"{p} ({where})")
         try:
-            boundary.columns(get_inventory(conf["resolved"]["inventory"]))  # its marks cover the model's labels
+            boundary.columns(get_inventory(m.conf["resolved"]["inventory"]))  # its marks cover the model's labels
         except PunctkitError as e:
-            raise _bad(p, f"corrupt packed model ({prefix}{BOUNDARY}: {e})") from None
-    return Package(p, manifest, conf, frontend, members.get("model.pt"), members.get("model.onnx"),
-                   frontend_digest(members), boundary)
+            raise _bad(p, f"corrupt packed model ({where}: {e})") from None
+    if m.conf["resolved"]["env"]["vocab_size"] != frontend.vocab_size:
+        raise _not_packed(p, config, "resolved env")
+    check_model_section(m.conf["model"], f"{p}: {config}")
+    return Package(p, m.manifest, m.conf, frontend, m.members.get("model.pt"), m.members.get("model.onnx"),
+                   m.frontend_digest, boundary)
 
 
-def _config(p: Path, members: dict[str, Any], prefix: str, frontend: Frontend) -> dict[str, Any]:
-    """One model's config.yaml, checked as far as a package is built from it: a `model` section with
-    its type (`check_model_section`) and its encoder from the package (`_own_encoder`), a `resolved`
-    one with the inventory and `env` (`_env_fits` the frontend), a `decode` mapping ({} when absent)
+def _not_packed(p: Path, name: str, what: str) -> PunctkitError:
+    """The one-line error for a part of config.yaml that `punctkit pack` does not write so."""
+    return _bad(p, f"corrupt packed model ({name}: its {what} is not what punctkit pack writes)")
+
+
+def _config(p: Path, members: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """One model's config.yaml, checked as far as its data goes (`_built` checks its model section and its
+    vocabulary size against the frontend): `model` and `resolved` sections, the model's encoder from the
+    package (`_own_encoder`), the inventory and `env` (`_env_fits`), a `decode` mapping ({} when absent)
     whose window, step, batch size and beam decoding can use."""
     name = prefix + "config.yaml"
     conf = _yaml(p, name, members["config.yaml"])
     if not isinstance(conf, dict) or not isinstance(conf.get("resolved"), dict) or \
             not isinstance(conf.get("model"), dict):
         raise _bad(p, f"corrupt packed model ({name} has no model/resolved sections)")
-    check_model_section(conf["model"], f"{p}: {name}")
     for what, ok in (("resolved inventory", isinstance(conf["resolved"].get("inventory"), str)),
-                     ("resolved env", _env_fits(conf["resolved"].get("env"), frontend)),
+                     ("resolved env", _env_fits(conf["resolved"].get("env"))),
                      ("decode section", isinstance(conf.setdefault("decode", {}), dict))):
         if not ok:
-            raise _bad(p, f"corrupt packed model ({name}: its {what} is not what punctkit pack writes)")
+            raise _not_packed(p, name, what)
     try:
         resolve(trained={k: v for k, v in conf["decode"].items() if k in SEARCH_KEYS})
     except PunctkitError as e:
@@ -307,14 +346,14 @@ def _whole(value: Any, low: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
 
-def _env_fits(env: Any, frontend: Frontend) -> bool:
-    """Whether `resolved.env` holds what training recorded for building the model: the frontend's
-    vocabulary size, the number of labels, the padding id, a feature dimension or null, an
+def _env_fits(env: Any) -> bool:
+    """Whether `resolved.env` holds what training recorded for building the model: a vocabulary size (`_built`
+    compares it with the frontend's), the number of labels, the padding id, a feature dimension or null, an
     embedding table's [rows, dim] (within the weights' limit) or null, each named by text."""
     if not isinstance(env, dict) or not all(isinstance(k, str) for k in env):
         return False
     shape, feat_dim = env.get("embeddings_shape"), env.get("feat_dim")
-    return (env.get("vocab_size") == frontend.vocab_size and _whole(env.get("n_labels"), 1)
+    return (_whole(env.get("vocab_size"), 1) and _whole(env.get("n_labels"), 1)
             and _whole(env.get("pad_id"), 0) and (feat_dim is None or _whole(feat_dim, 1))
             and (shape is None or isinstance(shape, list) and len(shape) == 2 and all(_whole(n, 1) for n in shape)
                  and shape[0] * shape[1] * 4 <= WEIGHTS_LIMIT))
@@ -345,15 +384,17 @@ def frontend_digest(members: dict[str, Any]) -> str:
     return h.hexdigest()
 
 
-def _ensemble(p: Path, manifest: dict[str, Any], members: dict[str, bytes]) -> EnsemblePackage:
-    """The members `models/0/` ... `models/N-1/` of an ensemble package, N the number of its weights."""
+def _ensemble_members(p: Path, manifest: dict[str, Any],
+                      members: dict[str, Any]) -> tuple[list[float], list[ModelMembers]]:
+    """The weights of an ensemble package and its models `models/0/` ... `models/N-1/` (N the number of
+    its weights), each model's members checked (`_model_members`)."""
     weights = manifest.get("weights")
     if (not isinstance(weights, list) or not 1 <= len(weights) <= MAX_MEMBERS
             or any(not isinstance(w, (int, float)) or isinstance(w, bool) or not 0 <= w <= 1 for w in weights)
             or abs(sum(weights) - 1) > 1e-6):
         raise _bad(p, f"corrupt ensemble package ({MANIFEST}: 'weights' is not 1 to {MAX_MEMBERS} "
                       f"numbers in [0, 1] summing to 1)")
-    groups: dict[str, dict[str, bytes]] = {member_prefix(k): {} for k in range(len(weights))}
+    groups: dict[str, dict[str, Any]] = {member_prefix(k): {} for k in range(len(weights))}
     for name, data in members.items():
         if name == MANIFEST:
             continue
@@ -366,5 +407,5 @@ def _ensemble(p: Path, manifest: dict[str, Any], members: dict[str, bytes]) -> E
     for prefix, files in groups.items():
         if MANIFEST not in files:
             raise _bad(p, f"incomplete ensemble package (no {prefix}{MANIFEST})")
-        models.append(_model(p, _manifest(p, files[MANIFEST]), files, prefix))
-    return EnsemblePackage(p, manifest, models, [float(w) for w in weights])
+        models.append(_model_members(p, _manifest(p, files[MANIFEST]), files, prefix))
+    return [float(w) for w in weights], models

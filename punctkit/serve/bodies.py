@@ -8,13 +8,13 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
-from punctkit.data.formats import AsrUtterance, Format, TextInput, detect_for, get_format, names
+from punctkit.data.formats import AsrUtterance, Format, StreamLines, TextInput, detect_for, get_format, names
 from punctkit.data.formats.protocol import ReadContext
 from punctkit.data.labels import default_substitution
 from punctkit.files import PunctkitError, decode_lines, parse_json
-from punctkit.infer.engine import Engine, Labelled, stream_runs
+from punctkit.infer.engine import Engine, Labelled
 from punctkit.infer.render import Casing
 from punctkit.punctuator import OUTPUT_FORMATS, output_options, write_units
 
@@ -24,11 +24,13 @@ TIMED_JSON = "timed-json"  # the default output for words with times, when the r
 
 @dataclass
 class Parsed:
-    """One request body read into utterances."""
+    """One request body read into utterances (`units`), and those as its reader gives them to the engine
+    (`runs`: each stream's together, an stm's recording; None: each its own stream)."""
 
     reader: Format
     units: list[AsrUtterance]
     words: int
+    runs: list[StreamLines] | None = None
 
 
 @dataclass
@@ -41,12 +43,14 @@ class Request:
     casing: Casing | None = None
 
     @property
-    def streams(self) -> list[Any]:
+    def streams(self) -> list[StreamLines]:
         """What `Engine.label` takes for it: each utterance, or (plain-text lines) all lines as one stream, or
-        (an stm's recording) each run of one stream's utterances, grouped here so that a batch of requests
-        never runs one request's stream into the next's."""
-        units = self.parsed.units
-        return [units] if self.parsed.reader.one_stream and units else list(stream_runs(units))
+        (an stm's recording) each of the reader's streams, so that a batch of requests never runs one
+        request's stream into the next's."""
+        units, runs = self.parsed.units, self.parsed.runs
+        if self.parsed.reader.one_stream and units:
+            return [StreamLines(units)]
+        return runs if runs is not None else [StreamLines([u]) for u in units]
 
 
 def body_text(body: bytes, charset: str | None) -> str:
@@ -84,8 +88,9 @@ def parse_body(punct: Engine, body: bytes, input_format: str | None = None,
     reader = (get_format(input_format, "units", "input format") if input_format
               else detect_for(src, "units", None, "serve", "the input_format parameter"))
     inv = punct.inventory
-    units = list(reader.read(src, ReadContext.of(src, inv, default_substitution(inv), told=bool(input_format))))
-    return Parsed(reader, units, sum(len(u.words) for u in units))
+    runs = list(reader.streams(src, ReadContext.of(src, inv, default_substitution(inv), told=bool(input_format))))
+    units = [u for run in runs for u in run.lines]
+    return Parsed(reader, units, sum(len(u.words) for u in units), runs)
 
 
 class Dropped(Exception):
@@ -148,5 +153,5 @@ def output_format(name: str | None, parsed: Parsed) -> Format:
 def render(punct: Engine, parsed: Parsed, labelled: list[Labelled], fmt: Format) -> str:
     """The response body, written by punctuate's writer (`write_units`) to a text stream in memory."""
     out = io.StringIO()
-    write_units(fmt, labelled, output_options(punct, parsed.reader.one_stream), out, REQUEST)
+    write_units(fmt, labelled, output_options(punct), out, REQUEST)
     return out.getvalue()

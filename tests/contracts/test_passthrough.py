@@ -80,13 +80,6 @@ def pkg(tmp_path_factory) -> Path:
     return d / "tiny.pkt"
 
 
-@pytest.fixture(scope="module")
-def punct(pkg):
-    from punctkit import load_model
-
-    return load_model(pkg, threads=1)
-
-
 def punctuate(*args: object) -> str:
     """Standard output of `punctkit punctuate ARGS` (the command run in this process: no torch start-up)."""
     r = CliRunner().invoke(app, ["punctuate", "--threads", "1", *map(str, args)])
@@ -239,7 +232,8 @@ _token = st.one_of(
                 min_size=1, max_size=3),
        st.booleans())
 def test_random_text_keeps_every_word(punct, lines, keep):
-    """Random lines of words, URLs, numbers, emoji, scripts, quotes and marks, any spacing."""
+    """Random lines of words, URLs, numbers, emoji, scripts, quotes and marks, any spacing, through the shipped
+    model."""
     text = "\n".join("".join(sep + tok for sep, tok in toks) for toks in lines)
     out = punct.punctuate(text, keep_input_marks=keep)
     src = text.splitlines() or [""]  # punctuate keeps line breaks; no input gives one empty line

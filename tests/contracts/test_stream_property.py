@@ -54,7 +54,7 @@ BYTES = st.one_of(st.binary(max_size=120),
 # ------------------------------------------------------------------ fixtures
 
 @pytest.fixture(scope="module")
-def punct():
+def word_onnx_engine():
     from punctkit import load_model
 
     return load_model(PKT, threads=1)
@@ -89,31 +89,31 @@ def run_lines(punct, lines, fmt=None, lookahead=None, flush=False) -> tuple[list
 @SETTINGS
 @given(lines=st.lists(LINE, max_size=8), fmt=st.sampled_from([None, "text", "jsonl"]),
        lookahead=st.sampled_from([0, 2, None]), flush=st.booleans())
-def test_any_lines_are_answered_or_one_line_error_after_the_words_held(punct, lines, fmt, lookahead, flush):
+def test_any_lines_are_answered_or_one_line_error_after_the_words_held(word_onnx_engine, lines, fmt, lookahead, flush):
     """Stopped at line k, the output is exactly that of the k-1 lines before it as a whole stream:
     the words held when the bad line came are written (committed as at an end), none is lost."""
-    out, err = run_lines(punct, lines, fmt, lookahead, flush)
+    out, err = run_lines(word_onnx_engine, lines, fmt, lookahead, flush)
     assert all("\n" not in o for o in out)
     if err is not None:
         assert err.startswith("standard input line ")
         k = int(err.split()[3].rstrip(":"))
-        assert run_lines(punct, lines[:k - 1], fmt, lookahead, flush) == (out, None)
+        assert run_lines(word_onnx_engine, lines[:k - 1], fmt, lookahead, flush) == (out, None)
 
 
 @SETTINGS
 @given(data=BYTES, encoding=ENCODINGS, fmt=st.sampled_from([None, "text"]))
-def test_any_bytes_through_the_stdin_decoder(punct, data, encoding, fmt):
+def test_any_bytes_through_the_stdin_decoder(word_onnx_engine, data, encoding, fmt):
     """Bytes in any (named) encoding: lines, or one line naming the byte, the encoding that is not a text
     encoding, or the line that is not JSON; on a decoding error the lines before it all come out."""
     lines = (text for _, text in decode_lines(io.BytesIO(data), "stdin", encoding))
-    out, err = run_lines(punct, lines, fmt)
+    out, err = run_lines(word_onnx_engine, lines, fmt)
     if err is None:
         return
     assert err.startswith(("stdin:", "standard input line ", "unknown encoding", "--encoding")), err
     if err.startswith("stdin:"):  # a decoding error at line k: the stream of the k-1 lines before it
         k = int(err.split(":")[1])
         good = [text for i, text in decode_lines(io.BytesIO(data), "stdin", encoding, (1, k - 1))]
-        assert run_lines(punct, good, fmt) == (out, None)
+        assert run_lines(word_onnx_engine, good, fmt) == (out, None)
 
 
 # ------------------------------------------------------------------ the server
@@ -143,7 +143,7 @@ def test_any_body_is_answered_or_refused_in_one_json_line(server, body, ctype, q
 @settings(SETTINGS, max_examples=50)
 @given(messages=st.lists(LINE, max_size=6), query=st.sampled_from(["", "?input_format=jsonl", "?lookahead=0",
                                                                    "?flush_on_final=true", "?input_format=text"]))
-def test_any_messages_on_the_websocket_are_answered_as_the_protocol_does(server, punct, messages, query):
+def test_any_messages_on_the_websocket_are_answered_as_the_protocol_does(server, word_onnx_engine, messages, query):
     """The websocket answers each message as the line protocol does in-process (a bad one: the words held,
     then a JSON error), and `{"eof": true}` with the rest; the server then closes normally (1000)."""
     from punctkit.decode.lookahead import parse_lookahead
@@ -153,8 +153,8 @@ def test_any_messages_on_the_websocket_are_answered_as_the_protocol_does(server,
 
     messages = [m for m in messages if not is_eof(m)]
     params = dict(q.split("=") for q in query[1:].split("&") if q)
-    proto = LineProtocol(PunctStream(punct, parse_lookahead(params.get("lookahead"))), params.get("input_format"),
-                         params.get("flush_on_final") == "true", "message")
+    proto = LineProtocol(PunctStream(word_onnx_engine, parse_lookahead(params.get("lookahead"))),
+                         params.get("input_format"), params.get("flush_on_final") == "true", "message")
     want: list = []
     for m in messages:
         try:

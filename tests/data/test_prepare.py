@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from punct_util import cli
+from punct_util import cli, decode_reads_its_turns, twocol_marks
 from punctkit.data.datadir import read_data_dir, read_table
 from punctkit.data.formats import Utterance, read
 from punctkit.data.labels import INVENTORIES
@@ -285,13 +285,6 @@ def call_head(dst: Path, name: str, lines: int) -> Path:
     return dst
 
 
-def twocol_marks(path: Path) -> list[tuple[str, str]]:
-    from punctkit.data.labels import mark_of
-
-    return [(ln.split("\t")[0].lower(), mark_of(ln.split("\t")[1]))
-            for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-
-
 def test_prepare_of_a_call_writes_its_turns_segments_and_ctm(tmp_path):
     """A real call (Rev NLP: speakers, ts/endTs) prepared: an utterance a speaker turn, or a stretch of one whose
     words all have times or none has (`<doc>-<n:05d>`, in time order), utt2spk its speaker prefixed by the
@@ -339,19 +332,9 @@ def test_decode_of_a_prepared_call_labels_it_as_punctuate_of_the_call(tmp_path):
     d = tmp_path / "head"
     cli("prepare", nlp, "-o", d, "--inventory", "truecase4", "-q")
     assert (d / "segments").is_file() and (d / "ctm").is_file() and len(read_table(d / "segments")) >= 3
-    cli("decode", "fast", d, tmp_path / "d.tsv", "--format", "twocol", "-q")
-    cli("punctuate", nlp, "-m", "fast", "--format", "twocol", "-o", tmp_path / "p.tsv", "-q")
-    decoded, punctuated = twocol_marks(tmp_path / "d.tsv"), twocol_marks(tmp_path / "p.tsv")
-    assert len(decoded) == len(punctuated) > 1000
-    assert [m for _, m in decoded] == [m for _, m in punctuated]
+    decoded, _ = decode_reads_its_turns(d, nlp, tmp_path)
     cli("punctuate", d / "text", "-m", "fast", "--format", "twocol", "-o", tmp_path / "t.tsv", "-q")
     assert twocol_marks(tmp_path / "t.tsv") == decoded
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    for f in ("text", "labels", "inventory"):
-        (plain / f).write_bytes((d / f).read_bytes())
-    cli("decode", "fast", plain, tmp_path / "plain.tsv", "--format", "twocol", "-q")
-    assert [m for _, m in twocol_marks(tmp_path / "plain.tsv")] != [m for _, m in decoded]
 
 
 def test_turns_without_times_give_utt2reco_and_one_stream(tmp_path):

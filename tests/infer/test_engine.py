@@ -101,3 +101,39 @@ def test_labelled_says_whether_it_starts_or_ends_its_stream():
     words = " ".join(["so what do you think about it"] * 30).split()
     chunked = list(small([" ".join(words[i:i + 7]) for i in range(0, len(words), 7)], one_stream=True))
     assert chunked[0].starts and chunked[-1].ends and not any(d.starts or d.ends for d in chunked[1:-1])
+
+
+def test_every_unit_given_is_made_the_engine_s_one_unit_at_its_entry():
+    """`Engine.label` takes a text, a list of words, an utterance, a list of utterances (lines of one stream), a
+    reader's `StreamLines` and a data directory's `Stream` (public: punctkit.load(...).label); each is made the
+    engine's one `Unit`, the lines of one stream (`unit_of`), and labelled as that unit is: the same words give the
+    same labels however they came, lines of one stream starting and ending it once."""
+    from punctkit.data.formats import StreamLines
+    from punctkit.infer.engine import Unit, as_unit, text_unit, unit_of, word_streams
+
+    engine = load_model("fast", threads=1)
+    inv = engine.inventory
+    words = "so what do you think i think it is fine".split()
+    lines = [text_unit(" ".join(words[:5]), inv, "a", 1), text_unit(" ".join(words[5:]), inv, "b", 2)]
+    stream = word_streams([words])[0]
+    given = [" ".join(words), words, as_unit(words, uttid="u"), lines, StreamLines(lines, "rec 1"), stream]
+    units = [unit_of(g, inv, f"s{k}") for k, g in enumerate(given)]
+    assert Unit is StreamLines and all(isinstance(u, StreamLines) for u in units)
+    assert [u.words for u in units] == [words] * len(given)
+    assert units[4] is given[4] and units[3].lines == lines and units[5].stream is stream and units[5].key == "s0"
+    assert [[ln.uttid for ln in u.lines] for u in units] == [["s0"], ["s1"], ["u"], ["a", "b"], ["a", "b"], ["s0"]]
+    done = list(engine.label(given))
+    made = list(engine.label(units))
+    assert [(d.utt.uttid, d.labels, d.shown, d.starts, d.ends) for d in done] == \
+        [(d.utt.uttid, d.labels, d.shown, d.starts, d.ends) for d in made]
+    by_unit: dict[int, list[str]] = {}
+    at = 0
+    for k, u in enumerate(units):
+        mine = done[at:at + len(u.lines)]
+        at += len(u.lines)
+        by_unit[k] = [lab for d in mine for lab in d.labels]
+        assert [(d.starts, d.ends) for d in mine] == ([(True, True)] if len(mine) == 1 else [(True, False),
+                                                                                             (False, True)])
+    assert all(labels == by_unit[0] for labels in by_unit.values())
+    # read as one stream as it comes (`one_stream`), the unit of lines gives the same
+    assert [d.labels for d in engine.label([units[3]], one_stream=True)] == [d.labels for d in done[3:5]]

@@ -42,7 +42,7 @@ def packed(tiny_package, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def punct(packed):
+def tiny_torch_engine(packed):
     from punctkit import load_model
 
     return load_model(packed / "m.pkt", threads=1, backend="torch")
@@ -182,12 +182,12 @@ def test_trained_with_the_option(packed):
 
 
 @pytest.mark.parametrize("L", [0, 1, 3, None])
-def test_stream_commits_only_after_lookahead_words_and_never_revises(punct, packed, L):
+def test_stream_commits_only_after_lookahead_words_and_never_revises(tiny_torch_engine, packed, L):
     """Fed word by word: after n words exactly the first n - L are committed (n - window when
     unlimited), in order, each once; the result equals decoding the whole stream at that look-ahead."""
     words = _words(packed)[:160]
-    s = PunctStream(punct, L)
-    d = delay(punct.window, L)
+    s = PunctStream(tiny_torch_engine, L)
+    d = delay(tiny_torch_engine.window, L)
     got: list[tuple[str, str, str]] = []
     for n, w in enumerate(words, 1):
         new = s.feed([w])
@@ -196,28 +196,28 @@ def test_stream_commits_only_after_lookahead_words_and_never_revises(punct, pack
         assert s.pending == n - len(got)
     got += s.finish()
     assert [w for w, _, _ in got] == words  # every word exactly once, in order
-    want = decode_lookahead([words], punct.frontend, punct.window, punct.step, L, punct.scorer.runner.predict,
-                            inventory=punct.inventory)[0]
+    p = tiny_torch_engine
+    want = decode_lookahead([words], p.frontend, p.window, p.step, L, p.scorer.runner.predict, inventory=p.inventory)[0]
     labels = [lab for _, lab, _ in got]
-    assert labels == [punct.inventory.labels[i] for i in want]
+    assert labels == [p.inventory.labels[i] for i in want]
     assert len(set(labels)) > 1  # the model predicts marks: this is not trivial
     if d > 0:  # the last word was held until the end, which ends a sentence
         assert labels[-1] in ("PERIOD", "QUESTION")
 
 
-def test_committed_marks_do_not_depend_on_words_beyond_the_lookahead(punct, packed):
+def test_committed_marks_do_not_depend_on_words_beyond_the_lookahead(tiny_torch_engine, packed):
     words = _words(packed)
     prefix, L = words[:120], 2
-    a = PunctStream(punct, L)
-    b = PunctStream(punct, L)
+    a = PunctStream(tiny_torch_engine, L)
+    b = PunctStream(tiny_torch_engine, L)
     first = a.feed(prefix + words[200:260])
     second = b.feed(prefix + list(reversed(words[300:360])))
     k = len(prefix) - L
     assert first[:k] == second[:k]
 
 
-def test_capitalisation_follows_committed_marks(punct, packed):
-    got = list(PunctStream(punct, 2).run((packed / "words.txt").read_text().splitlines()[:4]))
+def test_capitalisation_follows_committed_marks(tiny_torch_engine, packed):
+    got = list(PunctStream(tiny_torch_engine, 2).run((packed / "words.txt").read_text().splitlines()[:4]))
     ends = 0
     for (_, lab, _), (w, _, shown) in zip(got, got[1:]):
         if mark_of(lab) in SENTENCE_END and w.isalpha():
@@ -227,20 +227,20 @@ def test_capitalisation_follows_committed_marks(punct, packed):
     assert got[0][2][0].isupper()
 
 
-def test_unlimited_stream_equals_offline_punctuate(punct, packed):
+def test_unlimited_stream_equals_offline_punctuate(tiny_torch_engine, packed):
     text = (packed / "words.txt").read_text()
     lines = text.splitlines()
-    s = PunctStream(punct)
+    s = PunctStream(tiny_torch_engine)
     chunks = [s.feed(ln) for ln in lines] + [s.finish()]
-    assert " ".join(x for c in chunks for _, _, x in c) == " ".join(punct.punctuate(text).split())
-    assert len(chunks[0]) == len(lines[0].split()) - punct.window  # a window's worth of words is held
+    assert " ".join(x for c in chunks for _, _, x in c) == " ".join(tiny_torch_engine.punctuate(text).split())
+    assert len(chunks[0]) == len(lines[0].split()) - tiny_torch_engine.window  # a window's worth of words is held
 
 
 def _averaging(p):
     return p.with_options(overlap="average")
 
 
-def test_average_overlap_weighs_each_window_by_the_words_context(punct, packed):
+def test_average_overlap_weighs_each_window_by_the_words_context(tiny_torch_engine, packed):
     """`overlap: average`: a word's distribution is the mean of every window's over it, weighted by 1 +
     its distance to that window's nearest cut edge (a stream's own start or end is no cut), and its
     label that mean's arg-max; `central` keeps the most central window's."""
@@ -250,12 +250,12 @@ def test_average_overlap_weighs_each_window_by_the_words_context(punct, packed):
 
     words = _words(packed)[:260]
     stream = Stream("s", ["s"], [0], words, [IGNORE] * len(words))
-    window, step = punct.window, punct.step
+    window, step = tiny_torch_engine.window, tiny_torch_engine.step
     plan = plan_windows(len(words), window, step)
-    predict = punct.scorer.runner.predict
-    per_window = predict(WindowDataset([stream], punct.frontend, [Window(0, a, b) for a, b in plan]))
-    got, = decode_windows_rows([stream], punct.frontend, window, step, predict, overlap="average")
-    central, = decode_windows_rows([stream], punct.frontend, window, step, predict)
+    predict = tiny_torch_engine.scorer.runner.predict
+    per_window = predict(WindowDataset([stream], tiny_torch_engine.frontend, [Window(0, a, b) for a, b in plan]))
+    got, = decode_windows_rows([stream], tiny_torch_engine.frontend, window, step, predict, overlap="average")
+    central, = decode_windows_rows([stream], tiny_torch_engine.frontend, window, step, predict)
     rows, c_rows = got.rows, central.rows
     several = 0
     for i in range(len(words)):
@@ -269,10 +269,10 @@ def test_average_overlap_weighs_each_window_by_the_words_context(punct, packed):
     assert not np.allclose(rows, c_rows)  # and it differs from the most central window's
 
 
-def test_unlimited_stream_equals_offline_punctuate_with_averaged_windows(punct, packed):
+def test_unlimited_stream_equals_offline_punctuate_with_averaged_windows(tiny_torch_engine, packed):
     """With `overlap: average` an unlimited stream, fed word by word, still holds a window's worth of
     words and labels as offline punctuate does."""
-    avg = _averaging(punct)
+    avg = _averaging(tiny_torch_engine)
     text = (packed / "words.txt").read_text()
     words = text.split()[:400]
     s = PunctStream(avg)
@@ -286,7 +286,7 @@ def test_unlimited_stream_equals_offline_punctuate_with_averaged_windows(punct, 
     want = decode_lookahead([words], avg.frontend, avg.window, avg.step, None, avg.scorer.runner.predict,
                             inventory=avg.inventory, overlap="average")[0]  # the look-ahead sweep's unlimited row
     assert [lab for _, lab, _ in got] == [avg.inventory.labels[i] for i in want]
-    assert offline != punct.punctuate(" ".join(words)).split()  # the averaged windows label otherwise here
+    assert offline != tiny_torch_engine.punctuate(" ".join(words)).split()  # the averaged windows label otherwise here
 
 
 def test_overlap_option_is_checked():
@@ -300,7 +300,7 @@ def test_overlap_option_is_checked():
         resolve({"nbest": 3}, trained={"overlap": "average"})
 
 
-def test_torch_and_onnx_lookahead_labels_are_the_same(punct, packed):
+def test_torch_and_onnx_lookahead_labels_are_the_same(tiny_torch_engine, packed):
     from punctkit import load_model
 
     onnx = load_model(packed / "m.pkt", threads=1, backend="onnx")
@@ -308,7 +308,7 @@ def test_torch_and_onnx_lookahead_labels_are_the_same(punct, packed):
     words = _words(packed)[:400]
     chunks = [words[k:k + 7] for k in range(0, 400, 7)]  # 7 words a chunk: batched windows too
     for L in (0, 3, None):
-        got = [[lab for _, lab, _ in PunctStream(p, L).run(chunks)] for p in (punct, onnx)]
+        got = [[lab for _, lab, _ in PunctStream(p, L).run(chunks)] for p in (tiny_torch_engine, onnx)]
         assert got[0] == got[1]
 
 
@@ -323,16 +323,17 @@ def test_onnx_streaming_runs_without_torch(packed):
     assert r.stdout.split() == ["7", "False"]
 
 
-def test_encoder_decoders_stream_only_unlimited(punct):
+def test_encoder_decoders_stream_only_unlimited(tiny_torch_engine):
     import dataclasses
 
     from punctkit.models.registry import build_model
 
     model = build_model({"type": "transformer_seq2seq", "n_layers": 1, "n_dec_layers": 1, "d_model": 16,
-                         "n_heads": 2, "d_ff": 32}, vocab_size=punct.frontend.vocab_size,
-                        n_labels=len(punct.inventory.labels), pad_id=punct.frontend.pad_id, embeddings=None)
-    runner = dataclasses.replace(punct.scorer.runner, model=model.eval())
-    p = dataclasses.replace(punct, scorer=dataclasses.replace(punct.scorer, runner=runner))
+                         "n_heads": 2, "d_ff": 32}, vocab_size=tiny_torch_engine.frontend.vocab_size,
+                        n_labels=len(tiny_torch_engine.inventory.labels), pad_id=tiny_torch_engine.frontend.pad_id,
+                        embeddings=None)
+    runner = dataclasses.replace(tiny_torch_engine.scorer.runner, model=model.eval())
+    p = dataclasses.replace(tiny_torch_engine, scorer=dataclasses.replace(tiny_torch_engine.scorer, runner=runner))
     with pytest.raises(PunctkitError, match="encoder-decoder"):
         PunctStream(p, 4)
     PunctStream(p, None)
@@ -370,13 +371,13 @@ def _check_tagger(p, words: list[str]) -> None:
     assert labels == [p.inventory.labels[i] for i in want] and len(set(labels)) > 1
 
 
-def test_transformer_tagger_streams(punct, packed):
-    p = _random_tagger(punct, {"type": "transformer_tagger", "n_layers": 1, "d_model": 32, "n_heads": 2,
+def test_transformer_tagger_streams(tiny_torch_engine, packed):
+    p = _random_tagger(tiny_torch_engine, {"type": "transformer_tagger", "n_layers": 1, "d_model": 32, "n_heads": 2,
                                "d_ff": 64})
     _check_tagger(p, _words(packed)[:150])
 
 
-def test_ff2_streams(punct, tmp_path):
+def test_ff2_streams(tiny_torch_engine, tmp_path):
     pytest.importorskip("transformers", reason="the plm extra (transformers) is not installed")
     from ff2_util import VOCAB, tiny_bert, tiny_tokenizer_dir
     from punctkit.text.plm import PlmFrontend, load_tokenizer
@@ -384,13 +385,13 @@ def test_ff2_streams(punct, tmp_path):
     fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")))
     conf = {"type": "ff2", "plm": {"config": tiny_bert(fe.vocab_size)}, "tnp_layers": 1, "tnp_dim": 32,
             "tnp_heads": 4, "tnp_ff": 64, "fusion_ff": 64, "max_len": 64}
-    p = _random_tagger(punct, conf, fe)
+    p = _random_tagger(tiny_torch_engine, conf, fe)
     rng = random.Random(1)
     words = [rng.choice(VOCAB[5:]).lstrip("#") for _ in range(120)]
     _check_tagger(p, words)
 
 
-def test_plm_tagger_streams(punct, tmp_path):
+def test_plm_tagger_streams(tiny_torch_engine, tmp_path):
     """The fast student's kind (a fine-tuned encoder, one label per word's first piece) streams as every
     tagger: unlimited equals punctuate, look-ahead 2 commits on time and equals whole-stream decoding."""
     pytest.importorskip("transformers", reason="the plm extra (transformers) is not installed")
@@ -398,7 +399,7 @@ def test_plm_tagger_streams(punct, tmp_path):
     from punctkit.text.plm import PlmFrontend, load_tokenizer
 
     fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")))
-    p = _random_tagger(punct, {"type": "plm_tagger", "plm": {"config": tiny_bert(fe.vocab_size)}}, fe)
+    p = _random_tagger(tiny_torch_engine, {"type": "plm_tagger", "plm": {"config": tiny_bert(fe.vocab_size)}}, fe)
     rng = random.Random(2)
     words = [rng.choice(VOCAB[5:]).lstrip("#") for _ in range(120)]
     _check_tagger(p, words)
@@ -435,38 +436,39 @@ def _committed(punct, lines: list[str], d: int) -> int:
 
 @settings(max_examples=25, deadline=None)
 @given(LINES, st.sampled_from([0, 2, None]))
-def test_stream_lines_plain_keep_every_word_once(punct, lines, L):
+def test_stream_lines_plain_keep_every_word_once(tiny_torch_engine, lines, L):
     """One output line per input line (+ one for the words held at the end), every word once, in
     order; unlimited, the text of offline `punctuate`."""
     from punctkit.infer.stream import stream_lines
 
-    out = list(stream_lines(PunctStream(punct, L), [t + "\n" for t in lines], "text"))
+    out = list(stream_lines(PunctStream(tiny_torch_engine, L), [t + "\n" for t in lines], "text"))
     held = len(out) - len(lines)
     assert held in (0, 1) and (held == 0 or out[-1])
-    d = delay(punct.window, L)
+    d = delay(tiny_torch_engine.window, L)
     assert [len(o.split()) for o in out[: len(lines)]] == [
-        _committed(punct, lines[: k + 1], d) - _committed(punct, lines[:k], d) for k in range(len(lines))]
-    assert sum(len(o.split()) for o in out) == sum(_n_words(punct, t) for t in lines)
+        _committed(tiny_torch_engine, lines[: k + 1], d) - _committed(tiny_torch_engine, lines[:k], d)
+        for k in range(len(lines))]
+    assert sum(len(o.split()) for o in out) == sum(_n_words(tiny_torch_engine, t) for t in lines)
     if L is None:
-        assert " ".join(out).split() == punct.punctuate("\n".join(lines)).split()
+        assert " ".join(out).split() == tiny_torch_engine.punctuate("\n".join(lines)).split()
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.lists(TOKENS, max_size=10).map(" ".join), st.booleans()), max_size=8),
        st.booleans())
-def test_stream_lines_json_commits_finals_only(punct, items, flush):
+def test_stream_lines_json_commits_finals_only(tiny_torch_engine, items, flush):
     from punctkit.infer.stream import stream_lines
 
     lines = [json.dumps({"text": t, "final": f}) for t, f in items]
-    out = list(stream_lines(PunctStream(punct, None), lines, None, flush))
+    out = list(stream_lines(PunctStream(tiny_torch_engine, None), lines, None, flush))
     finals = [t for t, f in items if f]
-    assert sum(len(o.split()) for o in out) == sum(_n_words(punct, t) for t in finals)
+    assert sum(len(o.split()) for o in out) == sum(_n_words(tiny_torch_engine, t) for t in finals)
     if flush:  # each final whole on its line, nothing held
-        assert [len(o.split()) for o in out] == [_n_words(punct, t) for t in finals]
+        assert [len(o.split()) for o in out] == [_n_words(tiny_torch_engine, t) for t in finals]
     else:
         assert len(out) - len(finals) in (0, 1)
         # each final is fed as punctuate reads a line of one stream (the input's case judged per line)
-        assert " ".join(out).split() == punct.punctuate("\n".join(finals)).split()
+        assert " ".join(out).split() == tiny_torch_engine.punctuate("\n".join(finals)).split()
 
 
 # ------------------------------------------------------------------ the command

@@ -49,11 +49,6 @@ def packed(tiny_package, tmp_path_factory) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def punct(packed) -> Engine:
-    return load_model(packed["pkt"], threads=1)
-
-
-@pytest.fixture(scope="module")
 def server(packed):
     (packed["dir"] / "tmp").mkdir()
     s = Server(packed["pkt"], packed["dir"] / "serve.log", "--max-body", MAX_BODY, "--batch-wait-ms", 50,
@@ -88,12 +83,12 @@ def text_body(utts: list[list[str]], k: int, lines: int = 3) -> str:
 
 # ------------------------------------------------------------------ requests
 
-def test_plain_text_equals_punctuate(server, packed, punct, tmp_path):
+def test_plain_text_equals_punctuate(server, packed, tiny_engine, tmp_path):
     """Lines of plain text are one stream, punctuated as `punctuate` does; the model does predict marks."""
     body = text_body(packed["utts"], 0, 4)
     status, ctype, out = post(server.url + "/punctuate", body.encode())
     assert (status, ctype) == (200, "text/plain")
-    assert out == expected(punct, tmp_path, "a.txt", body)
+    assert out == expected(tiny_engine, tmp_path, "a.txt", body)
     assert any(c in out for c in ",.?")
     assert out.split() != body.split()  # marks or case changed ...
     assert [w.strip(",.?").lower() for w in out.split()] == body.split()  # ... never the words
@@ -101,47 +96,47 @@ def test_plain_text_equals_punctuate(server, packed, punct, tmp_path):
     answers = []
     for query, keep in [("?keep_input_marks=true&capitalize=false", True), ("", False)]:
         (tmp_path / "m.txt").write_text(marked)
-        punctuate_file(punct, tmp_path / "m.txt", tmp_path / "m.out", keep_input_marks=keep, capitalize=not keep)
+        punctuate_file(tiny_engine, tmp_path / "m.txt", tmp_path / "m.out", keep_input_marks=keep, capitalize=not keep)
         answers.append(post(server.url + "/punctuate" + query, marked.encode())[2])
         assert answers[-1] == (tmp_path / "m.out").read_text()
     # kept marks, and capitalize=false: every word as it came
     assert answers[0] != answers[1] and answers[0].startswith("So, if we keep these marks: what happens? i 'm")
 
 
-def test_large_body_read_off_the_event_loop_equals_punctuate(server, packed, punct, tmp_path):
+def test_large_body_read_off_the_event_loop_equals_punctuate(server, packed, tiny_engine, tmp_path):
     """A body over INLINE_BYTES is read and written in a thread; the answer is still punctuate's."""
     from punctkit.serve import INLINE_BYTES
 
     body = text_body(packed["utts"], 0, 30) * 2
     assert INLINE_BYTES < len(body.encode()) < MAX_BODY
     status, _, out = post(server.url + "/punctuate", body.encode())
-    assert status == 200 and out == expected(punct, tmp_path, "big.txt", body)
+    assert status == 200 and out == expected(tiny_engine, tmp_path, "big.txt", body)
     assert len(out.split()) == len(body.split())
 
 
-def test_ctm_body_is_detected_and_answered_as_punctuate_does(server, packed, punct, tmp_path):
+def test_ctm_body_is_detected_and_answered_as_punctuate_does(server, packed, tiny_engine, tmp_path):
     words = packed["utts"][7][:60]
     body = "".join(f"spk1_utt1 1 {0.3 * k:.2f} 0.25 {w} 0.9\n" for k, w in enumerate(words))
     status, _, out = post(server.url + "/punctuate?format=ctm", body.encode())
-    assert status == 200 and out == expected(punct, tmp_path, "a.ctm", body, "ctm")
+    assert status == 200 and out == expected(tiny_engine, tmp_path, "a.ctm", body, "ctm")
     assert [ln.split()[:4] for ln in out.splitlines()] == [ln.split()[:4] for ln in body.splitlines()]
 
 
-def test_stm_body_is_answered_as_punctuate_does_and_a_batch_keeps_requests_apart(server, packed, punct, tmp_path):
+def test_stm_body_is_answered_as_punctuate_does_and_a_batch_keeps_requests_apart(server, packed, tiny_engine, tmp_path):
     """An stm's segments are one stream a recording; two requests of the same recording in one batch are
     two streams, labelled as each is alone."""
     words = [w for u in packed["utts"][:6] for w in u][:80]
     body = "".join(f"talk 1 spk {2.5 * k:.2f} {2.5 * (k + 1):.2f} <o> {' '.join(words[20 * k:20 * (k + 1)])}\n"
                    for k in range(4))
     status, _, out = post(server.url + "/punctuate?format=stm", body.encode())
-    assert status == 200 and out == expected(punct, tmp_path, "a.stm", body, "stm")
+    assert status == 200 and out == expected(tiny_engine, tmp_path, "a.stm", body, "stm")
     assert [ln.split()[:6] for ln in out.splitlines()] == [ln.split()[:6] for ln in body.splitlines()]
-    alone = label_batch(punct, [Request(serve_module.parse_body(punct, body.encode()))])[0]
-    both = label_batch(punct, [Request(serve_module.parse_body(punct, body.encode())) for _ in range(2)])
+    alone = label_batch(tiny_engine, [Request(serve_module.parse_body(tiny_engine, body.encode()))])[0]
+    both = label_batch(tiny_engine, [Request(serve_module.parse_body(tiny_engine, body.encode())) for _ in range(2)])
     assert [d.labels for d in both[0]] == [d.labels for d in both[1]] == [d.labels for d in alone]
 
 
-def test_timed_jsonl_answers_timed_json_keeping_every_word_and_time(server, packed, punct, tmp_path):
+def test_timed_jsonl_answers_timed_json_keeping_every_word_and_time(server, packed, tiny_engine, tmp_path):
     body = timed_jsonl("utt1", packed["utts"][5]) + timed_jsonl("utt2", packed["utts"][6], 40.0)
     status, ctype, out = post(server.url + "/punctuate", body.encode(), "application/json")
     assert status == 200 and ctype in ("application/json", "application/x-ndjson")
@@ -163,7 +158,7 @@ def test_timed_jsonl_answers_timed_json_keeping_every_word_and_time(server, pack
     assert got == want
     # any output format by name; `uttid text` lines for readable
     status, _, readable = post(server.url + "/punctuate?format=readable", body.encode(), "application/json")
-    assert status == 200 and readable == expected(punct, tmp_path, "b.jsonl", body)
+    assert status == 200 and readable == expected(tiny_engine, tmp_path, "b.jsonl", body)
     assert [ln.split()[0] for ln in readable.splitlines()] == ["utt1", "utt2"]
 
 
@@ -254,7 +249,7 @@ def test_serve_makes_no_file(server, packed):
     assert "workdir" not in {f.name for f in dataclasses.fields(serve_module.Service)}
 
 
-def test_bodies_are_read_and_answers_written_without_opening_a_file(punct, packed, monkeypatch):
+def test_bodies_are_read_and_answers_written_without_opening_a_file(tiny_engine, packed, monkeypatch):
     """In process: reading a body and writing it in every output format opens and makes no file."""
     from punctkit.punctuator import OUTPUT_FORMATS
 
@@ -267,14 +262,14 @@ def test_bodies_are_read_and_answers_written_without_opening_a_file(punct, packe
     written = set()
     for body, as_json in [(text_body(packed["utts"], 0, 2).encode(), False),
                           (timed_jsonl("utt1", packed["utts"][5]).encode(), True)]:
-        parsed = serve_module.parse_body(punct, body, as_json=as_json)
-        labelled = label_batch(punct, [Request(parsed)])[0]
+        parsed = serve_module.parse_body(tiny_engine, body, as_json=as_json)
+        labelled = label_batch(tiny_engine, [Request(parsed)])[0]
         for name in OUTPUT_FORMATS:
             try:
                 fmt = serve_module.output_format(name, parsed)
             except PunctkitError:  # a directory; or needs times the plain text has not
                 continue
-            assert serve_module.render(punct, parsed, labelled, fmt), name
+            assert serve_module.render(tiny_engine, parsed, labelled, fmt), name
             written.add(name)
     assert {"readable", "kaldi_text", "text", "punctuator2", "twocol", "jsonl", "srt", "timed-json"} <= written
 
@@ -297,14 +292,14 @@ def test_oversized_body_is_413(server):
     assert post(server.url + "/punctuate", b"so i think we should go now")[0] == 200  # still serving
 
 
-def test_16_concurrent_clients_get_punctuates_labels_in_shared_batches(server, packed, punct, tmp_path):
+def test_16_concurrent_clients_get_punctuates_labels_in_shared_batches(server, packed, tiny_engine, tmp_path):
     """Requests batched into shared forward passes answer exactly what `punctuate` writes for each alone."""
     utts = packed["utts"]  # 100 words each: requests of 2 lines or 2 utterances of 50 words
     halves = [(u[:50], u[50:]) for u in utts[:16]]
     bodies = [(f"{' '.join(a)}\n{' '.join(b)}\n", "text/plain", "readable") if k % 2 else
               (timed_jsonl(f"u{k}a", a) + timed_jsonl(f"u{k}b", b), "application/json", "jsonl")
               for k, (a, b) in enumerate(halves)]
-    want = [expected(punct, tmp_path, f"c{k}", body, fmt) for k, (body, _, fmt) in enumerate(bodies)]
+    want = [expected(tiny_engine, tmp_path, f"c{k}", body, fmt) for k, (body, _, fmt) in enumerate(bodies)]
     _, before = get(server.url + "/health")
 
     async def client(s: Any, body: str, ctype: str, fmt: str) -> tuple[int, str]:
@@ -345,28 +340,28 @@ def ws_session(url: str, messages: list[str], query: str = "") -> list[Any]:
     return asyncio.run(run())
 
 
-def test_stream_websocket_equals_punctuate_stream(server, packed, punct):
+def test_stream_websocket_equals_punctuate_stream(server, packed, tiny_engine):
     """The websocket answers each message as `punctuate --stream` answers each line: same committed
     words, look-ahead respected, the rest at eof; partials unanswered; bad JSON is a JSON error."""
     from punctkit.infer.stream import PunctStream, stream_lines
 
     words = [w for u in packed["utts"][:3] for w in u][:120]
     lines = [" ".join(words[k:k + 7]) for k in range(0, len(words), 7)]
-    want = list(stream_lines(PunctStream(punct, 2), lines + []))
+    want = list(stream_lines(PunctStream(tiny_engine, 2), lines + []))
     got = ws_session(server.url, lines, "?lookahead=2")
     assert got == want
     assert " ".join(" ".join(got).split()).lower().replace(",", "").replace(".", "").replace("?", "").split() \
         == [w.lower() for w in words]
-    assert got[0] == " ".join(s for _, _, s in PunctStream(punct, 2).feed(lines[0]))  # 5 of 7 words committed
+    assert got[0] == " ".join(s for _, _, s in PunctStream(tiny_engine, 2).feed(lines[0]))  # 5 of 7 words committed
     msgs = [json.dumps({"text": " ".join(words[:10]), "final": False}),
             json.dumps({"text": " ".join(words[:10]), "final": True}), "{not json"]
     got = ws_session(server.url, msgs, "?lookahead=0")
     assert isinstance(got[1], dict) and "not JSON" in got[1]["error"]
     assert got[2] == ""  # look-ahead 0: the final committed every word, nothing is held at eof
-    assert got[0] == " ".join(s for _, _, s in PunctStream(punct, 0).run([words[:10]]))
+    assert got[0] == " ".join(s for _, _, s in PunctStream(tiny_engine, 0).run([words[:10]]))
 
 
-def test_stream_websocket_sends_the_words_held_then_the_error(server, packed, punct):
+def test_stream_websocket_sends_the_words_held_then_the_error(server, packed, tiny_engine):
     """A message that cannot be read (JSON nested thousands deep: json alone overflows the stack, which
     was an HTTP 500 written into the open websocket; a binary message) is answered by the words still
     held, then a JSON error; the talk goes on in a new context and ends normally."""
@@ -376,7 +371,7 @@ def test_stream_websocket_sends_the_words_held_then_the_error(server, packed, pu
     final = json.dumps({"text": " ".join(words[:10]), "final": True})
     deep = '{"text": ' + "[" * 5000 + "]" * 5000 + "}"
     got, code = ws_replies(server.url, [final, deep, b"\x00binary", final], "?input_format=jsonl")
-    held = " ".join(s for _, _, s in PunctStream(punct).run([words[:10]]))
+    held = " ".join(s for _, _, s in PunctStream(tiny_engine).run([words[:10]]))
     assert got[:2] == ["", held]  # unlimited look-ahead: the final committed nothing; held: all 10 words
     assert got[2]["error"].startswith("message line 2: not JSON (arrays and objects nested more than 100 deep")
     assert got[3] == {"error": "send text messages (plain words or JSON lines)"}  # nothing held then
@@ -384,14 +379,14 @@ def test_stream_websocket_sends_the_words_held_then_the_error(server, packed, pu
     assert get(server.url + "/health")[0] == 200
 
 
-def test_health_and_model(server, punct):
+def test_health_and_model(server, tiny_engine):
     status, health = get(server.url + "/health")
     assert status == 200
     assert health["status"] == "ok" and health["backend"] == "onnx" and health["model_file"] == "m.pkt"
     assert health["torch_loaded"] is False  # the ONNX backend: the server process never imported torch
     assert health["uptime_s"] > 0 and health["requests"] >= 1
     status, card = get(server.url + "/model")
-    assert status == 200 and card == punct.card and card["onnx"] == "float32"
+    assert status == 200 and card == tiny_engine.card and card["onnx"] == "float32"
 
 
 def test_log_has_one_line_per_request(server):
@@ -456,7 +451,7 @@ def batch_labels(punct, jobs):
 @settings(max_examples=15, deadline=None)
 @given(cuts=st.lists(st.integers(0, 12), min_size=1, max_size=6), lengths=st.lists(st.integers(0, 90), min_size=1,
                                                                                    max_size=12))
-def test_batching_never_changes_a_label(packed, punct, cuts, lengths):
+def test_batching_never_changes_a_label(packed, tiny_engine, cuts, lengths):
     """Streams of any lengths, split into requests anyhow: one shared call == each stream alone."""
     pool = [w for u in packed["utts"] for w in u]
     streams, at = [], 0
@@ -465,9 +460,9 @@ def test_batching_never_changes_a_label(packed, punct, cuts, lengths):
         at += n
     bounds = sorted({min(c, len(streams)) for c in cuts} | {0, len(streams)})
     jobs = [streams[a:b] for a, b in zip(bounds, bounds[1:])]
-    got = batch_labels(punct, jobs)
+    got = batch_labels(tiny_engine, jobs)
     assert [len(j) for j in got] == [len(j) for j in jobs]
-    assert [lab for j in got for lab in j] == [words_labels(punct, w) for w, _ in streams]
+    assert [lab for j in got for lab in j] == [words_labels(tiny_engine, w) for w, _ in streams]
 
 
 def test_long_input_is_punctuated_in_chunks(packed):
@@ -526,7 +521,7 @@ def test_serve_module_does_not_import_torch():
     assert r.stdout.strip() == "False", r.stderr
 
 
-def test_side_by_side_ensemble_package_streams_on_the_websocket(packed, punct):
+def test_side_by_side_ensemble_package_streams_on_the_websocket(packed, tiny_engine):
     """An ensemble package of ONNX members over one frontend is served and streamed (/stream) as its
     one tagger: the model with itself streams as the model."""
     from punctkit.infer.stream import PunctStream, stream_lines
@@ -541,5 +536,5 @@ def test_side_by_side_ensemble_package_streams_on_the_websocket(packed, punct):
         got = ws_session(s.url, lines, "?lookahead=2")
     finally:
         s.stop()
-    assert got == list(stream_lines(PunctStream(punct, 2), lines))
+    assert got == list(stream_lines(PunctStream(tiny_engine, 2), lines))
     assert sum(x.count(",") + x.count(".") + x.count("?") for x in got) > 3  # the model writes marks

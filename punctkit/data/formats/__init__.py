@@ -19,6 +19,7 @@ from punctkit.data.formats.base import (
     AsrUtterance,
     Report,
     Source,
+    StreamLines,
     TextInput,
     Utterance,
     flatten,
@@ -40,6 +41,6 @@ READ_FORMATS = names("reader")
 __all__ = [
     "FORMATS", "READ_FORMATS", "REGISTRY", "Format", "Utterance", "AsrUtterance", "Report", "read", "write", "convert",
     "InputFormat", "OutputFormat", "ReadContext", "CorpusRead",
-    "Source", "TextInput", "detect_format", "detect_for", "classify_lines", "get_format", "names", "flatten",
-    "repair_word", "source_name", "split_text", "P2_TOKENS", "TEXT_MARK",
+    "Source", "StreamLines", "TextInput", "detect_format", "detect_for", "classify_lines", "get_format", "names",
+    "flatten", "repair_word", "source_name", "split_text", "P2_TOKENS", "TEXT_MARK",
 ]

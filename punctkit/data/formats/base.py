@@ -8,6 +8,8 @@
   words with the one splitter, tokenize.split_words; every writer gives back the words as written,
   `shown_words` where the mark goes elsewhere), and the tokens that are not words (`tags`: `<unk>`,
   `[noise]`, a lone `-`), which no model reads and the outputs give back in place (`placed`).
+- `StreamLines`: the units of one stream together (an stm recording's segments), as a reader whose units run on
+  in streams gives them to the engine (`stream_runs`), and the engine's one unit (infer/engine.py: `Unit`).
 - `TextInput`: an input already decoded to text (serve's request body), which every reader and
   detection take where they take a file's path (`-`: stdin): a `Source` is any of the three.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from punctkit.data.formats.times import Timeline, TimeRepairs
 from punctkit.data.labels import CaseLexicon, LabelSet, Substitution
@@ -70,10 +72,6 @@ class AsrUtterance:
     # the input's line around the words, which the outputs that give the input back keep (`Frame`: a trn's
     # id, an stm's fields and comment lines, a TSV row's times); None: the readable output's own `uttid text`
     frame: Frame | None = None
-    # the stream it belongs to: consecutive units with the same stream are lines of one stream (an stm's
-    # recording and channel, a data directory's speaker: sentences run on across them); None: its own stream
-    # (or the format's one)
-    stream: str | None = None
     # who speaks its words (an NLP turn's speaker, an stm's, a service's label); None: the input does not say.
     # Consecutive units of one stream with different speakers are a turn change (decode/boundary.py)
     speaker: str | None = None
@@ -82,14 +80,58 @@ class AsrUtterance:
     tags: list[NonWord] = field(default_factory=list)
 
 
+# words of one stream a reader gives as one unit (about 20 hours of speech); a longer stream is cut there
+MAX_RUN_WORDS = 200_000
+
+
+@dataclass
+class StreamLines:
+    """The units of one stream, in order (its lines): sentences, and the input's case, run on across them. A reader
+    whose units run on in streams (an stm's recording and channel, a data directory's speakers: protocol.Reader's
+    `keyed`) gives each stream's so (`stream_runs`: `key`, its name); any other unit is a stream of its own. The
+    engine's one unit (infer/engine.py: `Unit`), with, for a data directory's stream, the `Stream` whose audio the
+    model reads."""
+
+    lines: list[AsrUtterance]
+    key: str | None = None       # the stream's name in the input (an stm's `file channel`); None: none
+    # a data directory's stream (data/streams.py `Stream`, which reads data directories above the formats: not
+    # imported here), for `punctkit decode`, whose model reads its audio's features; None: none
+    stream: Any = None
+
+    @property
+    def words(self) -> list[str]:
+        """The words of all its lines, in order."""
+        return [w for ln in self.lines for w in ln.words]
+
+
+def stream_runs(keyed: Iterable[tuple[str | None, AsrUtterance]]) -> Iterator[StreamLines]:
+    """Units, each with the key of the stream it is of (None: its own stream), as the lines of each stream: a run
+    of consecutive units of one key, cut after MAX_RUN_WORDS words (memory stays bounded; the engine then ends the
+    stream there), and each unit of key None alone."""
+    run: list[AsrUtterance] = []
+    key: str | None = None
+    words = 0
+    for k, u in keyed:
+        if run and (k is None or k != key or words >= MAX_RUN_WORDS):
+            yield StreamLines(run, key)
+            run, words = [], 0
+        if k is None:
+            yield StreamLines([u])
+            continue
+        run.append(u)
+        key = k
+        words += len(u.words)
+    if run:
+        yield StreamLines(run, key)
+
+
 @dataclass(frozen=True)
 class OutputOptions:
     """What punctuate's writers may need besides the words: the inventory (the columns of
-    probability rows), whether the units are one stream (sentences cross them) and the
-    subtitle limits (a cue's seconds, characters a line, lines)."""
+    probability rows) and the subtitle limits (a cue's seconds, characters a line, lines). Where a
+    stream starts and ends is each unit's own (`Labelled.starts`, `Labelled.ends`: the engine's)."""
 
     inventory: LabelSet | None = None
-    one_stream: bool = False
     max_cue_seconds: float = 7.0
     max_line_chars: int = 42
     max_cue_lines: int = 2

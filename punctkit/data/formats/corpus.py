@@ -10,10 +10,11 @@ from typing import TextIO
 from punctkit.data.datadir import write_data_dir
 from punctkit.data.formats.base import Report, Source, TextInput, Utterance, as_source
 from punctkit.data.formats.datadir_io import has_turns, turn_dir
-from punctkit.data.formats.detect import detect_for
-from punctkit.data.formats.nlp import read_nlp_turns
+from punctkit.data.formats.detect import detect_for, detect_format
+from punctkit.data.formats.nlp import one_utterance
 from punctkit.data.formats.protocol import CorpusRead
 from punctkit.data.formats.registry import get_format
+from punctkit.data.formats.turns import TURN_FORMATS, transcript_turns
 from punctkit.data.labels import LabelSet, O, Substitution, default_substitution, get_inventory, inventory_for
 from punctkit.files import PunctkitError, check_not_input
 
@@ -63,18 +64,35 @@ def write(utts: list[Utterance], path: str | Path | TextIO, fmt: str, inventory:
 def convert(src: str | Path, dst: str | Path, src_fmt: str | None = None, dst_fmt: str | None = None,
             inventory: str | None = None, overwrite: bool = False,
             encoding: str | None = None) -> tuple[int, int]:
-    """Convert between formats; returns (utterances, words) written (`dst` never replaces `src`)."""
+    """Convert between formats; returns (utterances, words) written (`dst` never replaces `src`). A transcript
+    that says who speaks or when (turns.transcript_turns: an NLP call, an stm, a CTM, the JSON of Whisper and the
+    ASR services, subtitles) written as a data directory keeps its turns and times (datadir_io.turn_dir), as
+    prepare keeps them; a format punctuate reads that has no corpus reader (turns.TURN_FORMATS) is converted to a
+    data directory only, and one without speakers or times is one utterance (as a call is)."""
     check_not_input(dst, [src])
     if dst_fmt is not None:
         get_format(dst_fmt, "writer")  # an unknown name fails before reading
-    utts, inv = read(src, src_fmt, inventory, encoding=encoding)
     if dst_fmt is None:
         dst_fmt = "datadir" if Path(dst).is_dir() or str(dst).endswith("/") else "text"
-    if dst_fmt == "datadir" and (src_fmt or detect_for(as_source(src), "reader", encoding).name) == "nlp":
-        turns = read_nlp_turns(src, CorpusRead(inv, default_substitution(inv), encoding=encoding))
-        if has_turns(turns):  # a call's speaker turns and times kept (datadir_io.turn_dir), as prepare keeps them
-            t = turn_dir(Path(src).name, turns)
+    p = as_source(src)
+    if isinstance(p, Path) and not p.exists():
+        raise PunctkitError(f"file not found: {p}")
+    name = src_fmt or detect_format(p, encoding)
+    if name in TURN_FORMATS and dst_fmt != "datadir":
+        raise PunctkitError(f"{src}: read as {name}, which convert writes as a data directory only (--to datadir: "
+                            f"its turns and times); `punctkit punctuate` writes it in other formats")
+    if dst_fmt == "datadir" and name in ("nlp", *TURN_FORMATS):
+        inv = get_inventory(inventory or "4class")
+        turns = transcript_turns(p, name, CorpusRead(inv, default_substitution(inv), encoding=encoding),
+                                 told=src_fmt is not None)
+        if turns and has_turns(turns):  # its speaker turns and times kept (datadir_io.turn_dir), as prepare keeps them
+            t = turn_dir(p.name, turns)
             write_data_dir(dst, t.utts, inv, t.utt2spk, extra=t.files(), overwrite=overwrite, inputs=[src])
             return len(t.utts), sum(len(u.words) for u in t.utts)
+        if name in TURN_FORMATS:  # neither speakers nor times: one stream, as a call without them
+            utts = one_utterance(p.name, turns or [])
+            write(utts, dst, dst_fmt, inv, overwrite, inputs=[src])
+            return len(utts), sum(len(u.words) for u in utts)
+    utts, inv = read(src, src_fmt, inventory, encoding=encoding)
     write(utts, dst, dst_fmt, inv, overwrite, inputs=[src])
     return len(utts), sum(len(u.words) for u in utts)

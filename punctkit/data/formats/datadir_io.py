@@ -60,34 +60,44 @@ class TurnDir:
 
 
 def has_turns(turns: list[SpokenTurn]) -> bool:
-    """Whether a transcript says who speaks or when (a speaker or a time of some word): a data directory of its
-    turns (`turn_dir`) keeps what it says; else it is one utterance, as a text's."""
-    return any(t.speaker is not None or any(a is not None or b is not None for a, b in t.times) for t in turns)
+    """Whether a transcript says who speaks or when (a speaker, a turn's span or a time of some word): a data
+    directory of its turns (`turn_dir`) keeps what it says; else it is one utterance, as a text's."""
+    return any(t.speaker is not None or t.span is not None or any(a is not None or b is not None for a, b in t.times)
+               for t in turns)
 
 
 def turn_dir(doc: str, turns: list[SpokenTurn]) -> TurnDir:
-    """The turns of document (and recording) `doc` as a data directory's utterances and files: utterance
-    `<doc>-<n:05d>` a stretch of one turn whose words all have times, or none has (a turn whose words are timed in
-    part is cut where its times start or stop, so its timed words keep their pauses; ids sort in time order); its
-    speaker `<doc>-<speaker>` (the document's speakers apart from others', white space made `_`; `<doc>` where the
-    input names none), so the pieces of one turn are one speaker's and no turn change. A timed stretch has its
-    `segments` line `uttid <doc> start end` and its `ctm` lines `uttid 1 start dur word`, times from the segment's
-    start (as data/timing.py `read_timing` reads them); every utterance's recording is in `utt2reco`."""
+    """The turns of document `doc` as a data directory's utterances and files: utterance `<doc>-<n:05d>` a
+    stretch of one turn whose words all have times, or none has (a turn whose words are timed in part is cut where
+    its times start or stop, so its timed words keep their pauses; ids sort in time order). Its recording is the
+    turn's (`SpokenTurn.recording`: an stm's file where it holds several, turns.unit_turns), else `<doc>`; its
+    speaker `<reco>-<speaker>` (the recording's speakers apart from others', white space made `_`; `<reco>` where
+    the input names none), so the pieces of one turn are one speaker's and no turn change. A timed stretch has its
+    `segments` line `uttid <reco> start end` and its `ctm` lines `uttid 1 start dur word`, times from the segment's
+    start (as data/timing.py `read_timing` reads them); a turn whose words share its span (`SpokenTurn.span`: an
+    stm segment, a cue) has its `segments` line from the span and no ctm. Every utterance's recording is in
+    `utt2reco`."""
     out = TurnDir()
     for t in turns:
-        spk = doc if t.speaker is None else f"{doc}-{'_'.join(t.speaker.split())}"
-        for a, b, timed in _stretches(t.times):
+        reco = doc if t.recording is None else t.recording
+        spk = reco if t.speaker is None else f"{reco}-{'_'.join(t.speaker.split())}"
+        stretches = _stretches(t.times)
+        for a, b, timed in stretches:
             uttid = f"{doc}-{len(out.utts) + 1:05d}"
             out.utts.append(Utterance(uttid, t.words[a:b], t.labels[a:b]))
             out.utt2spk[uttid] = spk
-            out.utt2reco.append(f"{uttid} {doc}")
+            out.utt2reco.append(f"{uttid} {reco}")
             times = t.times[a:b]
-            start, end = times[0][0], times[-1][1]
-            if not timed or round(end, TIME_DIGITS) <= round(start, TIME_DIGITS):  # type: ignore[arg-type]
+            if timed:
+                start, end = times[0][0], times[-1][1]
+            else:  # the turn's span places its words where none has a time (not a stretch of a turn timed in part)
+                start, end = t.span if t.span is not None and len(stretches) == 1 else (None, None)
+            if start is None or end is None or round(end, TIME_DIGITS) <= round(start, TIME_DIGITS):
                 continue  # read_segments: a segment ends after it starts
-            out.segments.append(f"{uttid} {doc} {_seconds(start)} {_seconds(end)}")  # type: ignore[arg-type]
-            out.ctm += [f"{uttid} 1 {_seconds(s - start)} {_seconds(e - s)} {w}"  # type: ignore[operator]
-                        for w, (s, e) in zip(t.words[a:b], times)]
+            out.segments.append(f"{uttid} {reco} {_seconds(start)} {_seconds(end)}")
+            if timed:
+                out.ctm += [f"{uttid} 1 {_seconds(s - start)} {_seconds(e - s)} {w}"  # type: ignore[operator]
+                            for w, (s, e) in zip(t.words[a:b], times)]
     return out
 
 

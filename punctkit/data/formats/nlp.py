@@ -204,14 +204,18 @@ def mark_text(mark: str, inventory: LabelSet) -> str:
 
 @dataclass
 class SpokenTurn:
-    """One speaker's run of words of an NLP call read as a corpus (`read_nlp_turns`): who speaks (its rows'
-    `speaker`; None where empty: the file does not say), its words and labels, and each word's (start, end)
-    seconds (its row's `ts` and `endTs`; None where empty)."""
+    """One speaker's run of words of an NLP call read as a corpus (`read_nlp_turns`), or a unit of another
+    format's reader (turns.unit_turns): who speaks (its rows' `speaker`; None where empty: the file does not say),
+    its words and labels, and each word's (start, end) seconds (its row's `ts` and `endTs`; None where empty);
+    the recording its times are in (None: the document's) and the turn's own (start, end) where its words share
+    it, having none of their own (an stm segment's, a subtitle cue's)."""
 
     speaker: str | None
     words: list[str]
     labels: list[str]
     times: list[tuple[float | None, float | None]]
+    recording: str | None = None
+    span: tuple[float, float] | None = None
 
 
 def read_nlp(path: Source, how: CorpusRead, split_contractions: bool = False) -> list[Utterance]:

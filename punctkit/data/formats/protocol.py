@@ -1,7 +1,9 @@
 """What a format is to punctkit: the two protocols every entry of the registry implements, and what a reader is
 given.
 
-- `InputFormat.read(src, ctx)`: punctuate's reader, the units of an input (`AsrUtterance`s), streaming. Every
+- `InputFormat.read(src, ctx)`: punctuate's reader, the units of an input (`AsrUtterance`s), streaming;
+  `InputFormat.streams(src, ctx)`: the same units as the engine takes them, each stream's together
+  (base.StreamLines: an stm recording's segments; any other unit a stream of its own). Every
   reader builds its units through its `ReadContext`: `start` opens a unit, `add_word` adds a word with its times
   and speaker (a bare mark gives its mark to the word before and is counted as dropped), `next_id` and `line_id`
   make the ids of inputs without any (`talk.txt-000001`: base.made_id, the one rule).
@@ -19,7 +21,16 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, TextIO
 
-from punctkit.data.formats.base import AsrUtterance, OutputOptions, Report, Source, made_id, source_name
+from punctkit.data.formats.base import (
+    AsrUtterance,
+    OutputOptions,
+    Report,
+    Source,
+    StreamLines,
+    made_id,
+    source_name,
+    stream_runs,
+)
 from punctkit.data.labels import LabelSet, O, Substitution
 from punctkit.data.tokenize import NonWord, is_mark_token, mark_after, passes_through, read_passage, strip_space
 
@@ -87,16 +98,33 @@ class ReadContext:
 
 class Reader:
     """A reader function `(src, ctx) -> units` as an InputFormat: every caller reads through its `read(src, ctx)`
-    (the one way to call a reader, as a registry entry's `read` is), the context made by the caller
-    (`ReadContext.of(src, inventory, rules)`), which then holds what the reading counted (`ctx.dropped`)."""
+    (the one way to call a reader, as a registry entry's `read` is), or `streams(src, ctx)` to give the engine its
+    units, the context made by the caller (`ReadContext.of(src, inventory, rules)`), which then holds what the
+    reading counted (`ctx.dropped`). A reader of a format whose units run on in streams (an stm's recording and
+    channel, a data directory's speaker: `Reader.keyed`) yields each unit with its stream's key (None: a stream of
+    its own), which `with_keys` gives."""
 
-    def __init__(self, fn: Callable[[Source, ReadContext], Iterator[AsrUtterance]]) -> None:
-        self.fn = fn
+    def __init__(self, fn: Callable[[Source, ReadContext], Iterator[Any]], keys: bool = False) -> None:
+        self.fn, self.keys = fn, keys
         functools.update_wrapper(self, fn)
+
+    @classmethod
+    def keyed(cls, fn: Callable[[Source, ReadContext], Iterator[tuple[str | None, AsrUtterance]]]) -> "Reader":
+        """A reader function that yields (stream key, unit) pairs as a Reader (a decorator)."""
+        return cls(fn, keys=True)
 
     def read(self, src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
         """The units of `src`, read with `ctx`."""
-        return self.fn(src, ctx)
+        return (u for _, u in self.with_keys(src, ctx)) if self.keys else self.fn(src, ctx)
+
+    def with_keys(self, src: Source, ctx: ReadContext) -> Iterator[tuple[str | None, AsrUtterance]]:
+        """The units of `src`, each with the key of the stream it is of (an stm's `file channel`; None: its own)."""
+        return self.fn(src, ctx) if self.keys else ((None, u) for u in self.fn(src, ctx))
+
+    def streams(self, src: Source, ctx: ReadContext) -> Iterator[StreamLines]:
+        """The units of `src` as the engine takes them: each stream's together, in order (base.stream_runs: a run
+        of one key, bounded), each other unit a stream of its own."""
+        return stream_runs(self.with_keys(src, ctx))
 
 
 def add_token(utt: AsrUtterance, token: str, record: Any, inventory: LabelSet, rules: Substitution) -> bool:
@@ -142,6 +170,9 @@ class InputFormat(Protocol):
 
     def read(self, src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
         """The units of `src`, in order, streaming."""
+
+    def streams(self, src: Source, ctx: ReadContext) -> Iterator[StreamLines]:
+        """The units of `src` as the engine takes them, each stream's together, in order, streaming."""
 
 
 class OutputFormat(Protocol):

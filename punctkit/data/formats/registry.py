@@ -3,8 +3,8 @@ commands find an entry (`names`, `get_format`: an unknown name is one line listi
 
 Every command finds its formats here: `convert`, `prepare` and `score` read through corpus.read (the entry's
 corpus `reader`), `convert` and `decode` write through corpus.write (its `writer`, or `lines`), `punctuate` reads
-through the entry's `read` (protocol.InputFormat: its `units`) and writes through its `write`
-(protocol.OutputFormat: its `emit` or `stream`; for a corpus format, the utterances collected and written).
+through the entry's `streams` (protocol.InputFormat: its `units`, each stream's together) and writes through its
+`write` (protocol.OutputFormat: its `emit` or `stream`; for a corpus format, the utterances collected and written).
 Detection by content is detect.py's (`detect_format`: each entry's line classifier, `line_kind`), and every
 JSON format is told by its shape in json_shapes.py's table.
 
@@ -14,7 +14,8 @@ signatures below:
   transcripts: services.py, a `Service` entry there): a row of json_shapes.SHAPES (its keys or shape, its
   reader), which makes its entry here;
 - other inputs: a `units` reader `(src, ctx)` (protocol.Reader, building its units through the
-  protocol.ReadContext), a `line_kind` classifier, `ids`/`times`/`one_stream` set to what they carry;
+  protocol.ReadContext; `Reader.keyed` where its units run on in streams, an stm's recordings: each yielded with
+  its stream's key), a `line_kind` classifier, `ids`/`times`/`one_stream` set to what they carry;
 - outputs that span utterances (SRT, WebVTT, timed JSON: subtitles.py): a `stream` writer taking every labelled
   unit in order (cue numbers, a header, sentences across units), `needs_times=True` where punctuate must ask for
   timed input.
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TextIO
 
 from punctkit.data.formats import asr, cues, datadir_io, json_shapes, labelled, nlp, sclite, subtitles, text
-from punctkit.data.formats.base import AsrUtterance, OutputOptions, Source, Utterance
+from punctkit.data.formats.base import AsrUtterance, OutputOptions, Source, StreamLines, Utterance
 from punctkit.data.formats.json_shapes import json_line_kind
 from punctkit.data.formats.protocol import CorpusRead, ReadContext, Reader
 from punctkit.data.labels import LabelSet
@@ -81,6 +82,11 @@ class Format:
         obeyed (plain and Kaldi text, `lookalikes`, are then not refused for lines that look like another
         format's)."""
         return self.units.read(src, ctx)  # type: ignore[union-attr]
+
+    def streams(self, src: Source, ctx: ReadContext) -> Iterator[StreamLines]:
+        """punctuate's units of `src` as the engine takes them (protocol.InputFormat): each stream's together (an
+        stm recording's segments), each other unit a stream of its own."""
+        return self.units.streams(src, ctx)  # type: ignore[union-attr]
 
     def write(self, labelled: Iterable[Labelled], out: TextIO | str | Path, opts: OutputOptions) -> None:
         """Labelled units written in this format (protocol.OutputFormat): a writer over all units (`stream`:

@@ -8,8 +8,8 @@ marked references: TED-LIUM's, and what Kaldi's sclite scoring reads).
   A line without a final `(id)` is a one-line error, as is a repeated id.
 - stm: `file channel speaker begin end [<label,...>] transcript` a line, `;;` comment lines between;
   read by punctuate, a segment a unit, and the segments of one recording's channel, in order, are lines
-  of one stream (`AsrUtterance.stream`: sentences run on across segments, as a talk's do; each
-  recording ends a sentence). A segment's words share its time in proportion to their length
+  of one stream (its key `file channel`: protocol.Reader.keyed; sentences run on across segments, as a talk's
+  do; each recording ends a sentence). A segment's words share its time in proportion to their length
   (asr.text_shares), so the timed outputs (srt, vtt, timed-json) cut at sentence ends within the segments'
   times. The readable output is the stm again: each line's fields as they came, its transcript
   punctuated, comment lines kept; `ignore_time_segment_in_scoring` and an empty transcript have no words
@@ -125,20 +125,23 @@ def stm_kind(line: str) -> str:
     return "stm" if label or not NUMBER.fullmatch(f[2]) else ""
 
 
-@Reader
-def stm_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
-    """An stm for punctuate: a segment a unit, one stream a recording's channel (module docstring)."""
+@Reader.keyed
+def stm_units(src: Source, ctx: ReadContext) -> Iterator[tuple[str | None, AsrUtterance]]:
+    """An stm for punctuate: a segment a unit, each with its stream's key, its recording's `file channel` (module
+    docstring)."""
     comments: list[str] = []
     held = 0  # characters of the comments held for the next segment's line (bounded: MAX_HELD)
     seen: set[str] = set()
     i = 0
+    key: str | None = None  # the stream of the last segment
     for i, line in input_lines(src, ctx.encoding):
         if line.startswith(";;") or not line.strip():
             comments.append(line)
             held += len(line) + 1
-            if held > MAX_HELD:  # a long run of comments: given back as a unit of its own, without words
-                yield AsrUtterance(ctx.line_id(i), lineno=i, has_id=False,
-                                   frame=Frame("\n".join(comments), fmt="stm", lines_only=True))
+            if held > MAX_HELD:  # a long run of comments: given back as a unit of its own, without words, in the
+                # stream it stands in (it ends no recording)
+                yield key, AsrUtterance(ctx.line_id(i), lineno=i, has_id=False,
+                                        frame=Frame("\n".join(comments), fmt="stm", lines_only=True))
                 comments, held = [], 0
             continue
         m = _STM_HEAD.match(line)
@@ -155,17 +158,18 @@ def stm_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
         seen.add(uttid)
         head, text = line[:m.end()], line[m.end():]
         tokens = [] if text.strip() == SKIPPED else split_words(text)
-        utt = ctx.start(uttid, lineno=i, stream=f"{file} {chan}", speaker=spk,
+        key = f"{file} {chan}"
+        utt = ctx.start(uttid, lineno=i, speaker=spk,
                         source={"id": uttid, "file": file, "channel": chan, "speaker": spk, "start": start_s,
                                 "end": end_s},
                         frame=Frame("".join(c + "\n" for c in comments) + head + ("" if tokens else text),
                                     fmt="stm"))
         comments, held = [], 0
         ctx.add_words(tokens, text_shares(tokens, start_s, end_s))
-        yield utt
+        yield key, utt
     if comments:  # comments after the last segment: given back, a unit without words
-        yield AsrUtterance(ctx.line_id(i), lineno=i, has_id=False,
-                           frame=Frame("\n".join(comments), fmt="stm", lines_only=True))
+        yield None, AsrUtterance(ctx.line_id(i), lineno=i, has_id=False,
+                                 frame=Frame("\n".join(comments), fmt="stm", lines_only=True))
 
 
 def _time(src: Source, i: int, value: str, what: str) -> float:

@@ -18,7 +18,8 @@ word's times pass through the output's `times.Timeline` (moved forward, counted)
 whole milliseconds, after the cue before it and ending after it starts (`Timeline.cue`).
 
 Units of one stream (text, Whisper, Vosk) are one flow of sentences; independent
-utterances (Kaldi text, CTM, JSON lines, NeMo) each close their last cue and sentence.
+utterances (Kaldi text, CTM, JSON lines, NeMo) each close their last cue and sentence: where a stream ends is
+the engine's (`Labelled.ends`), never worked out again here.
 The writers stream: a cue or sentence is written as soon as it is complete; timed JSON is
 JSON lines, one sentence object a line (`{"text", "start", "end", "words": [...]}`).
 """
@@ -152,25 +153,13 @@ def unit_spans(utt: Any, src: Source, fmt: str, timeline: Timeline) -> list[tupl
     return spans
 
 
-def with_stream_ends(units: Iterable[Labelled], opts: OutputOptions) -> Iterator[tuple[Labelled, bool]]:
-    """Each labelled unit and whether its stream ends with it, the writers' one rule: never in one stream
-    (`opts.one_stream`); else unless the next unit goes on its stream (AsrUtterance.stream: an stm's
-    recording)."""
-    prev: Labelled | None = None
-    for unit in units:
-        if prev is not None:
-            yield prev, not opts.one_stream and (prev.utt.stream is None or prev.utt.stream != unit.utt.stream)
-        prev = unit
-    if prev is not None:
-        yield prev, not opts.one_stream
-
-
 def cue_words(units: Iterable[Labelled], opts: OutputOptions, fmt: str, timeline: Timeline) -> Iterator[TimedWord]:
     """The words of punctuated units as TimedWords, their times through the output's `timeline` (monotone; the
-    last word of an independent utterance, or of a stream's last unit, is a hard end). A token that is not a
-    word (`<unk>`, a lone `-`) stands in its place, with the word after it (base.glued)."""
-    for d, ends in with_stream_ends(units, opts):
-        utt, labels, shown = d.utt, d.labels, d.shown
+    last word of a stream, as the engine closed it (`Labelled.ends`: an independent utterance's, the last worded
+    line's of a stream), is a hard end). A token that is not a word (`<unk>`, a lone `-`) stands in its place,
+    with the word after it (base.glued)."""
+    for d in units:
+        utt, labels, shown, ends = d.utt, d.labels, d.shown, d.ends
         spans = unit_spans(utt, opts.src, fmt, timeline) if labels else []
         for k, (lab, text) in enumerate(zip(labels, glued(utt, shown))):
             start, end = spans[k]
@@ -222,12 +211,12 @@ def word_case(shown: str) -> str | None:
 
 
 def json_words(units: Iterable[Labelled], opts: OutputOptions) -> Iterator[tuple[dict[str, Any], bool]]:
-    """Each word as a timed-JSON object, with whether a sentence (or an independent utterance, or a stream)
-    ends there (never on a title, `Mr.`); its times (null where it has none) through a Timeline of each stream
-    (monotone within it: the utterances of a CTM or JSON lines may each start at 0)."""
+    """Each word as a timed-JSON object, with whether a sentence (or a stream, as the engine closed it:
+    `Labelled.ends`) ends there (never on a title, `Mr.`); its times (null where it has none) through a Timeline
+    of each stream (monotone within it: the utterances of a CTM or JSON lines may each start at 0)."""
     timeline = Timeline(opts.time_repairs)
-    for d, ends in with_stream_ends(units, opts):
-        utt, labels, shown, rows = d.utt, d.labels, d.shown, d.rows
+    for d in units:
+        utt, labels, shown, rows, ends = d.utt, d.labels, d.shown, d.rows, d.ends
         given = given_words(utt)
         for k, (lab, text) in enumerate(zip(labels, shown)):
             rec = utt.records[k] if k < len(utt.records) and isinstance(utt.records[k], dict) else {}

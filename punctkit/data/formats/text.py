@@ -276,33 +276,34 @@ def text_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
                            lineno=i, has_id=False, tags=p.tags)
 
 
-@Reader
-def kaldi_text_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
+@Reader.keyed
+def kaldi_text_units(src: Source, ctx: ReadContext) -> Iterator[tuple[str | None, AsrUtterance]]:
     """Kaldi `text` for punctuate: `uttid words...` per line (an id without words gives an empty utterance),
     each its own stream; but a data directory's `text` (a file named `text` with `utt2spk` beside it) has its
     speakers' utterances run on, one after another, as `punctkit decode` of the directory has them
-    (`AsrUtterance.stream`: the speaker); and where the directory says when or who (`segments`, `utt2reco`,
-    `ctm`: `turns_beside`), its utterances come as decode reads them: a recording's in time order, one stream,
-    each with its speaker (a change a turn) and its words' times. Unless `ctx.told`, lines that look like another
+    (each unit's stream key, protocol.Reader.keyed: the speaker; None: its own stream); and where the directory
+    says when or who (`segments`, `utt2reco`, `ctm`: `turns_beside`), its utterances come as decode reads them: a
+    recording's in time order, one stream (the key: the recording), each with its speaker (a change a turn) and its
+    words' times. Unless `ctx.told`, lines that look like another
     format's are refused."""
     beside = turns_beside(src)
     if beside is None:
         speakers = speakers_beside(src)
         for i, uttid, rest in kaldi_text_lines(src, ctx.encoding, told=ctx.told):
             p = read_passage(split_words(rest), ctx.inventory, ctx.rules)
-            yield AsrUtterance(uttid, p.words, p.marks, p.written, [None] * len(p.words), lineno=i,
-                               stream=speakers.get(uttid), tags=p.tags)
+            yield speakers.get(uttid), AsrUtterance(uttid, p.words, p.marks, p.written, [None] * len(p.words),
+                                                    lineno=i, tags=p.tags)
         return
     order, timing, dd = beside
-    units = {}
+    units: dict[str, tuple[str, AsrUtterance]] = {}
     for i, uttid, rest in kaldi_text_lines(src, ctx.encoding, told=ctx.told):
         p = read_passage(split_words(rest), ctx.inventory, ctx.rules)
         times = timing.word_times(uttid, len(p.words)) if timing.known else []
         records = [{"start_s": a, "end_s": b} for a, b in times] if len(times) == len(p.words) else \
             [None] * len(p.words)  # a text whose words are not the directory's (marks in it): times unknown
-        units[uttid] = AsrUtterance(uttid, p.words, p.marks, p.written, records, lineno=i,
-                                    stream=order.keys.get(uttid, uttid), tags=p.tags,
-                                    speaker=dd.utt2spk.get(uttid, uttid) if order.turns else None)
+        units[uttid] = order.keys.get(uttid, uttid), AsrUtterance(
+            uttid, p.words, p.marks, p.written, records, lineno=i, tags=p.tags,
+            speaker=dd.utt2spk.get(uttid, uttid) if order.turns else None)
     yield from (units[u.uttid] for u in order.utts if u.uttid in units)
 
 

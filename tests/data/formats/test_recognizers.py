@@ -506,13 +506,6 @@ def model() -> Path:
     return LEGACY
 
 
-@pytest.fixture(scope="module")
-def punct(model):
-    from punctkit import load_model
-
-    return load_model(model)
-
-
 def test_punctuate_whisper_words_pass_through(tmp_path, punct):
     from punctkit.punctuator import punctuate_file
 

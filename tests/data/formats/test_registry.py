@@ -103,8 +103,8 @@ def test_punctuate_formats_round_trip_and_are_detected(tmp_path, name):
     src = tmp_path / f"{name}.in"
     units = asr_units(timed=True)
     with open(src, "w", encoding="utf-8") as out:
-        f.write([Labelled(u, [O] * len(u.words), toks) for u, (_, toks, _) in zip(units, ASR)], out,
-                OutputOptions(src=src))
+        f.write([Labelled(u, [O] * len(u.words), toks, starts=True, ends=True)  # each its own stream, as the engine
+                 for u, (_, toks, _) in zip(units, ASR)], out, OutputOptions(src=src))
     assert detect_format(src) == name
     ctx = ReadContext.of(src, INV, RULES)
     back = list(f.read(src, ctx))

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from punct_util import cli, units_of
-from punctkit.data.formats import REGISTRY, AsrUtterance, detect_format, read
+from punctkit.data.formats import REGISTRY, AsrUtterance, base, detect_format, read
+from punctkit.data.formats.protocol import ReadContext
 from punctkit.data.labels import INVENTORIES, SENTENCE_END, default_substitution, mark_of
 from punctkit.files import PunctkitError
-from punctkit.infer import engine
 
 INV = INVENTORIES["truecase4"]
 RULES = default_substitution(INV)
@@ -130,7 +130,9 @@ def test_stm_gives_subtitles_within_its_segments_times(tmp_path, iwslt):
     p = tmp_path / "talk.stm"
     p.write_text(stm_of({"TalkA_2011": [words[:30], words[30:60]], "TalkB_2011": [words[60:]]}), encoding="utf-8")
     got = units("stm", p)
-    assert [u.stream for u in got] == ["TalkA_2011 1", "TalkA_2011 1", "TalkB_2011 1"]
+    runs = REGISTRY["stm"].streams(p, ReadContext.of(p, INV, RULES))  # each recording's segments together
+    assert [(r.key, [u.uttid for u in r.lines]) for r in runs] == [("TalkA_2011 1", [u.uttid for u in got[:2]]),
+                                                                   ("TalkB_2011 1", [got[2].uttid])]
     assert [u.uttid for u in got] == ["TalkA_2011-0000000-0000250", "TalkA_2011-0000250-0000500",
                                       "TalkB_2011-0000000-0000250"]
     for u, (s, e) in zip(got, [(0, 2.5), (2.5, 5.0), (0, 2.5)]):
@@ -192,15 +194,41 @@ def _written(tmp_path, lines):
 
 def test_stream_runs_group_a_stream_s_units_and_cut_a_long_one(monkeypatch):
     def u(name, stream, n=2):
-        return AsrUtterance(name, ["w"] * n, stream=stream)
+        return stream, AsrUtterance(name, ["w"] * n)
 
     given = [u("a1", "A"), u("a2", "A"), u("x", None), u("b1", "B"), u("c1", "C"), u("c2", "C")]
-    runs = list(engine.stream_runs(given))
-    assert [[x.uttid for x in r] if isinstance(r, list) else r.uttid for r in runs] == \
-        [["a1", "a2"], "x", ["b1"], ["c1", "c2"]]
-    monkeypatch.setattr(engine, "MAX_RUN_WORDS", 3)  # a stream past the bound goes on as a new unit
-    runs = list(engine.stream_runs([u(f"a{k}", "A") for k in range(5)]))
-    assert [[x.uttid for x in r] for r in runs] == [["a0", "a1"], ["a2", "a3"], ["a4"]]
+    runs = list(base.stream_runs(given))
+    assert [(r.key, [x.uttid for x in r.lines]) for r in runs] == \
+        [("A", ["a1", "a2"]), (None, ["x"]), ("B", ["b1"]), ("C", ["c1", "c2"])]
+    monkeypatch.setattr(base, "MAX_RUN_WORDS", 3)  # a stream past the bound goes on as a new unit
+    runs = list(base.stream_runs([u(f"a{k}", "A") for k in range(5)]))
+    assert [[x.uttid for x in r.lines] for r in runs] == [["a0", "a1"], ["a2", "a3"], ["a4"]]
+
+
+def test_a_recording_cut_at_the_bound_is_two_streams_each_closed_in_the_outputs(tmp_path, monkeypatch):
+    """A recording longer than the reader's bound (base.MAX_RUN_WORDS) comes as two streams: the engine closes the
+    first where it is cut (`Labelled.ends`), and the subtitles and timed JSON close it there too."""
+    import json
+
+    from punctkit import load_model
+    from punctkit.data.formats.subtitles import srt_lines, timed_json_lines
+    from punctkit.punctuator import output_options
+
+    p = tmp_path / "talk.stm"
+    p.write_text("T 1 spk 0.00 2.00 so what i mean is that the\nT 1 spk 2.00 4.00 and then we went home and\n"
+                 "T 1 spk 4.00 6.00 we slept until the\n", encoding="utf-8")
+    monkeypatch.setattr(base, "MAX_RUN_WORDS", 10)  # the first two segments hold 15 words: cut after them
+    engine = load_model("fast").with_options(stream_end="open")  # a stream's last word takes no mark of its own
+    runs = list(REGISTRY["stm"].streams(p, ReadContext.of(p, engine.inventory, default_substitution(engine.inventory))))
+    assert [len(r.lines) for r in runs] == [2, 1] and runs[0].key == runs[1].key == "T 1"
+    done = list(engine.label(runs))
+    assert [(d.starts, d.ends) for d in done] == [(True, False), (False, True), (True, True)]
+    first = " ".join(done[0].shown + done[1].shown)  # the first stream: the cut closes a cue and a sentence
+    opts = output_options(engine)
+    cues = [" ".join(c.split("\n")[2:]) for c in "\n".join(srt_lines(done, opts)).strip().split("\n\n")]
+    assert first in [" ".join(cues[:k]) for k in range(1, len(cues))]
+    sents = [json.loads(x)["text"] for x in timed_json_lines(done, opts)]
+    assert first in [" ".join(sents[:k]) for k in range(1, len(sents))]
 
 
 def test_the_marks_of_a_segment_end_are_the_stream_s(tmp_path, iwslt):

@@ -9,6 +9,7 @@ import html
 import io
 import json
 import os
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -55,7 +56,7 @@ L1 = ["COMMA", O, O, O, "QUESTION"]
 L2 = [O, "COMMA", O, O, "PERIOD"]
 S1 = ["So,", "what", "do", "you", "think?"]
 S2 = ["I", "mean,", "we", "could", "go."]
-UNITS = [Labelled(U1, L1, S1), Labelled(U2, L2, S2)]
+UNITS = [Labelled(U1, L1, S1, starts=True), Labelled(U2, L2, S2, ends=True)]  # the engine's flags: one stream
 
 
 # ------------------------------------------------------------------ the cue builder
@@ -119,7 +120,7 @@ def test_no_cue_exceeds_the_limits(items, seconds, chars, lines):
 # ------------------------------------------------------------------ SRT and WebVTT
 
 def test_srt_parses_back_with_srt(tmp_path):
-    text = "\n".join(srt_lines(UNITS, OutputOptions(INV, one_stream=True, src=tmp_path / "x"))) + "\n"
+    text = "\n".join(srt_lines(UNITS, OutputOptions(INV, src=tmp_path / "x"))) + "\n"
     subs = list(srt.parse(text))
     assert [s.content for s in subs] == ["So, what do you think?", "I mean, we could go."]
     assert [(s.start, s.end) for s in subs] == [(timedelta(0), timedelta(seconds=1.2)),
@@ -129,8 +130,9 @@ def test_srt_parses_back_with_srt(tmp_path):
 
 def test_vtt_parses_back_with_webvtt(tmp_path):
     u = unit("a", ["fish", "&", "chips", "a<b>"], [(0.0, 0.5), (0.5, 0.6), (0.6, 1.0), (1.0, 3661.25)])
-    units = UNITS + [Labelled(u, [O, O, O, "PERIOD"], ["fish", "&", "chips", "a<b>."])]
-    text = "\n".join(vtt_lines(units, OutputOptions(INV, one_stream=True, max_cue_seconds=4000, src=tmp_path / "x")))
+    units = [UNITS[0], replace(UNITS[1], ends=False), Labelled(u, [O, O, O, "PERIOD"], ["fish", "&", "chips", "a<b>."],
+                                                           ends=True)]
+    text = "\n".join(vtt_lines(units, OutputOptions(INV, max_cue_seconds=4000, src=tmp_path / "x")))
     caps = webvtt.from_buffer(io.StringIO(text)).captions
     assert [html.unescape(c.text) for c in caps] == ["So, what do you think?", "I mean, we could go.",
                                                      "fish & chips a<b>."]
@@ -153,13 +155,15 @@ def test_words_without_times_lie_between_their_neighbours_and_a_unit_without_any
     assert word_spans(u) == [(0.5, 0.5), (0.5, 0.9), (0.9, 1.4), (0.9, 1.4), (1.4, 1.4), (1.4, 1.4)]
     labels = [O, O, "PERIOD", O, O, "PERIOD"]
     shown = ["So", "20", "people.", "Then", "it", "rained."]
-    srt = "\n".join(srt_lines([Labelled(u, labels, shown)], OutputOptions(INV, src=tmp_path / "x")))
+    srt = "\n".join(srt_lines([Labelled(u, labels, shown, starts=True, ends=True)],
+                              OutputOptions(INV, src=tmp_path / "x")))
     assert "00:00:00,500 --> 00:00:01,400\nSo 20 people." in srt and "00:00:01,400 --> 00:00:01,400" not in srt
     ctm = list(ctm_out(Labelled(u, labels, shown), OutputOptions(src=tmp_path / "x")))
     assert ctm[2:4] == ["a 1 0.900 0.500 people.", "a 1 0.900 0.500 Then"]
     none = unit("b", ["so", "then"], [(None, None), (None, None)], has_id=True)
     with pytest.raises(PunctkitError, match=r"^.*x:0 \(utterance b\): no word has a start time \(--format srt"):
-        list(srt_lines([Labelled(none, [O, O], ["So", "then"])], OutputOptions(INV, src=tmp_path / "x")))
+        list(srt_lines([Labelled(none, [O, O], ["So", "then"], starts=True, ends=True)],
+                       OutputOptions(INV, src=tmp_path / "x")))
 
 
 # ------------------------------------------------------------------ timed JSON
@@ -167,8 +171,8 @@ def test_words_without_times_lie_between_their_neighbours_and_a_unit_without_any
 def test_timed_json_keeps_every_word_and_time(tmp_path):
     rows = [np.full((5, 4), 0.25, dtype=np.float32), None]
     rows[0][0] = [0.1, 0.7, 0.1, 0.1]
-    units = [Labelled(U1, L1, S1, rows[0]), Labelled(U2, L2, S2)]
-    opts = OutputOptions(INV, one_stream=True, src=tmp_path / "x")
+    units = [Labelled(U1, L1, S1, rows[0], starts=True), Labelled(U2, L2, S2, ends=True)]
+    opts = OutputOptions(INV, src=tmp_path / "x")
     sents = [json.loads(line) for line in timed_json_lines(units, opts)]
     assert [s["text"] for s in sents] == ["So, what do you think?", "I mean, we could go."]
     assert [(s["start"], s["end"]) for s in sents] == [(0.0, 1.2), (1.5, 2.9)]
@@ -184,11 +188,90 @@ def test_timed_json_keeps_every_word_and_time(tmp_path):
 def test_timed_json_independent_utterances_and_missing_times(tmp_path):
     a = unit("utt1", ["well", "so"], [(0.5, 0.7), (0.8, None)], has_id=True)
     b = unit("utt2", ["yes"], [(None, None)], has_id=True)
-    units = [Labelled(a, [O, O], ["Well", "so"]), Labelled(b, [O], ["Yes"])]
+    units = [Labelled(a, [O, O], ["Well", "so"], starts=True, ends=True),  # each its own stream
+             Labelled(b, [O], ["Yes"], starts=True, ends=True)]
     sents = [json.loads(line) for line in timed_json_lines(units, OutputOptions(INV, src=tmp_path / "x"))]
     assert [(s["text"], s["utterance"], s["start"], s["end"]) for s in sents] == [
         ("Well so", "utt1", 0.5, 0.8), ("Yes", "utt2", None, None)]
     assert list(timed_json_lines([], OutputOptions(INV, src=tmp_path / "x"))) == []
+
+
+# ------------------------------------------------------------------ where a stream ends: the engine's
+
+def test_the_writers_close_a_stream_where_the_unit_says_and_nowhere_else(tmp_path):
+    """srt and timed JSON end a cue and a sentence after a unit that ends its stream (`Labelled.ends`, set by the
+    engine) even without a sentence mark, and run on across units that do not, however they came."""
+    a = unit("a", ["well", "so"], [(0.0, 0.4), (0.5, 0.9)], has_id=True)
+    b = unit("b", ["we", "go"], [(1.0, 1.4), (1.5, 1.9)], has_id=True)
+    opts = OutputOptions(INV, src=tmp_path / "x")
+    for closed, want in ((True, ["Well so", "we go"]), (False, ["Well so we go"])):
+        units = [Labelled(a, [O, O], ["Well", "so"], starts=True, ends=closed),
+                 Labelled(b, [O, O], ["we", "go"], starts=closed, ends=True)]
+        assert [s.content for s in srt.parse("\n".join(srt_lines(units, opts)) + "\n")] == want
+        assert [json.loads(x)["text"] for x in timed_json_lines(units, opts)] == want
+
+
+def _run(engine, src: Path, fmt: str, out: Path) -> str:
+    from punctkit.punctuator import punctuate_file
+
+    punctuate_file(engine, src, out, fmt=fmt, show_progress=False)
+    return out.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def open_fast():
+    """The shipped model, streams left open (decode option stream_end=open): the last word of a stream takes no
+    sentence mark of the stream's, so only `Labelled.ends` closes its cue."""
+    from punctkit import load_model
+
+    return load_model("fast").with_options(stream_end="open")
+
+
+def test_a_recording_whose_last_segment_has_no_words_ends_at_its_last_worded_one(tmp_path, open_fast):
+    """An stm recording whose last segment has no words (ignored in scoring) ends at its last segment with words,
+    where the engine closed it (`Labelled.ends`): no srt cue and no timed-JSON sentence runs on into the next
+    recording, however the model marked the word."""
+    from punctkit.data.formats import ReadContext, get_format
+
+    stm = tmp_path / "talks.stm"
+    stm.write_text("A 1 spk1 0.00 3.00 so what i mean is that the\n"
+                   "A 1 spk1 3.00 4.00 ignore_time_segment_in_scoring\n"
+                   "B 1 spk2 4.00 7.00 and then we went home and we slept\n", encoding="utf-8")
+    inv = open_fast.inventory
+    units = get_format("stm", "units").read(stm, ReadContext.of(stm, inv, default_substitution(inv)))
+    done = list(open_fast.label(units))
+    assert [(d.utt.lineno, d.starts, d.ends) for d in done] == [(1, True, True), (2, False, False), (3, True, True)]
+    cues = list(srt.parse(_run(open_fast, stm, "srt", tmp_path / "o.srt")))
+    assert [c.end <= timedelta(seconds=3) or c.start >= timedelta(seconds=4) for c in cues] == [True] * len(cues)
+    assert cues[0].content.replace("\n", " ").lower().split() == [x.lower() for x in done[0].shown]
+    sents = [json.loads(x) for x in _run(open_fast, stm, "timed-json", tmp_path / "o.json").splitlines()]
+    assert [{w["utterance"] for w in x["words"]} for x in sents] == [{done[0].utt.uttid}] + \
+        [{done[2].utt.uttid}] * (len(sents) - 1)
+
+
+def test_one_stream_from_a_timed_input_ends_at_its_last_worded_line(tmp_path, open_fast):
+    """A timed input read as one stream (Whisper's segments) with a last segment without words: the engine ends
+    the stream at the last line with words, and srt and timed JSON end there, every word once, no cue or
+    sentence for the empty segment, sentences running on across segments."""
+    words = "so what i mean is that we went home and then".split()
+    items = [{"word": f" {w}", "start": round(0.4 * k, 2), "end": round(0.4 * k + 0.3, 2)} for k, w in enumerate(words)]
+    doc = {"text": "", "segments": [{"id": 0, "start": 0.0, "end": 2.4, "text": "", "words": items[:6]},
+                                    {"id": 1, "start": 2.4, "end": 4.4, "text": "", "words": items[6:]},
+                                    {"id": 2, "start": 4.4, "end": 5.0, "text": "", "words": []}]}
+    src = tmp_path / "talk.json"
+    src.write_text(json.dumps(doc), encoding="utf-8")
+    from punctkit.data.formats import ReadContext, get_format
+
+    inv = open_fast.inventory
+    units = get_format("whisper", "units").read(src, ReadContext.of(src, inv, default_substitution(inv)))
+    done = list(open_fast.label(units, one_stream=True))
+    assert [(len(d.words), d.starts, d.ends) for d in done] == [(6, True, False), (5, False, True), (0, False, False)]
+    cues = list(srt.parse(_run(open_fast, src, "srt", tmp_path / "o.srt")))
+    assert " ".join(c.content for c in cues).replace("\n", " ").split() == [x for d in done for x in d.shown]
+    assert cues[-1].end == timedelta(seconds=items[-1]["end"])
+    sents = [json.loads(x) for x in _run(open_fast, src, "timed-json", tmp_path / "o.json").splitlines()]
+    assert [w["word"] for x in sents for w in x["words"]] == words
+    assert sents[-1]["end"] == items[-1]["end"] and all(x["words"] for x in sents)
 
 
 # ------------------------------------------------------------------ end to end

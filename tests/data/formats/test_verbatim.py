@@ -193,10 +193,10 @@ def test_a_titles_period_ends_no_cue_and_no_timed_sentence(tmp_path):
     utt = AsrUtterance("a", p.words, p.marks, p.written,
                        [{"index": k, "start_s": k * 0.5, "end_s": k * 0.5 + 0.4} for k in range(5)])
     labels = [O, O, "PERIOD", O, "PERIOD"]
-    units = [Labelled(utt, labels, ["I", "met", "Mr.", "Smith", "today."])]
-    srt = "\n".join(srt_lines(units, OutputOptions(inv, one_stream=True, src=tmp_path / "x")))
+    units = [Labelled(utt, labels, ["I", "met", "Mr.", "Smith", "today."], starts=True, ends=True)]
+    srt = "\n".join(srt_lines(units, OutputOptions(inv, src=tmp_path / "x")))
     assert cue_texts(srt) == ["I met Mr. Smith today."]
-    sents = [json.loads(s) for s in timed_json_lines(units, OutputOptions(inv, one_stream=True, src=tmp_path / "x"))]
+    sents = [json.loads(s) for s in timed_json_lines(units, OutputOptions(inv, src=tmp_path / "x"))]
     assert [s["text"] for s in sents] == ["I met Mr. Smith today."]
 
 
