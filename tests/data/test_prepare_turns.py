@@ -174,6 +174,22 @@ def test_a_ctm_of_utterances_gives_each_its_recording(tmp_path):
         "d-00001 1 0 0.3 Hello", "d-00001 1 0.4 0.3 world", "d-00002 1 0 0.2 yes"]
 
 
+
+def test_json_lines_of_segment_texts_give_segments_and_no_word_times(tmp_path):
+    """JSON lines whose words come from a segment's `text` (its `start` and `end` only) give each line its segment
+    and no ctm: the words' shares of the segment are not word times; lines with timed `words` give a ctm."""
+    src = tmp_path / "segs.jsonl"
+    src.write_text('{"id": "a1", "speaker": "A", "start": 0.0, "end": 2.0, "text": "Hello there, how are you?"}\n'
+                   '{"id": "a2", "speaker": "B", "start": 2.5, "end": 4.0, "text": "Fine, thanks."}\n')
+    prepare([src], tmp_path / "d", inventory="truecase4", show_progress=False)
+    assert read_table(tmp_path / "d" / "segments") == {"d-00001": "a1 0 2", "d-00002": "a2 2.5 4"}
+    assert not (tmp_path / "d" / "ctm").exists()
+    timed = tmp_path / "words.jsonl"
+    timed.write_text('{"id": "b1", "words": [{"word": "Hello,", "start": 0.1, "end": 0.4}, '
+                     '{"word": "world.", "start": 0.6, "end": 0.9}]}\n')
+    prepare([timed], tmp_path / "w", inventory="truecase4", show_progress=False)
+    assert (tmp_path / "w" / "ctm").read_text().splitlines() == ["w-00001 1 0 0.3 Hello", "w-00001 1 0.5 0.3 world"]
+
 # ---------------------------------------------------------------- round trip: decode reads the turns
 
 WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9']*(-[A-Za-z0-9']+)*")  # a token that is one word as every reader reads it

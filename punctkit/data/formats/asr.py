@@ -18,7 +18,9 @@ by punctkit.data.tokenize.read_passage: each comes with the word the model reads
 that followed it (O for none) and how it was written, so that the output gives back every
 word as it came (only marks and case change). A token that is only a mark (`,`) gives its
 mark to the word before and is dropped (counted: protocol.ReadContext.add_word).
-Word times are read and kept (for the CTM, subtitle and timed-JSON outputs); no model uses pauses yet.
+Word times are read and kept (for the CTM, subtitle and timed-JSON outputs, and the pause after each word for a
+model that reads it: data/boundaries.py); a `text`'s words share their segment's times (index None), which
+`prepare` writes as the segment's, not as word times (formats/turns.py).
 """
 from __future__ import annotations
 
@@ -243,19 +245,21 @@ def jsonl_units(src: Source, ctx: ReadContext) -> Iterator[AsrUtterance]:
         uttid = ctx.line_id(i) if uttid is None or uttid == "" else str(uttid)
         utt = ctx.start(uttid, source=obj, lineno=i, speaker=speaker_of(obj.get("speaker")))
         items = obj.get("words")
-        span: list[tuple[float | None, float | None]] = []
         if items is None:
             if not isinstance(obj.get("text"), str):
                 raise PunctkitError(f"{loc} (utterance {uttid}): no 'words' list and no 'text' string")
-            items = split_words(obj["text"])
+            tokens = split_words(obj["text"])
             start, end = word_times(obj, f"{loc} (utterance {uttid})")  # a segment's: its words share them
-            if start is not None and end is not None and end >= start:
-                span = text_shares(items, start, end)
+            timed = start is not None and end is not None and end >= start
+            # a text's words (index None): their times are shares of the segment's, not their own
+            ctx.add_words(tokens, text_shares(tokens, start, end) if timed else None)  # type: ignore[arg-type]
+            yield utt
+            continue
         if not isinstance(items, list):
             raise PunctkitError(f"{loc} (utterance {uttid}): 'words' must be a list")
         for k, item in enumerate(items):
             if isinstance(item, str):
-                token, (start, end) = item, span[k] if span else (None, None)
+                token, start, end = item, None, None
             elif isinstance(item, dict) and isinstance(first_key(item, WORD_KEYS), str):
                 start, end = word_times(item, f"{loc} (utterance {uttid})")
                 token = first_key(item, WORD_KEYS)
