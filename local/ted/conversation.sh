@@ -12,6 +12,10 @@
 #                                                                      # and package: exp/drnn_lwma_turns/model.pkt
 #   local/conversation.sh --stage 2 --stop-stage 4 --model exp/drnn_lwma_turns/model.pkt --tag turns
 #   local/conversation.sh --stage 7 --model exp/boundary_turns/model.pkt --tag turns   # ship rule against `fast`
+# `accurate` the same way (conf/train_plm_minilm9_turns.yaml: its int8 package's weights dequantized, a boundary input):
+#   local/conversation.sh --stage 6 --stop-stage 6 --train-config conf/train_plm_minilm9_turns.yaml --conv-tag plm_turns
+#   local/conversation.sh --stage 2 --stop-stage 3 --model exp/plm_turns/model.pkt --tag plm_turns
+#   local/conversation.sh --stage 7 --model exp/boundary_plm_turns/model.pkt --tag plm_turns --shipped accurate
 # Stage 4 scores `punctkit punctuate` itself on calls_valid, calls_test and meetings_val (exp/boundary_<tag>/score/
 # {before,after}/<set>_<reading>/, exp/boundary_<tag>/score.log): the model before (--model: it reads the words only)
 # and after, read with its words only, + turns, + turns and times (the calls; the meetings have no times).
@@ -110,20 +114,31 @@ if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
 fi
 
 if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
-  # the network it starts from: the `fast` package that read words only (the shipped one before this step; git
-  # commit e351a74; without git, rebuild it as its card says: `punctkit models --long` of that version)
-  if [ ! -f exp/fast_words.pkt ]; then
+  # the network it starts from, the package the config's train.init names: exp/fast_words.pkt, the `fast` package
+  # that read words only, or exp/accurate_words.pkt, the `accurate` one (conf/train_plm_minilm9_turns.yaml); each the
+  # shipped one before this step (git commit e351a74; without git, rebuild it as its card says: `punctkit models
+  # --long` of that version)
+  init=$(sed -n 's/^  init: *\([^ #]*\).*/\1/p' "$train_config")
+  case "$init" in
+    exp/fast_words.pkt) words_model=fast ;;
+    exp/accurate_words.pkt) words_model=accurate ;;
+    *) words_model= ;;
+  esac
+  if [ -n "$words_model" ] && [ ! -f "$init" ]; then
     mkdir -p exp
-    git show e351a74:punctkit/pretrained/fast.pkt > exp/fast_words.pkt.tmp 2> /dev/null || {
-      rm -f exp/fast_words.pkt.tmp
-      echo "$0: exp/fast_words.pkt: no git history here to take it from (commit e351a74); put that fast.pkt there" >&2
+    git show "e351a74:punctkit/pretrained/$words_model.pkt" > "$init.tmp" 2> /dev/null || {
+      rm -f "$init.tmp"
+      echo "$0: $init: no git history here to take it from (commit e351a74); put that $words_model.pkt there" >&2
       exit 1; }
-    mv exp/fast_words.pkt.tmp exp/fast_words.pkt
+    mv "$init.tmp" "$init"
   fi
-  # the network (resumed by the same command), then its package (ONNX only, as the shipped `fast`)
+  # the network (resumed by the same command), then its package (ONNX only as the shipped `fast`; int8 weights as
+  # the shipped `accurate`)
   ./run.sh --stage 3 --stop-stage 4 --train-set "$conv_set" --valid-set valid_conv --tag "$conv_tag" \
     --train-config "$train_config"
-  punctkit pack "exp/$conv_tag" -o "exp/$conv_tag/model.pkt" --onnx-only \
+  pack_opts=--onnx-only; [ "$words_model" = accurate ] && pack_opts="--onnx-only --int8"
+  # shellcheck disable=SC2086
+  punctkit pack "exp/$conv_tag" -o "exp/$conv_tag/model.pkt" $pack_opts \
     --train-data "data/$conv_set: TED $ted_train + the Earnings-22 calls of local/lists/calls_train.txt + the meetings \
 of the shared meetings/train.jsonl, with their speaker turns and word times (dev data/valid_conv: dev2012's valid + \
 calls_valid + the meetings' val.jsonl)" \
@@ -133,7 +148,8 @@ Corpus, CC BY 4.0; Welsh Parliament committee records, Open Government Licence; 
 records, reproduction permitted for non-commercial use (QMSum, github.com/Yale-LILY/QMSum, MIT); punctkit itself is \
 Apache-2.0" \
     --card-note "rebuild=cd recipes/ted && local/conversation.sh --stage 1 --stop-stage 1 && local/conversation.sh \
---stage 5 --stop-stage 6 && local/conversation.sh --stage 2 --stop-stage 3 --model exp/drnn_lwma_turns/model.pkt --tag turns"
+--stage 5 --stop-stage 6 --ted-train $ted_train --conv-set $conv_set --train-config $train_config --conv-tag $conv_tag \
+&& local/conversation.sh --stage 2 --stop-stage 3 --model exp/$conv_tag/model.pkt --tag $conv_tag"
 fi
 
 if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then

@@ -36,8 +36,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from punctkit.data.boundaries import N_BOUNDARIES, NOTHING
 from punctkit.files import PunctkitError
 from punctkit.models.base import Batch, PunctModel, gather_words
+from punctkit.models.drnn_lwma import DRNNLWMA  # its token_boundaries: the one rule of where a word's id goes
 from punctkit.models.plm_grow import grow, grown_parameters
 from punctkit.models.plm_interaction import MIX, add_interaction
 from punctkit.models.registry import register
@@ -196,19 +198,38 @@ class FF2(PunctModel):
 
 @register("plm_tagger")
 class PlmTagger(PunctModel):
-    """Plain fine-tuning: the pre-trained encoder + dropout + a linear classifier per word."""
+    """Plain fine-tuning: the pre-trained encoder + dropout + a linear classifier per word.
+
+    `boundary_input: true` (issue #79, as DRNN-LWMA's: punctkit/models/drnn_lwma.py): the boundary id after each
+    word (batch key `boundaries`) is an input. A learnt vector per id (a table that starts at zero, row 0, nothing
+    known, kept at zero) is added to the word embedding of the word's label-carrying token before the encoder
+    (`inputs_embeds`: the encoder adds its position and token-type embeddings as usual), so every layer reads it,
+    and such a model warm-started from one without it computes what that one did. Without the flag the state dict
+    and the exported graph are as they were.
+    """
 
     def __init__(self, vocab_size: int, n_labels: int, plm: PlmSpec = "auto", dropout: float = 0.1,
-                 plm_attention_dropout: float | None = None, new_lr_scale: float = 1.0) -> None:
+                 plm_attention_dropout: float | None = None, new_lr_scale: float = 1.0,
+                 boundary_input: bool = False) -> None:
         super().__init__()
         self.plm = build_plm(plm, vocab_size, plm_attention_dropout)
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(self.plm.config.hidden_size, n_labels)
         self.new_lr_scale = new_lr_scale
+        if boundary_input:  # registered only when on: a model without it keeps its state dict and graph
+            self.boundary = nn.Embedding(N_BOUNDARIES, self.plm.config.hidden_size, padding_idx=NOTHING)
+            nn.init.zeros_(self.boundary.weight)  # zero: the encoder as it was until training moves it
+            self.needs = (*PunctModel.needs, "boundaries")
+        self.boundary_input = bool(boundary_input)
 
     def forward(self, batch: Batch) -> torch.Tensor:
         """Logits (B, W, n_labels)."""
-        return self.out(self.drop(gather_words(_encode(self.plm, batch), batch["word_pos"])))
+        if self.boundary_input and "boundaries" in batch:  # absent: nothing known anywhere (row 0 is zero)
+            x = self.plm.get_input_embeddings()(batch["tokens"]) + self.boundary(DRNNLWMA.token_boundaries(batch))
+            h = self.plm(inputs_embeds=x, attention_mask=batch["token_mask"].long()).last_hidden_state
+        else:
+            h = _encode(self.plm, batch)
+        return self.out(self.drop(gather_words(h, batch["word_pos"])))
 
     def param_groups(self) -> list[dict[str, Any]]:
         """For the optimizer: the encoder at the base rate, the classifier at `new_lr_scale` times it."""

@@ -54,7 +54,7 @@ class PackageStart:
 
     path: Path
     frontend: "Frontend"
-    table: np.ndarray  # (vocab, d_model)
+    table: np.ndarray | None  # (vocab, d_model); None for a plm_tagger (its encoder holds its own table)
     copy: Callable[[torch.nn.Module, list[str] | None, Callable[[str], None]], int]
 
 

@@ -712,3 +712,32 @@ def test_ff2_with_plm_interaction_trains_saves_and_refuses_other_encoders(tmp_pa
              "num_attention_heads": 4, "intermediate_size": 64}
     with pytest.raises(PunctkitError, match="plm_interaction needs an encoder whose attention goes through"):
         _build(fe, plm={"config": mpnet}, plm_interaction=True)
+
+
+def test_plm_tagger_boundary_input_starts_as_the_model_without_it(tmp_path):
+    """`boundary_input: true`: the zero table leaves an untrained tagger's logits those of the same tagger without it
+    (whose state dict has no such table), with or without `boundaries`; a nonzero table changes the words whose
+    pieces carry a boundary id, through every layer (so other words' logits move too), and `needs` asks for them."""
+    fe = PlmFrontend(load_tokenizer(tiny_tokenizer_dir(tmp_path / "tok")))
+    batch = _toy_batch(fe, n=3)
+    batch["boundaries"] = torch.randint(1, 12, batch["word_pos"].shape, generator=torch.Generator().manual_seed(1))
+
+    def tagger(**kw):
+        torch.manual_seed(0)
+        return build_model({"type": "plm_tagger", "plm": {"config": tiny_bert(fe.vocab_size)}, **kw},
+                           vocab_size=fe.vocab_size, n_labels=4, pad_id=fe.pad_id).eval()
+
+    plain, bounded = tagger(), tagger(boundary_input=True)
+    assert "boundaries" not in plain.needs and "boundaries" in bounded.needs
+    assert set(bounded.state_dict()) - set(plain.state_dict()) == {"boundary.weight"}
+    assert not bounded.boundary.weight.any()
+    with torch.no_grad():
+        want = plain(batch)
+        assert torch.allclose(bounded(batch), want, atol=1e-6, rtol=0)
+        without = {k: v for k, v in batch.items() if k != "boundaries"}
+        assert torch.allclose(bounded(without), want, atol=1e-6, rtol=0)
+        bounded.boundary.weight[1:].normal_()
+        moved = (bounded(batch) - want).abs().amax(-1)
+        assert torch.allclose(bounded(without), want, atol=1e-6, rtol=0)  # no boundaries: nothing known
+    keep = batch["word_mask"]
+    assert (moved[keep] > 1e-3).float().mean() > 0.9

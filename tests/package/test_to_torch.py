@@ -7,22 +7,27 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 import yaml
 
+from conftest import IWSLT
 from punct_util import cli, cli_error, raised_error
 from punctkit.config import load_config
 from punctkit.data.prepare import prepare
 from punctkit.data.streams import pad_batch
-from punctkit.expdir import load_checkpoint
+from punctkit.expdir import find_checkpoint, load_checkpoint
 from punctkit.models.registry import build_model
 from punctkit.onnx import CLIP_TOLERANCE, INPUTS, OnnxTagger
 from punctkit.package import read_package
 from punctkit.package.to_torch import (
+    INT8_AGREEMENT,
+    INT8_MEAN_DIFF,
     frontend_difference,
     graph_of,
     graph_tensors,
     package_start,
+    same_distributions,
     start_of,
     token_table,
     unclipped,
@@ -106,7 +111,7 @@ def test_partial_copy_and_mismatched_models_are_one_line_errors(tmp_path, tiny_p
         lambda: warm_start(package_model(tiny_package.pkt, embeddings=vectors), tiny_package.pkt, start=start))
     other = build_model({"type": "transformer_tagger", "d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 8},
                         vocab_size=40, n_labels=4, pad_id=0)
-    assert "can warm-start drnn_lwma models only, not transformer_tagger" in raised_error(
+    assert "can warm-start drnn_lwma, plm_tagger models only, not transformer_tagger" in raised_error(
         lambda: warm_start(other, tiny_package.pkt, start=start))
     with zipfile.ZipFile(tiny_package.pkt) as z:
         members = {i.filename: z.read(i) for i in z.infolist()}
@@ -116,8 +121,8 @@ def test_partial_copy_and_mismatched_models_are_one_line_errors(tmp_path, tiny_p
     with zipfile.ZipFile(tmp_path / "transformer.pkt", "w") as z:
         for name, data in members.items():
             z.writestr(name, data)
-    assert "a package can warm-start drnn_lwma models only, and this one's is transformer_tagger" in raised_error(
-        lambda: start_of(tmp_path / "transformer.pkt"))
+    assert "a package can warm-start drnn_lwma, plm_tagger models only, and this one's is transformer_tagger" in \
+        raised_error(lambda: start_of(tmp_path / "transformer.pkt"))
 
 
 def fine_tune_conf(tmp_path: Path, **train) -> Path:
@@ -212,3 +217,106 @@ def test_package_start_checks_the_runs_frontends(tmp_path, iwslt):
     start = package_start(conf, train, None, tmp_path / "exp")
     assert start.path == FAST and np.array_equal(start.table, token_table(FAST))
     assert frontend_difference(start.frontend, pkg.frontend) is None
+
+
+ACCURATE = shipped_path("accurate")
+
+
+@pytest.mark.slow  # the nine-layer encoder built and checked against its graph (about 15 s)
+def test_accurate_int8_package_warm_starts_a_boundary_input_plm_tagger():
+    """The shipped accurate package (plm_tagger, MiniLM grown to 9 layers, int8 graph): every tensor of a
+    `boundary_input` plm_tagger of its model section but the zero boundary table is bound from the graph (int8
+    weights dequantized, the grown layers' folded gates), and the copy passes the int8 check; its start carries the
+    package's PLM frontend and no token table. A model of another depth is refused in one line."""
+    pkg = read_package(ACCURATE)
+    model = package_model(ACCURATE, boundary_input=True)
+    fresh = {k: v.clone() for k, v in model.state_dict().items()}
+    start = start_of(ACCURATE)
+    assert start.table is None and frontend_difference(start.frontend, pkg.frontend) is None
+    lines = []
+    n = len(fresh)
+    assert warm_start(model, ACCURATE, lines.append, start) == n - 1
+    assert lines[0].startswith(f"init: {n - 1} of {n} tensors from {ACCURATE} (model.onnx); freshly initialised: "
+                               f"boundary; labels as its int8 graph's on")
+    got = model.state_dict()
+    assert not got["boundary.weight"].any()
+    assert all(not torch.equal(got[k], fresh[k]) for k in got if k != "boundary.weight" and "LayerNorm" not in k)
+    gate = got["plm.encoder.layer.6.gate"]
+    assert gate.shape == (384,) and float(gate.abs().mean()) > 0.001  # GATE_SCALE g, divided back
+    agree, diff = same_distributions(model, ACCURATE)
+    assert agree >= INT8_AGREEMENT and diff <= INT8_MEAN_DIFF
+    shallow = package_model(ACCURATE, plm={**pkg.conf["model"]["plm"], "extra_layers": 2})
+    assert "which this model has not" in raised_error(lambda: warm_start(shallow, ACCURATE, start=start))
+
+
+@pytest.fixture(scope="module")
+def tiny_plm(tmp_path_factory) -> Path:
+    """A tiny `boundary_input` plm_tagger (a 1-layer BERT of the data's words, tests/ff2_util.py) trained one epoch
+    on 1000 words of dev2012, its boundary table then set to random values (plain text trains only its zero
+    NOTHING row; these make the boundaries matter), packed float (float.pkt: `pack --onnx`) and int8 (int8.pkt)."""
+    from ff2_util import tiny_bert_dir
+    from punct_util import tiny_conf
+    from punctkit.fit import train
+
+    if not (IWSLT / "dev2012").is_file():
+        pytest.skip(f"IWSLT reference data not found at {IWSLT}")
+    d = tmp_path_factory.mktemp("tiny_plm")
+    prepare([IWSLT / "dev2012"], d / "train", block_len=100, lines=(1, 1000), show_progress=False)
+    words = [w for ln in (d / "train" / "text").read_text().splitlines() for w in ln.split()[1:]]
+    bert = tiny_bert_dir(d / "bert", words, layers=2)
+    conf = {**tiny_conf({"type": "plm_tagger", "plm": str(bert), "boundary_input": True}, epochs=1),
+            "frontend": {"kind": "plm", "path": str(bert)}}
+    train(conf, d / "train", None, d / "exp", quiet=True)
+    ckpt = find_checkpoint(d / "exp", None)
+    state = load_checkpoint(ckpt)
+    table = state["model"]["boundary.weight"]
+    table[1:] = torch.randn(table[1:].shape, generator=torch.Generator().manual_seed(0))
+    torch.save(state, ckpt)
+    cli("pack", d / "exp", "-o", d / "float.pkt", "--onnx")
+    cli("pack", d / "exp", "-o", d / "int8.pkt", "--onnx", "--int8")
+    return d
+
+
+@pytest.mark.slow  # trains a tiny plm_tagger and packs it twice (about 30 s)
+def test_tiny_boundary_input_plm_warm_starts_from_its_float_and_int8_packages(tiny_plm):
+    """A trained `boundary_input` plm_tagger packed float and int8, each warm-started into a fresh model of its
+    model section through train.init's path (`start_of`, `warm_start`): every tensor bound, the boundary table the
+    trained one (dequantized where int8), the float copy's logits its graph's within onnx.TOLERANCE, the int8 copy
+    passing the int8 check; a copy with one matrix transposed (float) or its boundary table zeroed (both) fails
+    the check in one line."""
+    from punctkit.onnx import TOLERANCE
+    from punctkit.package.to_torch import same_logits, same_network
+
+    packed = load_checkpoint(find_checkpoint(tiny_plm / "exp", None))["model"]
+    for kind in ("float", "int8"):
+        pkt = tiny_plm / f"{kind}.pkt"
+        assert bool(graph_of(pkt).graph.initializer) and (kind == "int8") == any(
+            i.data_type == 3 for i in graph_of(pkt).graph.initializer)  # int8 weights only in the int8 graph
+        model = package_model(pkt)
+        start = start_of(pkt)
+        assert start.table is None
+        lines = []
+        n = len(model.state_dict())
+        assert warm_start(model, pkt, lines.append, start) == n
+        assert lines[0].startswith(f"init: {n} of {n} tensors from {pkt} (model.onnx); ")
+        got = model.state_dict()
+        assert set(got) == set(packed)
+        for k, v in got.items():
+            assert torch.allclose(v, packed[k], atol=1e-6 if kind == "float" else 0.05, rtol=0), (kind, k)
+        if kind == "float":
+            assert "logits within" in lines[0] and same_logits(model, pkt) <= TOLERANCE
+        else:
+            assert "labels as its int8 graph's" in lines[0]
+            agree, diff = same_distributions(model, pkt)
+            assert agree >= INT8_AGREEMENT and diff <= INT8_MEAN_DIFF
+        query = "plm.encoder.layer.0.attention.output.dense.weight"  # the query: too little in an untrained BERT
+        # int8: a barely trained tiny encoder's labels are flat enough that a transposed matrix stays within the
+        # int8 check's tolerance (calibrated on the accurate model); its boundary table zeroed does not
+        for broken in (query, "boundary.weight") if kind == "float" else ("boundary.weight",):
+            copy = package_model(pkt)
+            copy.load_state_dict(got)
+            with torch.no_grad():
+                w = copy.get_parameter(broken)
+                w.copy_(w.T.clone() if broken == query else torch.zeros_like(w))
+            message = raised_error(lambda: same_network(copy, pkt), start=f"train.init: {pkt}: this model's ")
+            assert ("logits differ" if kind == "float" else "int8 graph's") in message, message

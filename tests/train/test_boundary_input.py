@@ -16,6 +16,7 @@ from punctkit.files import PunctkitError
 from punctkit.train.boundary_input import BoundaryDropout, BoundaryInput
 
 MODEL = {"type": "drnn_lwma", "n_layers": 1, "n_heads": 1, "d_model": 16, "dropout": 0.1, "boundary_input": True}
+PLM_MODEL = {"type": "plm_tagger", "dropout": 0.1, "boundary_input": True}  # plm: a tiny BERT of the data's words
 
 
 def timed_dir(src: Path, out: Path) -> Path:
@@ -46,19 +47,31 @@ def timed_dir(src: Path, out: Path) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    """A tiny boundary-reading DRNN-LWMA trained on 3000 timed words of dev2012 (exp/) and packed with its ONNX
-    graph (m.pkt); the timed dev data (valid/) and 600 words of test2011 as plain text (words.txt)."""
+def plm_conf(d: Path, train_dir: Path) -> dict:
+    """tiny_conf of PLM_MODEL over a tiny BERT (tests/ff2_util.py) whose vocabulary is `train_dir`'s words, saved in
+    d/bert, and its PLM frontend."""
+    from ff2_util import tiny_bert_dir
+
+    words = [w for ln in (train_dir / "text").read_text().splitlines() for w in ln.split()[1:]]
+    bert = tiny_bert_dir(d / "bert", words)
+    conf = tiny_conf({**PLM_MODEL, "plm": str(bert)}, epochs=2)
+    return {**conf, "frontend": {"kind": "plm", "path": str(bert)}}
+
+
+@pytest.fixture(scope="module", params=["drnn_lwma", "plm_tagger"])
+def trained(tmp_path_factory, request) -> Path:
+    """A tiny boundary-reading network (each type that reads boundaries: a DRNN-LWMA, a plm_tagger over a tiny
+    BERT) trained on 3000 timed words of dev2012 (exp/) and packed with its ONNX graph (m.pkt); the timed dev data
+    (valid/) and 600 words of test2011 as plain text (words.txt)."""
     if not (IWSLT / "test2011").is_file():
         pytest.skip(f"IWSLT reference data not found at {IWSLT}")
     from punctkit.data.prepare import prepare
     from punctkit.fit import train
 
-    d = tmp_path_factory.mktemp("boundary_input")
+    d = tmp_path_factory.mktemp(f"boundary_input_{request.param}")
     prepare([IWSLT / "dev2012"], d / "plain_train", block_len=100, lines=(1, 3000))
     prepare([IWSLT / "dev2012"], d / "plain_valid", block_len=100, lines=(3001, 3600))
-    conf = tiny_conf(dict(MODEL), epochs=2)
+    conf = tiny_conf(dict(MODEL), epochs=2) if request.param == "drnn_lwma" else plm_conf(d, d / "plain_train")
     train(conf, timed_dir(d / "plain_train", d / "train"), timed_dir(d / "plain_valid", d / "valid"), d / "exp",
           quiet=True)
     cli("pack", d / "exp", "-o", d / "m.pkt", "--onnx")
@@ -77,6 +90,17 @@ def labels_of(pkt: Path, units, backend: str, zeroed: bool = False) -> list[list
         model = engine.scorer.runner.model
         model.boundary.weight.data.zero_()
     return [d.labels for d in engine.label(units)]
+
+
+def distributions(pkt: Path, data: Path) -> list:
+    """The engine's labelled units, with their label distributions (`rows`), of data directory `data`'s streams
+    (its turns and pauses read, as `punctkit decode` reads them) from package `pkt`."""
+    import punctkit
+    from punctkit.data.datadir import read_data_dir
+    from punctkit.data.timing import read_timing
+
+    dd = read_data_dir(data, need_labels=False)
+    return list(punctkit.load(pkt).engine.label(make_streams(dd, None, read_timing(dd)), probs=True))
 
 
 # ------------------------------------------------------------------ the training input
@@ -202,3 +226,34 @@ def test_every_path_feeds_the_network_the_turns_and_pauses(trained, tmp_path):
     got_dd = {ln.split()[0]: ln.split()[1:] for ln in (tmp_path / "out" / "labels").read_text().splitlines()}
     order = [u for s in make_streams(dd, None, read_timing(dd)) for u in s.uttids]
     assert [got_dd[u] for u in order] == want
+
+
+def test_an_nlp_file_stream_lines_and_a_data_dir_give_the_same_labels(trained, tmp_path):
+    """An Earnings-22 call's head with its speakers and word times as an NLP file (`punctuate`), as a data directory
+    (an utterance a turn: utt2spk, segments, ctm; `decode`) and as a streaming recognizer's JSON lines, a word a
+    line with its `speaker`, `start` and `end` (`punctuate --stream`): the same labels and the same text; the same
+    words without speakers and times are labelled otherwise (the turns and pauses reach the network)."""
+    import json
+
+    from test_decode_turns import CALL, call_turns, decoded, punctuated, write_data_dir, write_nlp
+
+    if not CALL.is_file():
+        pytest.skip(f"Earnings-22 calls not found at {CALL.parent}")
+    pkt, turns = trained / "m.pkt", call_turns(CALL, 600)
+    assert len(turns) >= 3
+    offline = punctuated(pkt, write_nlp(tmp_path / "call.nlp", turns), tmp_path / "p.tsv")
+    write_data_dir(tmp_path / "dd", turns)
+    labels = decoded(pkt, tmp_path / "dd", tmp_path / "d.tsv")
+    assert len(labels) == sum(len(t.words) for t in turns) and labels == offline
+    assert len(set(labels)) > 1  # the network punctuates: the comparisons below are not of all-O
+    write_data_dir(tmp_path / "plain", turns, speakers=False, segments=False, ctm=False)
+    assert len(decoded(pkt, tmp_path / "plain", tmp_path / "plain.tsv")) == len(labels)
+    timed, plain = (np.concatenate([d.rows for d in distributions(pkt, tmp_path / name)]) for name in ("dd", "plain"))
+    assert timed.shape == plain.shape and np.abs(timed - plain).max() > 1e-3
+
+    (tmp_path / "call.jsonl").write_text("".join(
+        json.dumps({"text": w, "speaker": t.speaker, "start": round(a, 4), "end": round(b, 4)}) + "\n"
+        for t in turns for w, a, b in t.words))
+    streamed = cli("punctuate", tmp_path / "call.jsonl", "-m", pkt, "--stream", "-q").stdout
+    cli("punctuate", tmp_path / "call.nlp", "-m", pkt, "--format", "readable", "-o", tmp_path / "p.txt", "-q")
+    assert streamed.split() == (tmp_path / "p.txt").read_text(encoding="utf-8").split()
