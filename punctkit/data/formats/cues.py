@@ -70,11 +70,13 @@ def timing_like(line: str) -> bool:
 
 
 def cues_kind(head: str) -> str | None:
-    """`vtt` for a text that starts with a WEBVTT header; `srt` for one whose first block starts a cue: a
-    timing line, or a line meant as one (`TIMING_LIKE`) alone or after a cue number (`timing_like`; one that
-    does not parse is then the reader's one-line error, not words); else None."""
+    """`vtt` for a text that starts with a WEBVTT header (`WEBVTT` alone on its line, or followed by a space or tab
+    and text where the head has a cue's `-->`: so a text or two-column file whose first word is `WEBVTT` stays
+    one); `srt` for one whose first block starts a cue: a timing line, or a line meant as one (`TIMING_LIKE`)
+    alone or after a cue number (`timing_like`; one that does not parse is then the reader's one-line error, not
+    words); else None."""
     first = [ln.strip() for ln in head.lstrip("\ufeff").splitlines()[:8] if ln.strip()][:2]
-    if first and (first[0] == "WEBVTT" or first[0].startswith(("WEBVTT ", "WEBVTT\t"))):
+    if first and (first[0] == "WEBVTT" or first[0].startswith(("WEBVTT ", "WEBVTT\t")) and "-->" in head):
         return "vtt"
     if first and (timing_line(first[0]) or TIMING_LIKE.match(first[0])):
         return "srt"

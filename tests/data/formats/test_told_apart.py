@@ -173,6 +173,21 @@ def test_a_vtt_cue_right_after_the_header_is_a_cue(tmp_path):
     assert fmt == "vtt" and words_of(units) == " ".join(t for _, t in CUES).split()
 
 
+@pytest.mark.parametrize("head,fmt", [
+    ("WEBVTT\tO\nhello\tCOMMA\n", "twocol"),                        # a two-column file whose first word is WEBVTT
+    ("WEBVTT is a subtitle format and this is a line of text.\n", "text"),
+    ("WEBVTT - my talk\n\n00:00:01.000 --> 00:00:02.000\nhello there\n", "vtt"),
+    ("WEBVTT\tKind: captions\n\n00:00:01.000 --> 00:00:02.000\nhello there\n", "vtt"),
+    ("WEBVTT\n", "vtt"),
+])
+def test_a_first_word_webvtt_is_a_header_only_with_cues_or_alone(tmp_path, head, fmt):
+    """`WEBVTT` followed by text on the first line is a WebVTT header where the head has a cue (`-->`); `WEBVTT`
+    alone on its line always is; else the file is what its lines are (a two-column file's first word, a text's)."""
+    f = tmp_path / "in.txt"
+    f.write_text(head, encoding="utf-8")
+    assert detect_format(f) == fmt
+
+
 @pytest.mark.parametrize("kind", ["srt", "vtt"])
 @pytest.mark.parametrize("blank", [True, False], ids=["blank", "packed"])
 @pytest.mark.parametrize("cue,bad", [(1, "00:00:02;000 --> 00:00:03,500"), (1, "00:00:02,000 -> 00:00:03,500"),
