@@ -69,6 +69,14 @@ def gather_words(hidden: torch.Tensor, word_pos: torch.Tensor) -> torch.Tensor:
     return hidden.gather(1, idx)
 
 
+def token_boundaries(batch: Batch) -> torch.Tensor:
+    """(B, T) boundary id per token (data/boundaries.py): word t's (batch["boundaries"] (B, W)) at its label-carrying
+    token (batch["word_pos"]), NOTHING (0) at every other token and for padded words: what a model with a boundary
+    input adds its table's row at."""
+    ids = batch["boundaries"].long() * batch["word_mask"].long()  # (B, W): padded words add nothing
+    # scatter_add: padded words share word_pos 0 with the first word; adding their 0 leaves its id as it is
+    return torch.zeros_like(batch["tokens"]).scatter_add(1, batch["word_pos"], ids)
+
 def select_rows(obj: Any, index: torch.Tensor) -> Any:
     """Rows `index` of every tensor in a nest of dicts, lists and tuples (None stays None)."""
     if isinstance(obj, torch.Tensor):

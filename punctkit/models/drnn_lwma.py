@@ -31,7 +31,7 @@ from torch import nn
 
 from punctkit.data.boundaries import N_BOUNDARIES, NOTHING
 from punctkit.files import PunctkitError
-from punctkit.models.base import Batch, PunctModel, gather_words
+from punctkit.models.base import Batch, PunctModel, gather_words, token_boundaries
 from punctkit.models.registry import register
 from punctkit.nn.attention import MultiHeadAttention
 from punctkit.nn.embedding import InputEmbedding
@@ -112,21 +112,13 @@ class DRNNLWMA(PunctModel):
         lengths = packed_lengths(mask)  # one pack per layer keeps the layers exportable (punctkit/onnx.py)
         x = self.embed(tokens)  # (B, T, d)
         if self.boundary_input and "boundaries" in batch:  # absent: nothing known anywhere (row 0 is zero)
-            x = x + self.boundary(self.token_boundaries(batch))
+            x = x + self.boundary(token_boundaries(batch))
         x = self.drop(x)
         layers = []
         for rnn in self.birnns:
             x = self.drop(run_packed(rnn, x, lengths))
             layers.append(x)
         return layers, run_packed(self.query_rnn, x, lengths)
-
-    @staticmethod
-    def token_boundaries(batch: Batch) -> torch.Tensor:
-        """(B, T) boundary id per token: word t's (batch["boundaries"] (B, W)) at its label-carrying token
-        (batch["word_pos"]), NOTHING at every other token and for padded words."""
-        ids = batch["boundaries"].long() * batch["word_mask"].long()  # (B, W): padded words add nothing
-        # scatter_add: padded words share word_pos 0 with the first word; adding their 0 leaves its id as it is
-        return torch.zeros_like(batch["tokens"]).scatter_add(1, batch["word_pos"], ids)
 
     def label_positions(self, batch: Batch) -> torch.Tensor:
         """(B, W) index of the token whose states label each word: its own label-carrying token

@@ -38,8 +38,7 @@ from torch import nn
 
 from punctkit.data.boundaries import N_BOUNDARIES, NOTHING
 from punctkit.files import PunctkitError
-from punctkit.models.base import Batch, PunctModel, gather_words
-from punctkit.models.drnn_lwma import DRNNLWMA  # its token_boundaries: the one rule of where a word's id goes
+from punctkit.models.base import Batch, PunctModel, gather_words, token_boundaries
 from punctkit.models.plm_grow import grow, grown_parameters
 from punctkit.models.plm_interaction import MIX, add_interaction
 from punctkit.models.registry import register
@@ -225,7 +224,7 @@ class PlmTagger(PunctModel):
     def forward(self, batch: Batch) -> torch.Tensor:
         """Logits (B, W, n_labels)."""
         if self.boundary_input and "boundaries" in batch:  # absent: nothing known anywhere (row 0 is zero)
-            x = self.plm.get_input_embeddings()(batch["tokens"]) + self.boundary(DRNNLWMA.token_boundaries(batch))
+            x = self.plm.get_input_embeddings()(batch["tokens"]) + self.boundary(token_boundaries(batch))
             h = self.plm(inputs_embeds=x, attention_mask=batch["token_mask"].long()).last_hidden_state
         else:
             h = _encode(self.plm, batch)

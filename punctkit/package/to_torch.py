@@ -417,14 +417,20 @@ def same_network(model: "torch.nn.Module", path: Path) -> str:
     return f"logits within {same_logits(model, path):.1g} of its graph's"
 
 
-def _both_logits(model: "torch.nn.Module", path: Path, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(model's, graph's) logits of `batch`: `model` in eval mode, onnxruntime on the package's graph
-    (`unclipped`)."""
+def graph_tagger(path: Path) -> Any:
+    """onnxruntime on the package's graph (`unclipped`), one thread: what the checks compare a copy with."""
+    from punctkit.onnx import OnnxTagger
+
+    return OnnxTagger(unclipped(graph_of(path)), threads=1, source=f"{path} (model.onnx)")
+
+
+def _both_logits(model: "torch.nn.Module", graph: Any, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(model's, graph's) logits of `batch`: `model` in eval mode, `graph` a `graph_tagger`."""
     import torch
 
-    from punctkit.onnx import INPUTS, OnnxTagger
+    from punctkit.onnx import INPUTS
 
-    want = OnnxTagger(unclipped(graph_of(path)), threads=1, source=f"{path} (model.onnx)").logits(batch)
+    want = graph.logits(batch)
     device = next(model.parameters()).device
     training = model.training
     model.eval()
@@ -453,10 +459,11 @@ def same_distributions(model: "torch.nn.Module", path: Path) -> tuple[float, flo
 
     pkg = open_package(path)
     batch = check_batch(pkg.frontend.vocab_size, pkg.frontend.pad_id)
+    graph = graph_tagger(path)
     same, diffs = 0, []
     for i in range(len(batch["tokens"])):
         row = {k: v[i:i + 1] for k, v in batch.items() if isinstance(v, np.ndarray) and len(v) == len(batch["tokens"])}
-        got, want = _both_logits(model, path, row)
+        got, want = _both_logits(model, graph, row)
         keep = row["word_mask"][0]
         p, q = softmax(got[0][keep]), softmax(want[0][keep])
         same += int((p.argmax(-1) == q.argmax(-1)).sum())
@@ -477,7 +484,7 @@ def same_logits(model: "torch.nn.Module", path: Path) -> float:
 
     pkg = open_package(path)
     batch = check_batch(pkg.frontend.vocab_size, pkg.frontend.pad_id)
-    got, want = _both_logits(model, path, batch)
+    got, want = _both_logits(model, graph_tagger(path), batch)
     diff = float(np.abs(got - want)[batch["word_mask"]].max())
     if diff > TOLERANCE:
         raise PunctkitError(f"train.init: {path}: this model's logits differ from its graph's by {diff:.2g} "
