@@ -109,9 +109,7 @@ def tiny_package(tmp_path_factory) -> TinyPackage:
     """The run's tiny package, trained once per test run: under xdist the first worker that asks builds it in the
     run's temporary directory (shared by the workers, under a file lock) and the others wait for it and read it.
     Tests must not write into it: `TinyPackage.copy_to` gives a module a copy of its own."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # the run's directory, above each worker's own
+    root = _run_dir(tmp_path_factory)
     d = root / "tiny_package"
     with open(root / "tiny_package.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when the build fails or skips
@@ -121,6 +119,37 @@ def tiny_package(tmp_path_factory) -> TinyPackage:
             build_tiny_package(d)
             (d / "built").touch()
     return TinyPackage(d)
+
+
+def _run_dir(tmp_path_factory) -> Path:
+    """The test run's temporary directory, shared by the xdist workers (each worker's own is below it)."""
+    root = tmp_path_factory.getbasetemp()
+    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """punctkit's wheel (`pip wheel .`, what `pip install .` installs), built once per test run: setuptools builds
+    in the checkout's build/ directory, so two workers building at once collide on it (`File exists:
+    build/bdist...`); the first worker that asks builds it under a file lock, the others wait and read it."""
+    import subprocess
+    import sys
+
+    root = _run_dir(tmp_path_factory)
+    d = root / "wheel"
+    with open(root / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = sorted(d.glob("punctkit-*.whl")) if (d / "built").is_file() else []
+        if not found:
+            shutil.rmtree(d, ignore_errors=True)
+            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PUNCTKIT_DEBUG")}
+            r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
+                                "-q", "-w", str(d)], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+            assert r.returncode == 0, r.stderr
+            found = sorted(d.glob("punctkit-*.whl"))
+            (d / "built").touch()
+    assert len(found) == 1, found
+    return found[0]
 
 
 @pytest.fixture(scope="session")

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-
 pytestmark = pytest.mark.slow
 
 TRAIN_MODULES = ("torch", "kaldiio", "sentencepiece", "subword_nmt", "gensim", "kaldi_native_fbank", "transformers")
@@ -27,13 +25,10 @@ def _run(cmd: list[str], cwd: Path, timeout: int = 240, **kwargs) -> subprocess.
 
 
 @pytest.fixture(scope="module")
-def light(tmp_path_factory) -> Path:
-    """The `bin` directory of a fresh venv holding punctkit's wheel and its install requirements only."""
+def light(tmp_path_factory, wheel) -> Path:
+    """The `bin` directory of a fresh venv holding punctkit's wheel (conftest's `wheel`) and its install
+    requirements only."""
     d = tmp_path_factory.mktemp("light")
-    r = _run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
-              "-w", str(d / "dist")], d)
-    assert r.returncode == 0, r.stderr
-    wheel = next((d / "dist").glob("punctkit-*.whl"))
     r = _run([sys.executable, "-m", "venv", str(d / "venv")], d)
     assert r.returncode == 0, r.stderr
     start = time.monotonic()

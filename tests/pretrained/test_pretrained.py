@@ -31,13 +31,9 @@ def test_each_shipped_model_is_small_true_case_onnx_only_and_carded(model):
 
 
 @pytest.mark.slow  # builds a wheel
-def test_a_built_wheel_contains_both_models(tmp_path):
-    """`pip wheel .` (what `pip install .` installs) carries punctkit/pretrained/*.pkt as package data, and the
-    page of `punctkit serve` (punctkit/serve/page.html)."""
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
-                        "-q", "-w", str(tmp_path)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    wheel = next(tmp_path.glob("punctkit-*.whl"))
+def test_a_built_wheel_contains_both_models(wheel):
+    """`pip wheel .` (what `pip install .` installs; conftest's `wheel`) carries punctkit/pretrained/*.pkt as
+    package data, and the page of `punctkit serve` (punctkit/serve/page.html)."""
     with zipfile.ZipFile(wheel) as z:
         for model in MODELS:
             assert z.getinfo(f"punctkit/pretrained/{model.name}").file_size == model.stat().st_size
