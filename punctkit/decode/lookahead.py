@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from punctkit.data.labels import LabelSet
-from punctkit.data.streams import IGNORE, Stream, Window, WindowDataset
+from punctkit.data.streams import IGNORE, Extra, Stream, Window, WindowDataset
 from punctkit.decode.decide import Decision
 from punctkit.decode.windows import Predict, WindowPrediction, average_rows
 from punctkit.files import PunctkitError
@@ -109,13 +109,14 @@ def word_windows(i: int, n: int, window: int, step: int, lookahead: int | None,
 
 def label_windows(words: Sequence[str], base: int, wanted: Iterable[tuple[int, Sequence[Span]]], frontend: object,
                   predict: Predict, cache: dict[Span, WindowPrediction] | None = None,
-                  rows: dict[int, np.ndarray] | None = None) -> dict[int, int]:
+                  rows: dict[int, np.ndarray] | None = None, *, extra: Extra | None = None) -> dict[int, int]:
     """Label id of each wanted word, given as (word index, its windows (start, end): `word_windows`),
     indices counted from the stream's start and `words` holding the stream from index `base` on; the
     distinct windows not in `cache` go through `predict` in one batch (and into `cache`, with their
     distributions). A word of one window takes that window's label; of several, their distributions
     averaged (`average_rows`) and the average's arg-max. `rows`, when given, receives each wanted
-    word's distribution."""
+    word's distribution. `extra`: what the windows read beside their words (data/streams.py's `Extra`, over
+    `words` as stream 0: the boundary ids of a network that reads them)."""
     wanted = [(i, list(ws)) for i, ws in wanted]
     cache = {} if cache is None else cache
     spans = sorted({w for _, ws in wanted for w in ws} - cache.keys())
@@ -123,7 +124,8 @@ def label_windows(words: Sequence[str], base: int, wanted: Iterable[tuple[int, S
         if spans[0][0] < base or max(b for _, b in spans) > base + len(words):
             raise PunctkitError(f"window {spans[0]} is outside the words kept ({base}..{base + len(words)})")
         stream = Stream("stream", ["stream"], [0], list(words), [IGNORE] * len(words))
-        hyps = predict(WindowDataset([stream], frontend, [Window(0, a - base, b - base) for a, b in spans]))
+        hyps = predict(WindowDataset([stream], frontend, [Window(0, a - base, b - base) for a, b in spans],
+                                     extra=extra))
         cache.update(zip(spans, hyps))
     n = base + len(words)
     ids: dict[int, int] = {}

@@ -36,7 +36,7 @@ import numpy as np
 
 from punctkit.data.boundaries import NOTHING, window_boundaries
 from punctkit.data.labels import LabelSet
-from punctkit.data.streams import IGNORE, Extra, Stream, WindowDataset, join_extras
+from punctkit.data.streams import IGNORE, Extra, Stream, join_extras
 from punctkit.decode.boundary import BoundaryFusion
 from punctkit.decode.combine import check_inventories, combine, parse_weights
 from punctkit.decode.lookahead import Span, label_windows
@@ -149,16 +149,11 @@ class ModelScorer:
         stream's model words from `base` on, `boundaries` what follows each of them (None: nothing known;
         read where the network reads them); the windows not in `cache` are read in one batch
         (decode/lookahead.py: label_windows)."""
-        predict = self.runner.predict
-        if self.reads_boundaries:
+        extra = None
+        if self.reads_boundaries:  # the windows of `words` read theirs
             extra = window_boundaries([list(boundaries) if boundaries is not None else [NOTHING] * len(words)])
-
-            def predict(dataset: WindowDataset) -> list[WindowPrediction]:  # the windows of `words`, with theirs
-                dataset.extra = extra
-                return self.runner.predict(dataset)
-
         rows: dict[int, np.ndarray] = {}
-        ids = label_windows(words, base, wanted, self.frontend, predict, cache, rows)
+        ids = label_windows(words, base, wanted, self.frontend, self.runner.predict, cache, rows, extra=extra)
         return ids, rows
 
     def streamable(self) -> "ModelScorer":

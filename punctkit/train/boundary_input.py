@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from punctkit.data.boundaries import stream_boundaries
-from punctkit.data.streams import Stream, Window
+from punctkit.data.streams import Stream
 from punctkit.files import PunctkitError
 
 DROP_KEYS = ("turns", "times")
@@ -51,9 +51,10 @@ class BoundaryDropout:
 
 
 class BoundaryInput:
-    """The `Extra` (data/streams.py) that gives a window its `boundaries`: the boundary ids of its words in its
-    stream (`stream_boundaries`); with `dropout`, those of the stream with its turns and/or times dropped for the
-    dataset's pass (`epoch()`), seeded by `seed`. Each stream's ids are computed once per variant."""
+    """Per stream of a dataset (by index), the boundary ids of its words (`stream_boundaries`); with `dropout`,
+    those of the stream with its turns and/or times dropped for the dataset's pass (`epoch()`), seeded by `seed`.
+    Each stream's ids are computed once per variant. `window_boundaries(BoundaryInput(...))` (data/boundaries.py) is
+    the `Extra` that gives each window its words' ids, as decoding's ids give them."""
 
     def __init__(self, streams: list[Stream], dropout: BoundaryDropout | None = None, seed: int = 0,
                  epoch: Callable[[], int] = lambda: 0) -> None:
@@ -70,5 +71,8 @@ class BoundaryInput:
             self.cache[key] = np.asarray(stream_boundaries(kept), dtype=np.int64)
         return self.cache[key]
 
-    def __call__(self, stream: Stream, window: Window) -> dict[str, Any]:
-        return {"boundaries": self.ids(window.stream)[window.start:window.end]}
+    def __getitem__(self, k: int) -> np.ndarray:
+        return self.ids(k)
+
+    def __len__(self) -> int:
+        return len(self.streams)

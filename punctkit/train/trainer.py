@@ -42,6 +42,7 @@ import torch
 
 from punctkit.batch import collate
 from punctkit.config import load_config
+from punctkit.data.boundaries import window_boundaries
 from punctkit.data.labels import LabelSet, O, mark_of
 from punctkit.data.streams import IGNORE, Extra, Stream, WindowDataset, join_extras
 from punctkit.expdir import EPOCH_TMP_RE, epoch_checkpoints, load_checkpoint, pick_device
@@ -412,7 +413,8 @@ def train_process(run: RunArgs, rank: int = 0, world_size: int = 1,
     bounded = reads_boundaries(conf["model"])  # the model reads the boundary after each word
     validate = None
     if run.validation is not None and exp.valid_streams:
-        valid_extra = join_extras(exp.extra, BoundaryInput(exp.valid_streams)) if bounded else exp.extra  # all known
+        valid_extra = join_extras(exp.extra, window_boundaries(BoundaryInput(exp.valid_streams))) if bounded \
+            else exp.extra  # all known
         validate, conf["decode"] = run.validation(conf["decode"], exp.frontend, exp.valid_streams, device,
                                                   valid_extra, log, exp.inventory)
     counts = np.bincount([x for s in exp.train_streams for x in s.labels if x != IGNORE],
@@ -420,8 +422,8 @@ def train_process(run: RunArgs, rank: int = 0, world_size: int = 1,
     train_set = WindowDataset(exp.train_streams, exp.frontend, extra=exp.extra, max_tokens=opts.max_tokens,
                               soft=train_soft_labels(opts, exp, run.train_dir, log), augment=augmenter(opts))
     if bounded:  # each pass's windows read their streams' turns and times, some dropped (train.boundary_dropout)
-        train_set.extra = join_extras(exp.extra, BoundaryInput(exp.train_streams, opts.boundary_drop, opts.seed,
-                                                          epoch=lambda: train_set.epoch))
+        ids = BoundaryInput(exp.train_streams, opts.boundary_drop, opts.seed, epoch=lambda: train_set.epoch)
+        train_set.extra = join_extras(exp.extra, window_boundaries(ids))
     trainer = Trainer(model, opts, exp_dir, train_set, exp.inventory, exp.valid_streams, device, log,
                       counts.tolist(), run.on_step, run.on_epoch_end, rank=rank, world_size=world_size,
                       validate=validate)

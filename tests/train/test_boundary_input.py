@@ -10,7 +10,7 @@ import pytest
 
 from conftest import IWSLT
 from punct_util import cli, cli_error, tiny_conf
-from punctkit.data.boundaries import NOTHING, stream_boundaries
+from punctkit.data.boundaries import NOTHING, stream_boundaries, window_boundaries
 from punctkit.data.streams import Stream, Window, make_streams
 from punctkit.files import PunctkitError
 from punctkit.train.boundary_input import BoundaryDropout, BoundaryInput
@@ -126,14 +126,15 @@ def test_boundary_dropout_is_checked_and_drawn_per_stream_and_pass():
     s = Stream("rec", ["u1", "u2"], [0, 2], ["yes", "no", "so", "what"], [0] * 4, speakers=["A", "B"],
                times=[(0.0, 0.2), (0.21, 0.4), (1.5, 1.7), (1.8, 2.0)])
     full = stream_boundaries(s)
-    assert BoundaryInput([s])(s, Window(0, 1, 4))["boundaries"].tolist() == full[1:]
-    assert BoundaryInput([s], BoundaryDropout(1.0, 1.0))(s, Window(0, 0, 4))["boundaries"].tolist() == [0] * 4
+    assert window_boundaries(BoundaryInput([s]))(s, Window(0, 1, 4))["boundaries"].tolist() == full[1:]
+    dropped = window_boundaries(BoundaryInput([s], BoundaryDropout(1.0, 1.0)))
+    assert dropped(s, Window(0, 0, 4))["boundaries"].tolist() == [0] * 4
     epoch = [0]
-    half = BoundaryInput([s] * 40, BoundaryDropout(0.5, 0.5), seed=3, epoch=lambda: epoch[0])
+    half = window_boundaries(BoundaryInput([s] * 40, BoundaryDropout(0.5, 0.5), seed=3, epoch=lambda: epoch[0]))
     draws = []
     for epoch[0] in range(4):
         draws.append([tuple(half(s, Window(k, 0, 4))["boundaries"]) for k in range(40)])
-    again = BoundaryInput([s] * 40, BoundaryDropout(0.5, 0.5), seed=3, epoch=lambda: 2)
+    again = window_boundaries(BoundaryInput([s] * 40, BoundaryDropout(0.5, 0.5), seed=3, epoch=lambda: 2))
     assert [tuple(again(s, Window(k, 0, 4))["boundaries"]) for k in range(40)] == draws[2]  # deterministic
     assert draws[0] != draws[1]  # drawn anew each pass
     kinds = {ids for d in draws for ids in d}
