@@ -14,7 +14,8 @@
 #   local/conversation.sh --stage 7 --model exp/boundary_turns/model.pkt --tag turns   # ship rule against `fast`
 # `accurate` the same way (conf/train_plm_minilm9_turns.yaml: its int8 package's weights dequantized, a boundary input):
 #   local/conversation.sh --stage 6 --stop-stage 6 --train-config conf/train_plm_minilm9_turns.yaml --conv-tag plm_turns
-#   local/conversation.sh --stage 2 --stop-stage 3 --model exp/plm_turns/model.pkt --tag plm_turns
+#   local/conversation.sh --stage 2 --stop-stage 3 --model exp/plm_turns/model.pkt --tag plm_turns --max-train-docs 30 \
+#     --threads 2                                                     # its fusion on 30 calls + 30 meetings, as `accurate`'s
 #   local/conversation.sh --stage 7 --model exp/boundary_plm_turns/model.pkt --tag plm_turns --shipped accurate
 # Stage 4 scores `punctkit punctuate` itself on calls_valid, calls_test and meetings_val (exp/boundary_<tag>/score/
 # {before,after}/<set>_<reading>/, exp/boundary_<tag>/score.log): the model before (--model: it reads the words only)
