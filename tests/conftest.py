@@ -6,6 +6,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -109,45 +110,44 @@ def tiny_package(tmp_path_factory) -> TinyPackage:
     """The run's tiny package, trained once per test run: under xdist the first worker that asks builds it in the
     run's temporary directory (shared by the workers, under a file lock) and the others wait for it and read it.
     Tests must not write into it: `TinyPackage.copy_to` gives a module a copy of its own."""
-    root = _run_dir(tmp_path_factory)
-    d = root / "tiny_package"
-    with open(root / "tiny_package.lock", "w") as lock:
+    return TinyPackage(built_once(tmp_path_factory, "tiny_package", build_tiny_package))
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """The directory NAME of the test run's temporary directory (shared by the xdist workers), filled by
+    `build(directory)` once per run: the first worker that asks builds it under a file lock, the others wait for it
+    and read it; a half-built one (a worker whose build failed or skipped) is built again."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's directory, above each worker's own
+    d = root / name
+    with open(root / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when the build fails or skips
         if not (d / "built").is_file():
-            shutil.rmtree(d, ignore_errors=True)  # a half-built one (a worker that failed)
+            shutil.rmtree(d, ignore_errors=True)
             d.mkdir()
-            build_tiny_package(d)
+            build(d)
             (d / "built").touch()
-    return TinyPackage(d)
+    return d
 
 
-def _run_dir(tmp_path_factory) -> Path:
-    """The test run's temporary directory, shared by the xdist workers (each worker's own is below it)."""
-    root = tmp_path_factory.getbasetemp()
-    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+def build_wheel(d: Path) -> None:
+    """`pip wheel .` of the checkout into `d`, without the test run's PYTHONPATH or virtual environment."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PUNCTKIT_DEBUG")}
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
+                        "-w", str(d)], cwd=d, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
 
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
-    """punctkit's wheel (`pip wheel .`, what `pip install .` installs), built once per test run: setuptools builds
-    in the checkout's build/ directory, so two workers building at once collide on it (`File exists:
-    build/bdist...`); the first worker that asks builds it under a file lock, the others wait and read it."""
-    import subprocess
-    import sys
-
-    root = _run_dir(tmp_path_factory)
-    d = root / "wheel"
-    with open(root / "wheel.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        found = sorted(d.glob("punctkit-*.whl")) if (d / "built").is_file() else []
-        if not found:
-            shutil.rmtree(d, ignore_errors=True)
-            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PUNCTKIT_DEBUG")}
-            r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
-                                "-q", "-w", str(d)], cwd=root, env=env, capture_output=True, text=True, timeout=600)
-            assert r.returncode == 0, r.stderr
-            found = sorted(d.glob("punctkit-*.whl"))
-            (d / "built").touch()
+    """punctkit's wheel (`pip wheel .`, what `pip install .` installs), built once per test run (`built_once`):
+    setuptools builds in the checkout's build/ directory, so two workers building at once collide on it (`File
+    exists: build/bdist...`)."""
+    found = sorted(built_once(tmp_path_factory, "wheel", build_wheel).glob("punctkit-*.whl"))
     assert len(found) == 1, found
     return found[0]
 

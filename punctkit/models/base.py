@@ -77,6 +77,7 @@ def token_boundaries(batch: Batch) -> torch.Tensor:
     # scatter_add: padded words share word_pos 0 with the first word; adding their 0 leaves its id as it is
     return torch.zeros_like(batch["tokens"]).scatter_add(1, batch["word_pos"], ids)
 
+
 def select_rows(obj: Any, index: torch.Tensor) -> Any:
     """Rows `index` of every tensor in a nest of dicts, lists and tuples (None stays None)."""
     if isinstance(obj, torch.Tensor):

@@ -413,8 +413,9 @@ def train_process(run: RunArgs, rank: int = 0, world_size: int = 1,
     bounded = reads_boundaries(conf["model"])  # the model reads the boundary after each word
     validate = None
     if run.validation is not None and exp.valid_streams:
-        valid_extra = join_extras(exp.extra, window_boundaries(BoundaryInput(exp.valid_streams))) if bounded \
-            else exp.extra  # all known
+        valid_extra = exp.extra
+        if bounded:  # every stream's turns and times, all known
+            valid_extra = join_extras(exp.extra, window_boundaries(BoundaryInput(exp.valid_streams)))
         validate, conf["decode"] = run.validation(conf["decode"], exp.frontend, exp.valid_streams, device,
                                                   valid_extra, log, exp.inventory)
     counts = np.bincount([x for s in exp.train_streams for x in s.labels if x != IGNORE],
