@@ -12,6 +12,8 @@
 #                                                                      # and package: exp/drnn_lwma_turns/model.pkt
 #   local/conversation.sh --stage 2 --stop-stage 4 --model exp/drnn_lwma_turns/model.pkt --tag turns
 #   local/conversation.sh --stage 7 --model exp/boundary_turns/model.pkt --tag turns   # ship rule against `fast`
+#   local/conversation.sh --stage 6 --stop-stage 6 --soup "TAG1 TAG2" --conv-tag soup   # instead of training: the
+#                                                     # named fine-tunes' networks averaged (one start), then packed
 # `accurate` the same way (conf/train_plm_minilm9_turns.yaml: its int8 package's weights dequantized, a boundary input):
 #   local/conversation.sh --stage 6 --stop-stage 6 --train-config conf/train_plm_minilm9_turns.yaml --conv-tag plm_turns
 #   local/conversation.sh --stage 2 --stop-stage 3 --model exp/plm_turns/model.pkt --tag plm_turns --max-train-docs 30 \
@@ -36,10 +38,11 @@ train_config=conf/train_drnn_lwma_turns.yaml  # stage 6
 ted_train=train_2m                             # stage 5: the TED part of the training set (train_all: all of TED)
 conv_set=train_conv                            # stages 5-6: the training set's name
 conv_tag=drnn_lwma_turns                       # stage 6: the experiment
+soup=                                          # stage 6: "TAG TAG ...": average these experiments' networks instead
 shipped=fast                                   # stage 7: the shipped model a candidate would replace
 help_message="Usage: $0 [--stage N] [--stop-stage N] [--model fast|accurate|PKG] [--tag NAME] [--threads 1]
   [--max-meetings N] [--max-calls N] [--max-train-docs N] [--train-config CONF] [--shipped fast|accurate]
-  [--ted-train train_2m|train_all] [--conv-set train_conv] [--conv-tag drnn_lwma_turns]"
+  [--ted-train train_2m|train_all] [--conv-set train_conv] [--conv-tag drnn_lwma_turns] [--soup 'TAG TAG']"
 . ./db.sh
 . utils/parse_options.sh
 tag=${tag:-$(basename "$model" .pkt)}
@@ -135,21 +138,40 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
   fi
   # the network (resumed by the same command), then its package (ONNX only as the shipped `fast`; int8 weights as
   # the shipped `accurate`)
-  ./run.sh --stage 3 --stop-stage 4 --train-set "$conv_set" --valid-set valid_conv --tag "$conv_tag" \
-    --train-config "$train_config"
+  train_data="data/$conv_set: TED $ted_train + the Earnings-22 calls of local/lists/calls_train.txt + the meetings \
+of the shared meetings/train.jsonl, with their speaker turns and word times (dev data/valid_conv: dev2012's valid + \
+calls_valid + the meetings' val.jsonl)"
+  rebuild="local/conversation.sh --stage 5 --stop-stage 6 --ted-train $ted_train --conv-set $conv_set \
+--train-config $train_config --conv-tag $conv_tag"
+  if [ -z "$soup" ]; then
+    ./run.sh --stage 3 --stop-stage 4 --train-set "$conv_set" --valid-set valid_conv --tag "$conv_tag" \
+      --train-config "$train_config"
+  else
+    # a uniform model soup (Wortsman et al. 2022): the networks of the experiments --soup names (each fine-tuned
+    # from the same package, each its own model.avg.pt), averaged weight by weight; the first one's config, frontend
+    # and labels (the same in all: one start)
+    read -r -a parts <<< "$soup"
+    mkdir -p "exp/$conv_tag"
+    cp -r "exp/${parts[0]}/config.yaml" "exp/${parts[0]}/frontend" "exp/${parts[0]}/inventory" "exp/$conv_tag/"
+    punctkit average-checkpoints "exp/$conv_tag" --out "exp/$conv_tag/model.avg.pt" \
+      $(for t in "${parts[@]}"; do echo "--checkpoint exp/$t/model.avg.pt"; done)
+    train_data="the average of the networks of $(for t in "${parts[@]}"; do echo -n "exp/$t ($(sed -n \
+'s/^.*--train-set \([^ ]*\).*$/data\/\1/p' "exp/$t/run.sh" | head -1)), "; done)each fine-tuned from the same package \
+on TED + the Earnings-22 calls of local/lists/calls_train.txt + the meetings of the shared meetings/train.jsonl, with \
+their speaker turns and word times (dev data/valid_conv)"
+    rebuild="local/conversation.sh --stage 6 --stop-stage 6 --soup '$soup' --conv-tag $conv_tag (after each \
+experiment it names is trained: block train_drnn_lwma_turns)"
+  fi
   pack_opts=--onnx-only; [ "$words_model" = accurate ] && pack_opts="--onnx-only --int8"
   # shellcheck disable=SC2086
   punctkit pack "exp/$conv_tag" -o "exp/$conv_tag/model.pkt" $pack_opts \
-    --train-data "data/$conv_set: TED $ted_train + the Earnings-22 calls of local/lists/calls_train.txt + the meetings \
-of the shared meetings/train.jsonl, with their speaker turns and word times (dev data/valid_conv: dev2012's valid + \
-calls_valid + the meetings' val.jsonl)" \
+    --train-data "$train_data" \
     --card-note "licence=training data: TED talk transcripts (TED Conferences LLC), CC BY-NC-ND 4.0; Earnings-22 calls \
 (Rev, github.com/revdotcom/speech-datasets), CC BY-SA 4.0; the meetings: AMI Meeting Corpus, CC BY 4.0; ICSI Meeting \
 Corpus, CC BY 4.0; Welsh Parliament committee records, Open Government Licence; House of Commons of Canada committee \
 records, reproduction permitted for non-commercial use (QMSum, github.com/Yale-LILY/QMSum, MIT); punctkit itself is \
 Apache-2.0" \
-    --card-note "rebuild=cd recipes/ted && local/conversation.sh --stage 1 --stop-stage 1 && local/conversation.sh \
---stage 5 --stop-stage 6 --ted-train $ted_train --conv-set $conv_set --train-config $train_config --conv-tag $conv_tag \
+    --card-note "rebuild=cd recipes/ted && local/conversation.sh --stage 1 --stop-stage 1 && $rebuild \
 && local/conversation.sh --stage 2 --stop-stage 3 --model exp/$conv_tag/model.pkt --tag $conv_tag"
 fi
 
