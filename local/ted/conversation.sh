@@ -155,8 +155,8 @@ calls_valid + the meetings' val.jsonl)"
     cp -r "exp/${parts[0]}/config.yaml" "exp/${parts[0]}/frontend" "exp/${parts[0]}/inventory" "exp/$conv_tag/"
     punctkit average-checkpoints "exp/$conv_tag" --out "exp/$conv_tag/model.avg.pt" \
       $(for t in "${parts[@]}"; do echo "--checkpoint exp/$t/model.avg.pt"; done)
-    train_data="the average of the networks of $(for t in "${parts[@]}"; do echo -n "exp/$t ($(sed -n \
-'s/^.*--train-set \([^ ]*\).*$/data\/\1/p' "exp/$t/run.sh" | head -1)), "; done)each fine-tuned from the same package \
+    train_data="the average of the networks of $(for t in "${parts[@]}"; do echo -n "exp/$t$(sed -n \
+'s/^.*--train-set \([^ ]*\).*$/ (data\/\1)/p' "exp/$t/run.sh" 2> /dev/null | head -1), "; done)each fine-tuned from the same package \
 on TED + the Earnings-22 calls of local/lists/calls_train.txt + the meetings of the shared meetings/train.jsonl, with \
 their speaker turns and word times (dev data/valid_conv)"
     rebuild="local/conversation.sh --stage 6 --stop-stage 6 --soup '$soup' --conv-tag $conv_tag (after each \
