@@ -122,7 +122,18 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
   # that read words only, or exp/accurate_words.pkt, the `accurate` one (conf/train_plm_minilm9_turns.yaml); each the
   # shipped one before this step (git commit e351a74; without git, rebuild it as its card says: `punctkit models
   # --long` of that version)
-  init=$(sed -n 's/^  init: *\([^ #]*\).*/\1/p' "$train_config")
+  read -r -a parts <<< "$soup"
+  for t in "${parts[@]}"; do
+    [ -f "exp/$t/model.avg.pt" ] || { echo "$0: --soup: exp/$t/model.avg.pt not found: train that experiment first" >&2
+      exit 1; }
+  done
+  if [ -n "$soup" ] && [ -d "exp/$conv_tag/checkpoints" ]; then
+    echo "$0: --soup: exp/$conv_tag is a trained experiment; name the soup with another --conv-tag" >&2
+    exit 1
+  fi
+  # a soup starts where its parts started: the first one's recorded config
+  start_config=$train_config; [ -n "$soup" ] && start_config=exp/${parts[0]}/config.yaml
+  init=$(sed -n 's/^  init: *\([^ #]*\).*/\1/p' "$start_config")
   case "$init" in
     exp/fast_words.pkt) words_model=fast ;;
     exp/accurate_words.pkt) words_model=accurate ;;
@@ -150,7 +161,6 @@ calls_valid + the meetings' val.jsonl)"
     # a uniform model soup (Wortsman et al. 2022): the networks of the experiments --soup names (each fine-tuned
     # from the same package, each its own model.avg.pt), averaged weight by weight; the first one's config, frontend
     # and labels (the same in all: one start)
-    read -r -a parts <<< "$soup"
     mkdir -p "exp/$conv_tag"
     cp -r "exp/${parts[0]}/config.yaml" "exp/${parts[0]}/frontend" "exp/${parts[0]}/inventory" "exp/$conv_tag/"
     punctkit average-checkpoints "exp/$conv_tag" --out "exp/$conv_tag/model.avg.pt" \
