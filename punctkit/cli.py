@@ -499,12 +499,14 @@ def split_data(
     data: Path = typer.Argument(..., help="data directory to split"),
     n: int = typer.Argument(..., min=1, help="number of parts"),
     per_spk: bool = typer.Option(False, "--per-spk", help="keep each speaker's utterances in one part"),
+    per_reco: bool = typer.Option(False, "--per-reco", help="keep each recording's utterances in one part: the "
+                                  "streams decode reads (segments, utt2reco; else a speaker's)"),
     overwrite: bool = typer.Option(False, "--overwrite", help=OVERWRITE_DIR_HELP),
 ) -> None:
     """Split a data directory into DATA/splitN/1..N (every per-utterance file kept consistent)."""
     from punctkit.data.datadir import split_data_dir
 
-    parts = split_data_dir(data, n, per_spk, overwrite=overwrite)
+    parts = split_data_dir(data, n, per_spk, overwrite=overwrite, per_reco=per_reco)
     _echo(f"split-data: {data} -> {parts[0].parent}/{{1..{n}}}", err=True)
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A teacher's label probabilities over a training set, one part at a time (issue 36: the MPNet
 # continued on TED labels the TED training text once, for every student). `punctkit decode`
-# does not resume, so the data is split by talk (split-data --per-spk) into --parts parts; each
+# does not resume, so the data is split by stream (split-data --per-reco: a talk, a call, a meeting with its
+# speakers together) into --parts parts; each
 # part's decode ends in OUT/split<N>/<k>/.done, a rerun skips the parts that have one, and when
 # every part is done their decode dirs are joined into OUT/hyp (combine-data: text, labels, probs).
 # Parts go through $decode_cmd (cmd.sh), --nj at a time; --max-parts stops after that many new
@@ -37,7 +38,7 @@ if [ ! -f "$split/$parts/text" ] || [ "$data/text" -nt "$split/$parts/text" ]; t
   if compgen -G "$out/split$parts/*/.done" >/dev/null; then
     echo "$0: $data changed since $out's parts were decoded: label it into a new OUT" >&2; exit 1
   fi
-  punctkit split-data "$data" "$parts" --per-spk
+  punctkit split-data "$data" "$parts" --per-reco
 fi
 mkdir -p "$out/split$parts" "$out/log"
 todo=()

@@ -273,6 +273,7 @@ class _Contents:
     utt2reco: dict[str, str]
     keyed: dict[str, _Keyed]
     whole: dict[str, bytes]
+    stream: dict[str, str]  # the stream decode reads each utterance in (data/streams.py stream_order's rule)
 
 
 def _read_contents(path: str | Path) -> _Contents:
@@ -286,13 +287,14 @@ def _read_contents(path: str | Path) -> _Contents:
     table = read_table(master)
     utts = list(table)
     utt2spk = dict(table) if master.name == "utt2spk" else {u: u for u in utts}
-    utt2reco = {u: u for u in utts}
-    if (d / "utt2reco").is_file():
-        for u, rest in read_table(d / "utt2reco").items():
-            utt2reco[u] = rest.split()[0] if rest else u
-    if (d / "segments").is_file():
-        for u, rest in read_table(d / "segments").items():
-            utt2reco[u] = rest.split()[0] if rest else u
+    named: dict[str, str] = {}  # the recordings utt2reco and segments name
+    for f in ("utt2reco", "segments"):
+        if (d / f).is_file():
+            named.update({u: rest.split()[0] if rest else u for u, rest in read_table(d / f).items()})
+    utt2reco = {u: named.get(u, u) for u in utts}
+    # decode's streams: by recording where the dir names some (an utterance none places: its speaker's), else by
+    # speaker
+    stream = {u: named.get(u, utt2spk[u]) for u in utts}
     uset, recos, spks = set(utts), set(utt2reco.values()), set(utt2spk.values())
     keyed: dict[str, _Keyed] = {}
     whole: dict[str, bytes] = {}
@@ -314,7 +316,7 @@ def _read_contents(path: str | Path) -> _Contents:
                 what = {"utt": "utterance", "reco": "recording", "spk": "speaker", "spk2utt": "speaker"}[kind]
                 raise PunctkitError(f"{where(f, i)}: unknown {what} '{key}' (not in {master})")
         keyed[f.name] = _Keyed(kind, [(k, ln) for k, ln, _ in rows])
-    return _Contents(d, utts, utt2spk, utt2reco, keyed, whole)
+    return _Contents(d, utts, utt2spk, utt2reco, keyed, whole, stream)
 
 
 def split_balanced(sizes: list[int], n: int) -> list[list[int]]:
@@ -357,24 +359,31 @@ def _write_part(src: _Contents, utts: list[str], out: OutputDir) -> None:
         out.write_bytes(name, data)
 
 
-def split_data_dir(data: str | Path, n: int, per_spk: bool = False, overwrite: bool = False) -> list[Path]:
+def split_data_dir(data: str | Path, n: int, per_spk: bool = False, overwrite: bool = False, *,
+                   per_reco: bool = False) -> list[Path]:
     """Split a data directory into `DATA/splitN/1..N` (contiguous parts, balanced by utterance
-    count); `per_spk` keeps each speaker's utterances in one part. Returns the part paths.
+    count); `per_spk` keeps each speaker's utterances in one part; `per_reco` each recording's
+    (Kaldi's split_data.sh --per-reco): the streams `punctkit decode` reads, a recording's speaker
+    turns together (where the dir names no recording, no segments or utt2reco, a speaker is one).
+    Returns the part paths.
 
     A part is a copy of its share of DATA: a data-directory file an earlier split left
     in it that DATA no longer has is removed; files punctkit does not know are kept."""
     src = _read_contents(data)
     if n < 1:
         raise PunctkitError(f"split-data: number of parts must be at least 1, got {n}")
-    if per_spk:
-        spk_utts: dict[str, list[str]] = {}
+    if per_spk and per_reco:
+        raise PunctkitError("split-data: give --per-spk or --per-reco, not both")
+    if per_spk or per_reco:
+        key = src.utt2spk if per_spk else src.stream
+        grouped: dict[str, list[str]] = {}
         for u in src.utts:
-            spk_utts.setdefault(src.utt2spk[u], []).append(u)
-        units = list(spk_utts.values())
+            grouped.setdefault(key[u], []).append(u)
+        units = list(grouped.values())
     else:
         units = [[u] for u in src.utts]
     if n > len(units):
-        what = "speakers" if per_spk else "utterances"
+        what = "speakers" if per_spk else "recordings" if per_reco else "utterances"
         raise PunctkitError(f"{src.path}: cannot split {len(units)} {what} into {n} parts")
     groups = split_balanced([len(x) for x in units], n)
     out = src.path / f"split{n}"

@@ -157,13 +157,17 @@ fi
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
   for x in $test_sets; do
     dir=$(decode_dir_of "$x")
-    # Jobs split the set by speaker (= document/stream), so every stream is decoded
-    # whole and the result equals --nj 1 byte for byte; hence at most one job per speaker.
-    if [ -f "$data/$x/utt2spk" ]; then nspk=$(awk '{print $2}' "$data/$x/utt2spk" | sort -u | wc -l)
+    # Jobs split the set by stream (split-data --per-reco: a recording, its speakers' turns together, where
+    # segments or utt2reco name one; else a speaker = a document), so every stream is decoded whole and the result
+    # equals --nj 1 byte for byte; hence at most one job per stream.
+    if [ -f "$data/$x/utt2spk" ]; then
+      nspk=$(cat "$data/$x/utt2reco" "$data/$x/segments" 2> /dev/null |
+        awk 'FILENAME == "-" { r[$1] = $2; next } { print (($1 in r) ? r[$1] : $2) }' - "$data/$x/utt2spk" |
+        sort -u | wc -l)
     else nspk=$(wc -l < "$data/$x/text"); fi
     _nj=$nj
     if [ "$_nj" -gt "$nspk" ]; then
-      log "stage 5: $x has $nspk speaker(s)/stream(s): decoding with $nspk job(s) instead of --nj $nj"
+      log "stage 5: $x has $nspk stream(s): decoding with $nspk job(s) instead of --nj $nj"
       _nj=$nspk
     fi
     log "stage 5: decode $x -> $dir/hyp ($_nj job(s))"
@@ -171,7 +175,7 @@ if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
       ${decode_cmd} "$dir/log/decode.log" \
         punctkit decode "$exp" "$data/$x" "$dir/hyp" --config "$decode_config" $decode_args
     else
-      punctkit split-data "$data/$x" "$_nj" --per-spk
+      punctkit split-data "$data/$x" "$_nj" --per-reco
       rm -rf "$dir/split$_nj"
       ${decode_cmd} JOB=1:"$_nj" "$dir/log/decode.JOB.log" \
         punctkit decode "$exp" "$data/$x/split$_nj/JOB" "$dir/split$_nj/JOB" --config "$decode_config" $decode_args

@@ -261,3 +261,49 @@ def test_combine_of_timed_and_untimed_turns_keeps_the_segments(tmp_path):
     assert read_table(tmp_path / "ab" / "segments") == read_table(tmp_path / "a" / "segments")
     assert (tmp_path / "ab" / "ctm").read_text() == (tmp_path / "a" / "ctm").read_text()
     assert len(read_table(tmp_path / "ab" / "utt2reco")) == 4
+
+
+CALLS = Path(__file__).resolve().parents[3] / "shared" / "data" / "earnings22" / "calls"
+
+
+@pytest.fixture(scope="module")
+def calls_dir(tmp_path_factory) -> Path:
+    """Three Earnings-22 calls prepared as decode reads a conversation: an utterance a speaker turn, `utt2spk` its
+    speaker (several a call), `segments` and `utt2reco` its call."""
+    names = ("4474955", "4475604", "4482968")
+    if not all((CALLS / f"{x}.aligned.nlp").is_file() for x in names):
+        pytest.skip(f"Earnings-22 calls not found at {CALLS}")
+    d = tmp_path_factory.mktemp("calls") / "calls"
+    prepare([CALLS / f"{x}.aligned.nlp" for x in names], d, inventory="truecase4", show_progress=False)
+    return d
+
+
+def parts_of(parts: list[Path], name: str) -> list[set[str]]:
+    """The values (second column) of file `name` in each part."""
+    return [{ln.split()[1] for ln in (p / name).read_text().splitlines()} for p in parts]
+
+
+def test_per_reco_keeps_each_conversation_in_one_part(calls_dir):
+    """--per-reco (Kaldi's split_data.sh --per-reco): a call's speaker turns stay together, so decode reads each
+    call as one stream in its part; --per-spk would share a call's speakers out among parts."""
+    recos = parts_of(split_data_dir(calls_dir, 2, per_reco=True), "utt2reco")
+    assert sorted(len(r) for r in recos) == [1, 2] and not recos[0] & recos[1]
+    spk_recos = parts_of(split_data_dir(calls_dir, 2, per_spk=True, overwrite=True), "utt2reco")
+    assert spk_recos[0] & spk_recos[1]  # what --per-spk does to a conversation: one call in both parts
+    with pytest.raises(PunctkitError, match="cannot split 3 recordings into 4 parts"):
+        split_data_dir(calls_dir, 4, per_reco=True)
+    with pytest.raises(PunctkitError, match="--per-spk or --per-reco, not both"):
+        split_data_dir(calls_dir, 2, per_spk=True, per_reco=True)
+
+
+def test_per_reco_without_recordings_is_per_speaker(audio_dir, tmp_path):
+    """A directory that names no recording for some utterance: those go by their speaker (a document), as decode
+    reads them; split then combine gives the directory back."""
+    text = tmp_path / "text_only"
+    text.mkdir()
+    for name in ("text", "labels", "utt2spk", "spk2utt", "inventory"):
+        (text / name).write_bytes((audio_dir / name).read_bytes())
+    parts = split_data_dir(text, 4, per_reco=True)
+    assert [len(s) for s in parts_of(parts, "utt2spk")] == [1, 1, 1, 1]
+    combine_data_dirs(tmp_path / "back", parts)
+    same_tree(text, tmp_path / "back")
