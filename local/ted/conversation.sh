@@ -14,6 +14,9 @@
 #   local/conversation.sh --stage 7 --model exp/boundary_turns/model.pkt --tag turns   # ship rule against `fast`
 #   local/conversation.sh --stage 6 --stop-stage 6 --soup "TAG1 TAG2" --conv-tag soup   # instead of training: the
 #                                                     # named fine-tunes' networks averaged (one start), then packed
+#   local/conversation.sh --stage 6 --stop-stage 6 --train-config conf/train_drnn_lwma_turns_distill.yaml \
+#     --conv-tag drnn_lwma_turns_distill [--teacher accurate]   # a config with train.distill: the teacher's labels over
+#                                                     # the training set first (local/teacher_probs.sh), then training
 # `accurate` the same way (conf/train_plm_minilm9_turns.yaml: its int8 package's weights dequantized, a boundary input):
 #   local/conversation.sh --stage 6 --stop-stage 6 --train-config conf/train_plm_minilm9_turns.yaml --conv-tag plm_turns
 #   local/conversation.sh --stage 2 --stop-stage 3 --model exp/plm_turns/model.pkt --tag plm_turns --max-train-docs 30 \
@@ -40,9 +43,11 @@ conv_set=train_conv                            # stages 5-6: the training set's 
 conv_tag=drnn_lwma_turns                       # stage 6: the experiment
 soup=                                          # stage 6: "TAG TAG ...": average these experiments' networks instead
 shipped=fast                                   # stage 7: the shipped model a candidate would replace
+teacher=accurate                               # stage 6, a config with train.distill: the model whose labels teach
 help_message="Usage: $0 [--stage N] [--stop-stage N] [--model fast|accurate|PKG] [--tag NAME] [--threads 1]
   [--max-meetings N] [--max-calls N] [--max-train-docs N] [--train-config CONF] [--shipped fast|accurate]
-  [--ted-train train_2m|train_all] [--conv-set train_conv] [--conv-tag drnn_lwma_turns] [--soup 'TAG TAG']"
+  [--ted-train train_2m|train_all] [--conv-set train_conv] [--conv-tag drnn_lwma_turns] [--soup 'TAG TAG']
+  [--teacher accurate|PKG]"
 . ./db.sh
 . utils/parse_options.sh
 tag=${tag:-$(basename "$model" .pkt)}
@@ -154,6 +159,19 @@ of the shared meetings/train.jsonl, with their speaker turns and word times (dev
 calls_valid + the meetings' val.jsonl)"
   rebuild="local/conversation.sh --stage 5 --stop-stage 6 --ted-train $ted_train --conv-set $conv_set \
 --train-config $train_config --conv-tag $conv_tag"
+  # a config that distils (train.distill.probs: exp/<name>/hyp/probs) first has its teacher label the training set
+  # (--teacher: a package, or a shipped model by name; with its turns and times; local/teacher_probs.sh resumes by parts)
+  probs=$(python3 -c "import sys, yaml; c = yaml.safe_load(open(sys.argv[1])) or {}
+print(((c.get('train') or {}).get('distill') or {}).get('probs') or '')" "$start_config")
+  if [ -n "$probs" ] && [ -z "$soup" ]; then
+    teacher_pkg=$teacher
+    [ -f "$teacher_pkg" ] || teacher_pkg=$(python3 -c "import sys; from punctkit.pretrained import model_path
+print(model_path(sys.argv[1]))" "$teacher")
+    [ -f "$probs" ] || local/teacher_probs.sh --nj 2 --decode-args "--threads 1" "$teacher_pkg" "data/$conv_set" \
+      "${probs%/hyp/probs}"
+    train_data="$train_data; taught by $teacher's label distributions over it ($probs: \
+local/teacher_probs.sh, read with its turns and times)"
+  fi
   if [ -z "$soup" ]; then
     ./run.sh --stage 3 --stop-stage 4 --train-set "$conv_set" --valid-set valid_conv --tag "$conv_tag" \
       --train-config "$train_config"

@@ -32,6 +32,11 @@ done
 [ -d "$exp" ] || [ -f "$exp" ] || { echo "$0: $exp: no such experiment directory or package" >&2; exit 1; }
 [ -f "$data/text" ] || { echo "$0: $data: not a data directory (no text file)" >&2; exit 1; }
 
+nstreams=$(utils/num_streams.sh "$data")
+if [ "$parts" -gt "$nstreams" ]; then
+  echo "$0: $data has $nstreams stream(s): $nstreams part(s) instead of --parts $parts"
+  parts=$nstreams
+fi
 split=$data/split$parts
 if [ ! -f "$split/$parts/text" ] || [ "$data/text" -nt "$split/$parts/text" ]; then
   # a new split (or one older than the data): parts decoded from an earlier one would not match it

@@ -160,11 +160,7 @@ if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
     # Jobs split the set by stream (split-data --per-reco: a recording, its speakers' turns together, where
     # segments or utt2reco name one; else a speaker = a document), so every stream is decoded whole and the result
     # equals --nj 1 byte for byte; hence at most one job per stream.
-    if [ -f "$data/$x/utt2spk" ]; then
-      nspk=$(cat "$data/$x/utt2reco" "$data/$x/segments" 2> /dev/null |
-        awk 'FILENAME == "-" { r[$1] = $2; next } { print (($1 in r) ? r[$1] : $2) }' - "$data/$x/utt2spk" |
-        sort -u | wc -l)
-    else nspk=$(wc -l < "$data/$x/text"); fi
+    nspk=$(utils/num_streams.sh "$data/$x")
     _nj=$nj
     if [ "$_nj" -gt "$nspk" ]; then
       log "stage 5: $x has $nspk stream(s): decoding with $nspk job(s) instead of --nj $nj"
