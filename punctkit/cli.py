@@ -817,8 +817,10 @@ def punctuate(
                                              "a sentence)"),
     out: Optional[str] = typer.Option(None, "--out", "-o", metavar="FILE", rich_help_panel=OUTPUT,
                                       help="output file (default: standard output)"),
-    fmt: str = typer.Option("readable", "--format", metavar="FORMAT", callback=_one_of(*punctuate_outputs()),
-                            rich_help_panel=OUTPUT, help=f"{PUNCT_OUT} (default: readable)", show_default=False),
+    fmt: Optional[str] = typer.Option(None, "--format", metavar="FORMAT", callback=_one_of(*punctuate_outputs()),
+                                      rich_help_panel=OUTPUT, show_default=False,
+                                      help=f"{PUNCT_OUT} (default: the one -o's suffix names, .srt .vtt .ctm .stm "
+                                           ".trn .nlp .jsonl; else readable)"),
     probs: bool = typer.Option(False, "--probs", rich_help_panel=OUTPUT,
                                help="add label probabilities (jsonl, timed-json, twocol)"),
     keep_input_marks: bool = typer.Option(False, "--keep-input-marks", rich_help_panel=OUTPUT,
@@ -872,8 +874,9 @@ def punctuate(
     Examples:
       punctkit punctuate talk.txt -o talk.punct.txt
       punctkit punctuate data/test/text -o text.punct
-      punctkit punctuate talk.ctm --format srt -o talk.srt
+      punctkit punctuate talk.ctm -o talk.srt
     """
+    from punctkit.data.formats.registry import output_format
     from punctkit.files import require_stdin, require_stdout
     from punctkit.punctuator import check_punctuate_output, punctuate_file
 
@@ -886,9 +889,10 @@ def punctuate(
     if stream and lines != "stream":
         raise PunctkitError("--lines is for a file: --stream reads its lines as one stream (JSON lines may give "
                             "each its \"speaker\")")
-    if stream and (keep_input_marks or fmt != "readable" or out not in (None, "-")):
+    if stream and (keep_input_marks or fmt is not None or out not in (None, "-")):
         raise PunctkitError("--stream writes readable text to standard output: drop --keep-input-marks, "
                             "--format and -o")
+    fmt = output_format(fmt, out)
     if not stream:
         check_punctuate_output(src, out, fmt, overwrite=overwrite, probs=probs)  # before the model is loaded
     opts = dict(ngpu=ngpu, threads=threads, batch_size=batch_size, beam=beam, chunk_words=chunk_words, step=step,

@@ -17,7 +17,7 @@ from typing import IO, Any, Iterable, Iterator
 from punctkit.data.datadir import check_data_dir_output
 from punctkit.data.formats import Format, ReadContext, detect_for, get_format, names
 from punctkit.data.formats.base import OutputOptions, StreamLines, lines_only
-from punctkit.data.formats.registry import punctuate_outputs
+from punctkit.data.formats.registry import OUTPUT_SUFFIXES, punctuate_outputs
 from punctkit.data.labels import default_substitution
 from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file, is_stream, require_stdout
 from punctkit.files.text_codec import ReadMeter
@@ -180,8 +180,10 @@ def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = Non
     inputs = [] if str(src) == "-" else [src]
     if writer.needs_times and not reader.times:
         timed = ", ".join(n for n in INPUT_FORMATS if get_format(n, "units").times)
-        raise PunctkitError(f"--format {fmt} needs word times, which input format {reader.name} does not carry: "
-                            f"give an input with them ({timed})")
+        named = f" (the format -o {Path(out).name} names; --format readable writes text there)" \
+            if out not in (None, "-") and OUTPUT_SUFFIXES.get(Path(str(out)).suffix.lower()) == fmt else ""
+        raise PunctkitError(f"--format {fmt}{named} needs word times, which input format {reader.name} does not "
+                            f"carry: give an input with them ({timed})")
     inv = engine.inventory
     opts = output_options(engine, max_cue_seconds, max_line_chars, max_cue_lines)
     stats = PunctuateStats(unit="lines" if reader.one_stream else "utterances")

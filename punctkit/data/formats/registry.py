@@ -194,6 +194,21 @@ def punctuate_outputs() -> tuple[str, ...]:
     return tuple(dict.fromkeys(names("emit") + corpus))
 
 
+# an output file's suffix that names one format punctuate writes (`-o talk.srt`: srt); other suffixes (.txt, .json,
+# .tsv: several formats write them) name none
+OUTPUT_SUFFIXES = {".srt": "srt", ".vtt": "vtt", ".ctm": "ctm", ".stm": "stm", ".trn": "trn", ".nlp": "nlp",
+                   ".jsonl": "jsonl"}
+
+
+def output_format(fmt: str | None, out: str | None) -> str:
+    """The format punctuate writes: `fmt` where given; else the one the output file's suffix names (OUTPUT_SUFFIXES,
+    any case), else `readable`."""
+    if fmt:
+        return fmt
+    suffix = Path(out).suffix.lower() if out and out != "-" else ""
+    return OUTPUT_SUFFIXES.get(suffix, "readable")
+
+
 def get_format(name: str, role: str, what: str = "format", known: tuple[str, ...] | None = None) -> Format:
     """The entry of `name`, which must have `role`; otherwise one line listing the names that do
     (`known`: a command's own list, when it is wider than `role`)."""

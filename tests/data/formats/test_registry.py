@@ -268,6 +268,32 @@ def test_punctuate_names_its_formats_from_the_registry(tmp_path, pkg):
         assert [w for u in back for w in u.words] == ["so", "if", "we", "go"]
 
 
+def test_punctuate_writes_the_format_its_output_suffix_names(tmp_path, pkg):
+    """Without --format, `-o` with a suffix that names one format (.ctm, .srt, ...) gets that format, as the input
+    came: a CTM again for `-o hyp.punct.ctm`; other suffixes and standard output get readable text; --format wins;
+    a suffix whose format the input cannot give (times) is one line naming -o."""
+    ctm = tmp_path / "in.ctm"
+    ctm.write_text("".join(f"{u} 1 {t:.2f} 0.20 {w}\n" for u, words, times in ASR for w, t in zip(words, times)))
+    words = [(u, w.lower().strip(".,"), t) for u, ws, ts in ASR for w, t in zip(ws, ts)]
+    readable = cli("punctuate", "-m", pkg, ctm, "-q").stdout
+    assert readable.startswith("utt1 ") and len(readable.splitlines()) == 2
+    cli("punctuate", "-m", pkg, ctm, "-o", tmp_path / "out.ctm", "-q")
+    back = [(u, ln.word.lower().strip(".,?"), ln.start_s) for u, lines in read_ctm(tmp_path / "out.ctm")
+            for ln in lines]
+    assert back == words
+    cli("punctuate", "-m", pkg, ctm, "-o", tmp_path / "out.SRT", "-q")
+    assert detect_format(tmp_path / "out.SRT") == "srt"
+    for name, args in (("out.txt", []), ("out2.ctm", ["--format", "readable"])):
+        cli("punctuate", "-m", pkg, ctm, "-o", tmp_path / name, "-q", *args)
+        assert (tmp_path / name).read_text() == readable
+    src = tmp_path / "in.txt"
+    src.write_text("so if we go\n")
+    r = cli("punctuate", "-m", pkg, src, "-o", tmp_path / "t.ctm", ok=False)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1
+    assert "--format ctm (the format -o t.ctm names; --format readable writes text there) needs word times" in r.stderr
+    assert not (tmp_path / "t.ctm").exists()
+
+
 # ------------------------------------------------------------------ one reader per format
 
 def test_one_ctm_reader_for_punctuate_and_the_acoustic_models(tmp_path):
