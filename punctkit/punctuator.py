@@ -17,7 +17,7 @@ from typing import IO, Any, Iterable, Iterator
 from punctkit.data.datadir import check_data_dir_output
 from punctkit.data.formats import Format, ReadContext, detect_for, get_format, names
 from punctkit.data.formats.base import OutputOptions, StreamLines, lines_only
-from punctkit.data.formats.registry import OUTPUT_SUFFIXES, punctuate_outputs
+from punctkit.data.formats.registry import output_format, punctuate_outputs
 from punctkit.data.labels import default_substitution
 from punctkit.files import PunctkitError, atomic_write, check_not_input, check_output_file, is_stream, require_stdout
 from punctkit.files.text_codec import ReadMeter
@@ -181,7 +181,7 @@ def punctuate_file(engine: Engine, src: str | Path, out: str | Path | None = Non
     if writer.needs_times and not reader.times:
         timed = ", ".join(n for n in INPUT_FORMATS if get_format(n, "units").times)
         named = f" (the format -o {Path(out).name} names; --format readable writes text there)" \
-            if out not in (None, "-") and OUTPUT_SUFFIXES.get(Path(str(out)).suffix.lower()) == fmt else ""
+            if out is not None and output_format(None, str(out)) == fmt else ""
         raise PunctkitError(f"--format {fmt}{named} needs word times, which input format {reader.name} does not "
                             f"carry: give an input with them ({timed})")
     inv = engine.inventory

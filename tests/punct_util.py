@@ -1,5 +1,6 @@
 """Helpers shared by the tests: the `punctkit` command, the checks of a user error (one line: one_line_message,
-raised_error, stderr_error, cli_error), a reader's units (units_of), a tiny model trained on IWSLT slices."""
+raised_error, stderr_error, cli_error), a reader's units (units_of), a tiny model trained on IWSLT slices, a recipe
+in a scratch directory (recipe_copy)."""
 from __future__ import annotations
 
 import re
@@ -17,6 +18,18 @@ from punctkit.data.labels import LabelSet, Substitution, default_substitution
 from punctkit.data.prepare import prepare
 
 PK = [sys.executable, "-m", "punctkit.cli"]
+
+
+def recipe_copy(recipe: Path, dst: Path) -> Path:
+    """Recipe directory `recipe` in the scratch directory `dst` (its data/ and exp/ land there): links to its scripts,
+    configs, local scripts and utils; its path.sh, db.sh and cmd.sh sourced from the original. `dst`."""
+    dst.mkdir()
+    for name in ("run.sh", "conf", "local", "utils", "punct.sh"):
+        if (recipe / name).exists():
+            (dst / name).symlink_to((recipe / name).resolve())
+    for name in ("path.sh", "db.sh", "cmd.sh"):
+        (dst / name).write_text(f". {recipe / name}\n")
+    return dst
 
 
 def cli(*args: Any, ok: bool = True) -> subprocess.CompletedProcess:

@@ -12,6 +12,7 @@ import pytest
 import torch
 import yaml
 
+from punct_util import recipe_copy
 from punctkit.batch import collate
 from punctkit.data.streams import IGNORE, Stream, Window
 from punctkit.decode.search import beam_search
@@ -177,23 +178,11 @@ def test_audio_extra_cuts_and_rebases_frames(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ the tiny TTS recipe, end to end
 
-def _recipe_copy(tmp: Path) -> Path:
-    """The recipe in a scratch dir (its exp/ and data/ land there): links to everything, path/db/cmd sourced."""
-    src = ROOT / "recipes" / "tts_iwslt"
-    dst = tmp / "tts_iwslt"
-    dst.mkdir()
-    for name in ("run.sh", "conf", "local", "utils", "punct.sh"):
-        (dst / name).symlink_to((src / name).resolve())
-    for name in ("path.sh", "db.sh", "cmd.sh"):
-        (dst / name).write_text(f". {src / name}\n")
-    return dst
-
-
 @pytest.mark.slow  # a recipe end to end
 @pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None,
                     reason="espeak-ng or sox not installed (apt-get install -y espeak-ng sox)")
 def test_tiny_tts_recipe_fused_end_to_end(tmp_path: Path, iwslt: Path) -> None:
-    recipe = _recipe_copy(tmp_path)
+    recipe = recipe_copy(ROOT / "recipes" / "tts_iwslt", tmp_path / "tts_iwslt")
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     # every stage, as the template numbers them (7 and 8 are skipped for audio models)
     p = subprocess.run(["./run.sh", "--local-data-opts", "--tiny true", "--nj", "2",

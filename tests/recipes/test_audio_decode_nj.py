@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from punct_util import recipe_copy
 from punctkit.data.prepare import prepare
 from punctkit.feats.cmvn import compute_cmvn
 from punctkit.feats.fbank_pitch import extract_feats
@@ -29,17 +30,6 @@ TINY_FUSED = {"frontend": {"kind": "word", "min_count": 1},
               "decode": {"window": 20, "step": 10, "batch_size": 8, "beam": 3}}
 
 
-def recipe_copy(tmp: Path) -> Path:
-    """The TTS recipe in a scratch dir: links to its template, configs and utils; path/db/cmd sourced."""
-    dst = tmp / "recipe"
-    dst.mkdir()
-    for name in ("conf", "local", "utils", "punct.sh"):
-        (dst / name).symlink_to((RECIPE / name).resolve())
-    for name in ("path.sh", "db.sh", "cmd.sh"):
-        (dst / name).write_text(f". {RECIPE / name}\n")
-    return dst
-
-
 def test_audio_decode_nj2_equals_nj1(tmp_path: Path, iwslt: Path) -> None:
     from punctkit.train.trainer import train
 
@@ -54,7 +44,7 @@ def test_audio_decode_nj2_equals_nj1(tmp_path: Path, iwslt: Path) -> None:
     assert n_utts >= 4
     train(TINY_FUSED, data / "test", data / "test", tmp_path / "exp" / "tiny", quiet=True)
 
-    recipe = recipe_copy(tmp_path)
+    recipe = recipe_copy(RECIPE, tmp_path / "recipe")
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     hyps = {}
     for nj in (1, 2):

@@ -12,22 +12,12 @@ from pathlib import Path
 import yaml
 
 from engine_util import make_dirs
+from punct_util import recipe_copy
 from punctkit.config import load_config
 from punctkit.fit import train
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes" / "ted"
-
-
-def recipe_copy(tmp: Path) -> Path:
-    """The TED recipe in a scratch dir: links to its scripts, configs and utils; path/db/cmd sourced."""
-    dst = tmp / "recipe"
-    dst.mkdir()
-    for name in ("conf", "local", "utils", "punct.sh", "run.sh"):
-        (dst / name).symlink_to((RECIPE / name).resolve())
-    for name in ("path.sh", "db.sh", "cmd.sh"):
-        (dst / name).write_text(f". {RECIPE / name}\n")
-    return dst
 
 
 def stage6(recipe: Path, *args: str) -> subprocess.CompletedProcess:
@@ -37,7 +27,7 @@ def stage6(recipe: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_stage6_distils_from_its_teachers_labels(iwslt, tmp_path):
-    recipe = recipe_copy(tmp_path)
+    recipe = recipe_copy(RECIPE, tmp_path / "recipe")
     data = recipe / "data"
     make_dirs(iwslt, data, "1:1500", "1501:1800")
     (data / "train").rename(data / "train_tiny")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine_util import make_dirs
+from punct_util import recipe_copy
 from punctkit.config import load_config
 from punctkit.data.prepare import prepare
 from punctkit.fit import train
@@ -31,17 +32,6 @@ def prepare_calls(d: Path, inventory: str) -> Path:
     return d
 
 
-def recipe_copy(tmp: Path) -> Path:
-    """The TED recipe in a scratch dir: links to its template, configs, scripts and utils; path/db/cmd sourced."""
-    dst = tmp / "recipe"
-    dst.mkdir()
-    for name in ("conf", "local", "utils", "punct.sh"):
-        (dst / name).symlink_to((RECIPE / name).resolve())
-    for name in ("path.sh", "db.sh", "cmd.sh"):
-        (dst / name).write_text(f". {RECIPE / name}\n")
-    return dst
-
-
 def same_files(a: Path, b: Path) -> None:
     names = sorted(p.name for p in a.iterdir() if p.is_file())
     assert "labels" in names and names == sorted(p.name for p in b.iterdir() if p.is_file())
@@ -56,7 +46,7 @@ def test_stage5_nj_decodes_each_call_whole(iwslt, tmp_path):
     train(conf, train_dir, valid_dir, tmp_path / "exp" / "tiny", quiet=True)
     data = tmp_path / "data"
     prepare_calls(data / "calls", "4class")  # the tiny model's labels
-    recipe = recipe_copy(tmp_path)
+    recipe = recipe_copy(RECIPE, tmp_path / "recipe")
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     hyps = {}
     for nj in (1, 2, 5):
