@@ -164,9 +164,13 @@ calls_valid + the meetings' val.jsonl)"
   probs=$(python3 -c "import sys, yaml; c = yaml.safe_load(open(sys.argv[1])) or {}
 print(((c.get('train') or {}).get('distill') or {}).get('probs') or '')" "$start_config")
   if [ -n "$probs" ] && [ -z "$soup" ]; then
-    teacher_pkg=$teacher
-    [ -f "$teacher_pkg" ] || teacher_pkg=$(python3 -c "import sys; from punctkit.pretrained import model_path
-print(model_path(sys.argv[1]))" "$teacher")
+    case $teacher in
+      fast|accurate) teacher_pkg=$(python3 -c "import sys; from punctkit.pretrained import model_path
+print(model_path(sys.argv[1]))" "$teacher") ;;
+      *) teacher_pkg=$teacher
+         [ -f "$teacher_pkg" ] || { echo "$0: --teacher $teacher: not a shipped model (fast, accurate) or a packed \
+model's file" >&2; exit 1; } ;;
+    esac
     [ -f "$probs" ] || local/teacher_probs.sh --nj 2 --decode-args "--threads 1" "$teacher_pkg" "data/$conv_set" \
       "${probs%/hyp/probs}"
     train_data="$train_data; taught by $teacher's label distributions over it ($probs: \

@@ -55,3 +55,15 @@ def test_stage6_distils_from_its_teachers_labels(iwslt, tmp_path):
     r = stage6(recipe, *args)  # resumed: the teacher's labels are there, the training is done
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     assert probs.stat().st_mtime_ns == before and "part(s) to decode" not in r.stdout
+
+
+def test_stage6_names_a_teacher_it_cannot_find_in_one_line(tmp_path):
+    recipe = recipe_copy(RECIPE, tmp_path / "recipe")
+    conf = load_config(RECIPE / "conf" / "train_tiny.yaml")
+    conf["train"]["distill"] = {"probs": "exp/teacher_tiny/hyp/probs"}
+    (tmp_path / "distill.yaml").write_text(yaml.safe_dump(conf))
+    r = stage6(recipe, "--train-config", str(tmp_path / "distill.yaml"), "--conv-set", "train_tiny", "--teacher",
+               str(tmp_path / "no.pkt"))
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1
+    assert f"--teacher {tmp_path / 'no.pkt'}: not a shipped model (fast, accurate) or a packed model's file" in r.stderr
+    assert not (recipe / "exp" / "teacher_tiny").exists()
